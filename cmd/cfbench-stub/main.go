@@ -1,0 +1,54 @@
+// Command cfbench-stub serves the stub target (see package stub) on $PORT, as a CF app,
+// or on --listen.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/stub"
+)
+
+func main() {
+	fs := flag.NewFlagSet("cfbench-stub", flag.ContinueOnError)
+	listen := fs.String("listen", "", "address to listen on (default 0.0.0.0:$PORT, else 127.0.0.1:8080)")
+	var cfg stub.Config
+	fs.DurationVar(&cfg.Delay, "delay", 0, "fixed latency added to every response")
+	fs.DurationVar(&cfg.Dither, "dither", 0, "random extra latency, uniform in 0..dither")
+	fs.IntVar(&cfg.Size, "size", 100, "payload bytes of /bytes")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: cfbench-stub [--listen ADDR] [--delay D] [--dither D] [--size N]\n\nExample: cfbench-stub --listen 127.0.0.1:18080 --delay 2ms --dither 1ms")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if *listen == "" {
+		*listen = "127.0.0.1:8080"
+		if p := os.Getenv("PORT"); p != "" {
+			*listen = "0.0.0.0:" + p
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Addr: *listen, Handler: stub.Handler(cfg), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	slog.Info("stub listening", "addr", *listen)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "cfbench-stub:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,43 @@
+// Package report renders what a user reads about a run: the progress line of a step and
+// the summary table per variant and step. It only formats; the figures come from resultsdb.
+package report
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// Millis formats a latency in milliseconds with enough digits for sub-millisecond values.
+func Millis(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case ms < 10:
+		return fmt.Sprintf("%.3f", ms)
+	case ms < 1000:
+		return fmt.Sprintf("%.1f", ms)
+	}
+	return fmt.Sprintf("%.0f", ms)
+}
+
+// StepLine is the one-line progress report printed when a step ends.
+func StepLine(s resultsdb.StepSummary, steps int, left time.Duration) string {
+	return fmt.Sprintf("%s  step %d/%d  instances %d x %d users  %.1f req/s  p50 %sms  p99 %sms  errors %.2f%%  %s left",
+		s.Variant, s.Step+1, steps, s.Instances, s.Users, s.Throughput, Millis(s.P50), Millis(s.P99), 100*s.ErrorRate(), left.Round(time.Second))
+}
+
+// Summary writes the summary table: one row per variant and step, latencies in ms,
+// warm-up excluded.
+func Summary(w io.Writer, rows []resultsdb.StepSummary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tstep\tinstances\tusers\tcount\treq/s\tmean ms\tp50 ms\tp90 ms\tp99 ms\tmin ms\tmax ms\terrors\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+			r.Variant, r.Step+1, r.Instances, r.Users, r.Count, r.Throughput,
+			Millis(r.Mean), Millis(r.P50), Millis(r.P90), Millis(r.P99), Millis(r.Min), Millis(r.Max), r.Errors)
+	}
+	return tw.Flush()
+}

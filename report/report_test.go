@@ -1,0 +1,53 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs (run with -update after checking):\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+var rows = []resultsdb.StepSummary{
+	{Variant: "java", Step: 0, Instances: 4, Users: 1, Seconds: 50, Count: 12345, Errors: 0, Throughput: 246.9,
+		Mean: 3200 * time.Microsecond, P50: 2900 * time.Microsecond, P90: 5100 * time.Microsecond, P99: 14250 * time.Microsecond,
+		Min: 812 * time.Microsecond, Max: 1234 * time.Millisecond},
+	{Variant: "node", Step: 1, Instances: 8, Users: 1, Seconds: 50, Count: 2000, Errors: 20, Throughput: 40,
+		Mean: 150 * time.Millisecond, P50: 120 * time.Millisecond, P90: 300 * time.Millisecond, P99: 900 * time.Millisecond,
+		Min: 2 * time.Millisecond, Max: 10 * time.Second},
+}
+
+func TestSummaryTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := Summary(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary.txt", b.Bytes())
+}
+
+func TestStepLine(t *testing.T) {
+	got := StepLine(rows[1], 3, 62400*time.Millisecond) + "\n"
+	golden(t, "stepline.txt", []byte(got))
+}

@@ -1,0 +1,213 @@
+// Package resultsdb is the results store: a Postgres database holding runs, ramp steps,
+// workers, one row per request (samples), container metrics, router requests and app
+// timings. The schema is versioned by embedded migrations applied on Open.
+package resultsdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is a connection pool to a migrated results database. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the results database at dsn and applies pending migrations.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("results db: %w", errMalformedDSN)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect results db: %w", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// errMalformedDSN replaces pgx's parse error, whose text may echo a password.
+var errMalformedDSN = errors.New("malformed connection string (want postgres://user:password@host:port/db)")
+
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect results db: %w", err)
+	}
+	defer conn.Release()
+	return Migrate(ctx, conn.Conn())
+}
+
+// Close releases all connections.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool for packages that stream tables (export).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// RunStatus is the lifecycle state of a run.
+type RunStatus string
+
+// Run states. A run is "stopped" when a stop condition ended its ramp early.
+const (
+	RunRunning   RunStatus = "running"
+	RunCompleted RunStatus = "completed"
+	RunStopped   RunStatus = "stopped"
+	RunAborted   RunStatus = "aborted"
+	RunFailed    RunStatus = "failed"
+)
+
+// Run is one execution of a spec.
+type Run struct {
+	ID       string
+	Name     string
+	SpecFile string
+	TraceTag uint32
+	Epoch    time.Time
+	Status   RunStatus
+	Reason   string
+	Started  time.Time
+	Ended    *time.Time
+}
+
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{4}$`)
+
+// ValidRunID reports whether id has the shape of a generated run id. Commands check it
+// before using the id anywhere, so a typo gets a clear message rather than "not found".
+func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+
+func newRunID(now time.Time) (string, uint32, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", 0, err
+	}
+	id := fmt.Sprintf("%s-%02x%02x", now.UTC().Format("20060102-150405"), b[0], b[1])
+	return id, binary.BigEndian.Uint32(b[2:6]), nil
+}
+
+// CreateRun inserts a new run with a generated id and trace tag. epoch is the zero point
+// of the run's sample offsets.
+func (s *Store) CreateRun(ctx context.Context, name, specFile, specText string, epoch time.Time) (*Run, error) {
+	for attempt := 0; ; attempt++ {
+		id, tag, err := newRunID(epoch)
+		if err != nil {
+			return nil, fmt.Errorf("generate run id: %w", err)
+		}
+		tag |= 1 // never zero: a zero tag would make trace ids look unset
+		_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, name, spec_file, spec, trace_tag, epoch) VALUES ($1,$2,$3,$4,$5,$6)`,
+			id, name, specFile, specText, int64(tag), epoch)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && attempt < 5 {
+			continue // same second and same random suffix: draw again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create run: %w", err)
+		}
+		return &Run{ID: id, Name: name, SpecFile: specFile, TraceTag: tag, Epoch: epoch, Status: RunRunning, Started: epoch}, nil
+	}
+}
+
+// ErrRunNotFound is returned when no run has the given id.
+var ErrRunNotFound = errors.New("run not found")
+
+// GetRun reads one run.
+func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
+	r := &Run{ID: id}
+	var tag int64
+	err := s.pool.QueryRow(ctx, `SELECT name, spec_file, trace_tag, epoch, status, reason, started_at, ended_at FROM runs WHERE id = $1`, id).
+		Scan(&r.Name, &r.SpecFile, &tag, &r.Epoch, &r.Status, &r.Reason, &r.Started, &r.Ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("run %s: %w", id, ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", id, err)
+	}
+	r.TraceTag = uint32(tag)
+	return r, nil
+}
+
+// FinishRun records the final status of a run and why.
+func (s *Store) FinishRun(ctx context.Context, id string, status RunStatus, reason string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, reason = $3, ended_at = now() WHERE id = $1`, id, string(status), reason)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
+	}
+	return nil
+}
+
+// Step is one ramp step of one variant.
+type Step struct {
+	RunID       string
+	Variant     string
+	Index       int
+	Instances   int
+	Users       int
+	Started     time.Time
+	WarmupUntil time.Time
+	Ended       *time.Time
+	StopReason  string
+}
+
+// StartStep records the beginning of a step.
+func (s *Store) StartStep(ctx context.Context, st Step) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
+		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil)
+	if err != nil {
+		return fmt.Errorf("start step %d of %s: %w", st.Index, st.Variant, err)
+	}
+	return nil
+}
+
+// EndStep records the end of a step and, when a stop condition fired, why the ramp ends.
+func (s *Store) EndStep(ctx context.Context, runID, variant string, idx int, ended time.Time, stopReason string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE steps SET ended_at = $4, stop_reason = $5 WHERE run_id = $1 AND variant = $2 AND idx = $3`,
+		runID, variant, idx, ended, stopReason)
+	if err != nil {
+		return fmt.Errorf("end step %d of %s: %w", idx, variant, err)
+	}
+	return nil
+}
+
+// Worker is one load-generator instance taking part in a run.
+type Worker struct {
+	ID            int32
+	RunID         string
+	Variant       string
+	AppName       string
+	InstanceIndex int
+	InstanceGUID  string
+	Host          string
+}
+
+// RegisterWorker inserts w and returns its id, which goes into every trace id it sends.
+func (s *Store) RegisterWorker(ctx context.Context, w Worker) (int32, error) {
+	var id int32
+	err := s.pool.QueryRow(ctx, `INSERT INTO workers (run_id, variant, app_name, instance_index, instance_guid, host) VALUES ($1,$2,$3,$4,$5,$6) RETURNING id`,
+		w.RunID, w.Variant, w.AppName, w.InstanceIndex, w.InstanceGUID, w.Host).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("register worker %s/%d: %w", w.AppName, w.InstanceIndex, err)
+	}
+	return id, nil
+}
+
+// StopWorker marks a worker stopped and records how many samples it had to drop.
+func (s *Store) StopWorker(ctx context.Context, id int32, dropped uint64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = now(), heartbeat_at = now(), dropped = $2 WHERE id = $1`, id, int64(dropped))
+	if err != nil {
+		return fmt.Errorf("stop worker %d: %w", id, err)
+	}
+	return nil
+}
