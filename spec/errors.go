@@ -1,0 +1,71 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is one problem in a spec. Line and Column are 1-based; Column is 0 for YAML
+// syntax errors, whose parser gives no column. Path is the field path such as
+// "workload.requests[1].weight", "" for the file as a whole.
+type Error struct {
+	File         string
+	Line, Column int
+	Path         string
+	Msg          string
+}
+
+// Error formats e as "file:line:column: path: msg", leaving out what is unknown.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in one spec, sorted by position. Parse and Load return
+// it as their error; get it back with errors.As.
+type Errors []*Error
+
+// Error joins the problems, one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sorted orders es by position and drops exact duplicates, which appear when an
+// anchored node is reached through several aliases.
+func (es Errors) sorted() Errors {
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Line != es[j].Line {
+			return es[i].Line < es[j].Line
+		}
+		return es[i].Column < es[j].Column
+	})
+	seen := make(map[Error]bool, len(es))
+	out := es[:0]
+	for _, e := range es {
+		if !seen[*e] {
+			seen[*e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}

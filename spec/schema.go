@@ -1,0 +1,441 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+const (
+	maxVariants  = 16
+	maxUsers     = 10_000
+	maxWeight    = 1_000_000
+	maxInstances = 1000
+	// maxSteps keeps a step index in the uint8 that samples carry.
+	maxSteps = 255
+)
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+func checkName(s string) string {
+	if namePattern.MatchString(s) {
+		return ""
+	}
+	return fmt.Sprintf("must be lowercase letters, digits and dashes, starting with a letter or digit, at most 63 characters; got %s", quote(s))
+}
+
+// spec decodes the root mapping. Defaults are set before decoding, so a field that is
+// absent keeps them; those that depend on another field are set after.
+func (d *decoder) spec(v value) *Spec {
+	s := &Spec{
+		Checks:     Checks{Colocation: CheckFail, GeneratorCPU: CheckWarn, FlatThroughput: CheckWarn},
+		Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
+		Export:     Export{Dir: "results", Tables: slices.Clone(AllTables)},
+	}
+	var manifests []value
+	got, ok := d.object(v,
+		required("version", d.version(&s.Version)),
+		required("name", d.str(&s.Name, checkName)),
+		optional("description", d.text(&s.Description)),
+		optional("landscape", d.landscape(&s.Landscape)),
+		optional("results_db", d.resultsDB(&s.ResultsDB)),
+		required("variants", d.variants(&s.Variants, &manifests)),
+		required("workload", d.workload(&s.Workload)),
+		required("ramp", d.ramp(&s.Ramp)),
+		optional("checks", d.checks(&s.Checks)),
+		optional("collectors", d.collectors(&s.Collectors)),
+		optional("export", d.export(&s.Export)),
+	)
+	if _, has := got["landscape"]; ok && !has && len(manifests) > 0 {
+		d.errorf(manifests[0], "needs a landscape section (the org and spaces to push to); add one, or give the variant a url of a running target instead")
+	}
+	return s
+}
+
+func (d *decoder) version(dst *int) func(value) {
+	return func(v value) {
+		var n int
+		switch {
+		case !scalar(v, "!!int") || v.node.Decode(&n) != nil:
+			d.errorf(v, "must be the integer 1, got %s", describe(v.node))
+		case n != 1:
+			d.errorf(v, "unsupported version %d; this tool reads version 1", n)
+		default:
+			*dst = n
+		}
+	}
+}
+
+func (d *decoder) landscape(dst **Landscape) func(value) {
+	return func(v value) {
+		l := &Landscape{}
+		*dst = l
+		d.object(v,
+			required("org", d.str(&l.Org)),
+			required("apps", d.spaceRef(&l.Apps)),
+			required("generators", d.spaceRef(&l.Generators)),
+			optional("create_missing", d.boolean(&l.CreateMissing)),
+		)
+	}
+}
+
+func (d *decoder) spaceRef(dst *SpaceRef) func(value) {
+	return func(v value) {
+		d.object(v,
+			required("space", d.str(&dst.Space)),
+			optional("isolation_segment", d.str(&dst.IsolationSegment)),
+		)
+	}
+}
+
+func (d *decoder) resultsDB(dst **ResultsDB) func(value) {
+	return func(v value) {
+		r := &ResultsDB{}
+		*dst = r
+		got, ok := d.object(v,
+			required("service_instance", d.str(&r.ServiceInstance)),
+			optional("offering", d.str(&r.Offering)),
+			optional("plan", d.str(&r.Plan)),
+		)
+		if !ok {
+			return
+		}
+		d.requiredWith(got, v.path, "offering", "plan", "an offering")
+		if p, ok := got["plan"]; ok && got["offering"].node == nil {
+			d.errorf(p, "only valid with offering (the plan is for creating the instance)")
+		}
+	}
+}
+
+// requiredWith reports name as missing from got when the field cause is present; the
+// error points at cause, the reason name is needed.
+func (d *decoder) requiredWith(got fieldSet, path, cause, name, what string) {
+	c, hasCause := got[cause]
+	if _, has := got[name]; hasCause && !has {
+		d.errorf(value{pos: c.pos, path: join(path, name)}, "is required with %s", what)
+	}
+}
+
+// onlyWith reports each of names present in got as not allowed unless allowed.
+func (d *decoder) onlyWith(got fieldSet, allowed bool, what string, names ...string) {
+	for _, n := range names {
+		if f, ok := got[n]; ok && !allowed {
+			d.errorf(f, "only valid with %s", what)
+		}
+	}
+}
+
+func (d *decoder) variants(dst *[]Variant, manifests *[]value) func(value) {
+	return func(v value) {
+		items, ok := d.list(v)
+		switch {
+		case !ok:
+			return
+		case len(items) == 0:
+			d.errorf(v, "at least one variant is required")
+		case len(items) > maxVariants:
+			d.errorf(v, "at most %d variants are allowed, got %d", maxVariants, len(items))
+		}
+		names := map[string]value{}
+		for _, it := range items {
+			var vr Variant
+			got, ok := d.object(it,
+				required("name", d.str(&vr.Name, checkName)),
+				optional("manifest", d.str(&vr.Manifest)),
+				optional("app", d.str(&vr.App)),
+				optional("url", d.str(&vr.URL, checkAbsURL)),
+				optional("env", d.stringMap(&vr.Env, checkEnv)),
+			)
+			if !ok {
+				continue
+			}
+			d.unique(names, got["name"], vr.Name, "variant name")
+			m, hasManifest := got["manifest"]
+			u, hasURL := got["url"]
+			switch {
+			case hasManifest && hasURL:
+				d.errorf(u, "give either manifest or url, not both")
+			case !hasManifest && !hasURL:
+				d.errorf(it, "needs either manifest (an app to push) or url (a running target)")
+			}
+			d.onlyWith(got, !hasURL, "manifest: a url target is not pushed", "app", "env")
+			if hasManifest {
+				*manifests = append(*manifests, m)
+			}
+			*dst = append(*dst, vr)
+		}
+	}
+}
+
+// unique reports name if seen already has it; "" (invalid or missing) is skipped.
+func (d *decoder) unique(seen map[string]value, v value, name, what string) {
+	if name == "" {
+		return
+	}
+	if first, dup := seen[name]; dup {
+		d.errorf(v, "duplicate %s %q (first at line %d)", what, name, first.pos.Line)
+		return
+	}
+	seen[name] = v
+}
+
+func checkAbsURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf(`must be an absolute http or https URL like "http://127.0.0.1:8080", got %s`, quote(s))
+	}
+	return ""
+}
+
+func checkEnv(s, _ string) string {
+	if s == "" || strings.ContainsAny(s, "=\x00") {
+		return `environment variable names must be non-empty and contain no "="`
+	}
+	return ""
+}
+
+func (d *decoder) workload(w *Workload) func(value) {
+	return func(v value) {
+		w.KeepAlive, w.Timeout = true, 10*time.Second
+		got, ok := d.object(v,
+			required("model", enum(d, &w.Model, ModelClosed, ModelOpen, ModelCount)),
+			optional("users", d.integer(&w.Users, 1, maxUsers)),
+			optional("think_time", d.duration(&w.ThinkTime, 0)),
+			optional("rate", d.number(&w.Rate, func(x float64) bool { return x > 0 }, "a number greater than 0")),
+			optional("rate_per", enum(d, &w.RatePer, RatePerInstance, RatePerTotal)),
+			optional("requests_per_instance", d.integer(&w.RequestsPerInstance, 1, math.MaxInt)),
+			optional("keep_alive", d.boolean(&w.KeepAlive)),
+			optional("timeout", d.duration(&w.Timeout, positive)),
+			optional("correlation_header", d.str(&w.CorrelationHeader, checkHeaderName)),
+			required("requests", d.requests(&w.Requests)),
+		)
+		if !ok || w.Model == "" {
+			return
+		}
+		m := w.Model
+		d.onlyWith(got, m == ModelClosed || m == ModelCount, "model closed or count", "users")
+		d.onlyWith(got, m == ModelClosed, "model closed", "think_time")
+		d.onlyWith(got, m == ModelOpen, "model open", "rate", "rate_per")
+		d.onlyWith(got, m == ModelCount, "model count", "requests_per_instance")
+		switch m {
+		case ModelOpen:
+			d.requiredWith(got, v.path, "model", "rate", "model open")
+			w.Users = 0
+			if w.RatePer == "" {
+				w.RatePer = RatePerInstance
+			}
+		case ModelCount:
+			d.requiredWith(got, v.path, "model", "requests_per_instance", "model count")
+		}
+		if m != ModelOpen && w.Users == 0 {
+			w.Users = 1
+		}
+	}
+}
+
+// methods are the request methods a workload may use.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+func (d *decoder) requests(dst *[]Request) func(value) {
+	return func(v value) {
+		items, ok := d.list(v)
+		if ok && len(items) == 0 {
+			d.errorf(v, "at least one request is required")
+		}
+		names := map[string]value{}
+		for _, it := range items {
+			r := Request{Method: http.MethodGet, Weight: 1}
+			got, ok := d.object(it,
+				required("name", d.str(&r.Name, checkName)),
+				optional("method", enum(d, &r.Method, methods...)),
+				required("path", d.str(&r.Path, checkPath)),
+				optional("weight", d.integer(&r.Weight, 1, maxWeight)),
+				optional("headers", d.stringMap(&r.Headers, checkHeader)),
+				optional("body", d.text(&r.Body)),
+			)
+			if !ok {
+				continue
+			}
+			d.unique(names, got["name"], r.Name, "request name")
+			if b, ok := got["body"]; ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+				d.errorf(b, "not allowed with method %s; use POST, PUT or PATCH to send a body", r.Method)
+			}
+			*dst = append(*dst, r)
+		}
+	}
+}
+
+func checkPath(s string) string {
+	switch {
+	case !strings.HasPrefix(s, "/"):
+		return fmt.Sprintf(`must start with "/", got %s`, quote(s))
+	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Sprintf("must not contain spaces or control characters (percent-encode them), got %s", quote(s))
+	}
+	if _, err := url.ParseRequestURI(s); err != nil {
+		return fmt.Sprintf("is not a valid request path: %s", quote(s))
+	}
+	return ""
+}
+
+func checkHeader(name, val string) string {
+	if msg := checkHeaderName(name); msg != "" {
+		return msg
+	}
+	if strings.ContainsFunc(val, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		return "header values must not contain control characters such as line breaks"
+	}
+	return ""
+}
+
+// checkHeaderName accepts an RFC 9110 token other than Host.
+func checkHeaderName(s string) string {
+	if strings.EqualFold(s, "Host") {
+		return "Host is not allowed: the router routes requests by it, so it must stay the target's own"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return fmt.Sprintf("%s is not a valid header name", quote(s))
+		}
+	}
+	if s == "" {
+		return "header names must not be empty"
+	}
+	return ""
+}
+
+func (d *decoder) ramp(r *Ramp) func(value) {
+	return func(v value) {
+		r.Start, r.Step = 1, 1
+		got, ok := d.object(v,
+			optional("start", d.integer(&r.Start, 1, maxInstances)),
+			optional("step", d.integer(&r.Step, 0, maxInstances)),
+			required("max", d.integer(&r.Max, 1, maxInstances)),
+			required("hold", d.duration(&r.Hold, time.Second)),
+			optional("warmup", d.duration(&r.Warmup, 0)),
+			optional("stop", d.stop(&r.Stop)),
+		)
+		if !ok {
+			return
+		}
+		// A field that failed to decode kept its default or zero; the rules below skip
+		// what they cannot judge instead of repeating the same problem.
+		mx := got["max"]
+		switch {
+		case r.Max == 0:
+		case r.Max < r.Start:
+			d.errorf(mx, "must be at least start (%d), got %d", r.Start, r.Max)
+		case r.Step == 0 && r.Max != r.Start:
+			d.errorf(got["step"], "must be at least 1; 0 is only allowed when max equals start")
+		case r.Step > 0 && 1+(r.Max-r.Start)/r.Step > maxSteps:
+			d.errorf(mx, "makes %d ramp steps (1 + (max-start)/step), at most %d are allowed; raise step or lower max",
+				1+(r.Max-r.Start)/r.Step, maxSteps)
+		}
+		if w, ok := got["warmup"]; ok && r.Hold > 0 && r.Warmup >= r.Hold {
+			d.errorf(w, "must be shorter than hold (%s), got %s", r.Hold, r.Warmup)
+		}
+	}
+}
+
+func (d *decoder) stop(s *StopConditions) func(value) {
+	return func(v value) {
+		d.object(v,
+			optional("p99_above", d.duration(&s.P99Above, positive)),
+			optional("error_rate_above", d.number(&s.ErrorRateAbove, func(x float64) bool { return x > 0 && x <= 1 }, "a fraction greater than 0 and at most 1")),
+			optional("plateau", d.number(&s.Plateau, func(x float64) bool { return x > 0 && x < 1 }, "a fraction between 0 and 1 (exclusive)")),
+		)
+	}
+}
+
+func (d *decoder) checks(c *Checks) func(value) {
+	return func(v value) {
+		d.object(v,
+			optional("colocation", enum(d, &c.Colocation, CheckFail, CheckWarn, CheckOff)),
+			optional("generator_cpu", enum(d, &c.GeneratorCPU, CheckWarn, CheckOff)),
+			optional("flat_throughput", enum(d, &c.FlatThroughput, CheckWarn, CheckOff)),
+		)
+	}
+}
+
+func (d *decoder) collectors(c *Collectors) func(value) {
+	return func(v value) {
+		d.object(v,
+			optional("container_metrics", func(v value) {
+				d.object(v, optional("interval", d.duration(&c.ContainerMetrics.Interval, time.Second)))
+			}),
+			optional("router_logs", d.routerLogs(&c.RouterLogs)),
+			optional("app_timings", func(v value) {
+				d.object(v,
+					optional("enabled", d.boolean(&c.AppTimings.Enabled)),
+					optional("path", d.str(&c.AppTimings.Path, checkPath)),
+				)
+			}),
+		)
+	}
+}
+
+func (d *decoder) routerLogs(dst **RouterLogs) func(value) {
+	return func(v value) {
+		rl := &RouterLogs{}
+		*dst = rl
+		got, ok := d.object(v,
+			required("source", enum(d, &rl.Source, SourceElasticsearch, SourceFile)),
+			optional("url", d.str(&rl.URL, checkAbsURL)),
+			optional("index", d.str(&rl.Index)),
+			optional("path", d.str(&rl.Path)),
+			optional("max_documents", d.integer(&rl.MaxDocuments, 1, math.MaxInt)),
+			optional("max_requests_per_second", d.number(&rl.MaxRequestsPerSecond, func(x float64) bool { return x > 0 }, "a number greater than 0")),
+		)
+		if !ok || rl.Source == "" {
+			return
+		}
+		es := rl.Source == SourceElasticsearch
+		d.onlyWith(got, es, "source elasticsearch", "url", "index")
+		d.onlyWith(got, !es, "source file", "path")
+		if es {
+			d.requiredWith(got, v.path, "source", "url", "source elasticsearch")
+			if rl.Index == "" {
+				rl.Index = "logs-*"
+			}
+		} else {
+			d.requiredWith(got, v.path, "source", "path", "source file")
+		}
+	}
+}
+
+func (d *decoder) export(e *Export) func(value) {
+	return func(v value) {
+		d.object(v,
+			optional("dir", d.str(&e.Dir)),
+			optional("tables", d.tables(&e.Tables)),
+		)
+	}
+}
+
+func (d *decoder) tables(dst *[]string) func(value) {
+	return func(v value) {
+		items, ok := d.list(v)
+		if !ok {
+			return
+		}
+		if len(items) == 0 {
+			d.errorf(v, "must name at least one table; leave tables out to export all")
+			return
+		}
+		var tables []string
+		seen := map[string]value{}
+		for _, it := range items {
+			var t string
+			enum(d, &t, AllTables...)(it)
+			d.unique(seen, it, t, "table")
+			tables = append(tables, t)
+		}
+		*dst = tables
+	}
+}

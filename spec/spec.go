@@ -1,0 +1,301 @@
+// Package spec reads and validates benchmark specs (benchmark.yml, format version 1).
+//
+// Parsing is strict: unknown fields, wrong types, missing required fields and invalid
+// values are all errors, and every problem in a file is reported at once as an Errors
+// list, one "file:line:column: field.path: problem" line per problem. A Spec returned
+// without error is complete: defaults are filled in and cross-field rules hold, so
+// callers never re-check it.
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Spec is one validated benchmark spec.
+type Spec struct {
+	// File is the name the spec was parsed under, usually its path.
+	File        string
+	Version     int
+	Name        string
+	Description string
+	// Landscape is where apps and generators go on Cloud Foundry; nil when absent,
+	// which is only allowed when no variant uses a manifest.
+	Landscape *Landscape
+	// ResultsDB is the results database service instance on CF; nil when absent.
+	ResultsDB  *ResultsDB
+	Variants   []Variant
+	Workload   Workload
+	Ramp       Ramp
+	Checks     Checks
+	Collectors Collectors
+	Export     Export
+}
+
+// Landscape names the org, spaces and isolation segments a run uses.
+type Landscape struct {
+	Org        string
+	Apps       SpaceRef
+	Generators SpaceRef
+	// CreateMissing allows the run to create and assign missing spaces and segments.
+	CreateMissing bool
+}
+
+// SpaceRef is a space and the isolation segment it should run on ("" for the default).
+type SpaceRef struct {
+	Space            string
+	IsolationSegment string
+}
+
+// ResultsDB is the service instance that holds results on CF. When Offering is set
+// (Plan is then set too) the instance is created if it does not exist.
+type ResultsDB struct {
+	ServiceInstance string
+	Offering        string
+	Plan            string
+}
+
+// Variant is one system under test. Exactly one of Manifest and URL is set.
+type Variant struct {
+	Name string
+	// Manifest is the app manifest to push, resolved against the spec's directory.
+	// Whether it exists is checked when the run starts, not here.
+	Manifest string
+	// App is the app's name inside the manifest, "" to take the manifest's only app.
+	App string
+	// URL is the absolute http(s) URL of an already running target; nothing is pushed.
+	URL string
+	// Env is set on the pushed app; scalars keep their literal text ("30", "true").
+	Env map[string]string
+}
+
+// Model is how a generator paces its requests.
+type Model string
+
+// The workload models.
+const (
+	// ModelClosed runs Users concurrent users, each sending its next request when the
+	// previous one is answered (plus ThinkTime).
+	ModelClosed Model = "closed"
+	// ModelOpen sends requests at a fixed Rate regardless of responses.
+	ModelOpen Model = "open"
+	// ModelCount lets Users users send RequestsPerInstance requests in total, then stop.
+	ModelCount Model = "count"
+)
+
+// RatePer says what an open model's Rate counts.
+type RatePer string
+
+// The rate_per values.
+const (
+	// RatePerInstance is a rate for every generator instance.
+	RatePerInstance RatePer = "instance"
+	// RatePerTotal is a rate split over the live generator instances.
+	RatePerTotal RatePer = "total"
+)
+
+// Workload is what every generator instance sends.
+type Workload struct {
+	Model Model
+	// Users is the number of users per generator instance (closed and count; 0 for open).
+	Users     int
+	ThinkTime time.Duration
+	// Rate is requests per second (open only).
+	Rate float64
+	// RatePer is set for the open model only.
+	RatePer RatePer
+	// RequestsPerInstance is set for the count model only.
+	RequestsPerInstance int
+	KeepAlive           bool
+	Timeout             time.Duration
+	// CorrelationHeader, when set, also carries the trace id of each request.
+	CorrelationHeader string
+	Requests          []Request
+}
+
+// Request is one entry of the request mix; it is picked with probability Weight/sum.
+type Request struct {
+	Name string
+	// Method is one of the net/http Method constants GET HEAD POST PUT PATCH DELETE OPTIONS.
+	Method string
+	// Path starts with "/" and may carry a query.
+	Path    string
+	Weight  int
+	Headers map[string]string
+	Body    string
+}
+
+// Ramp is the stepwise increase of generator instances.
+type Ramp struct {
+	Start int
+	Step  int
+	Max   int
+	// Hold is how long each step runs.
+	Hold time.Duration
+	// Warmup is the beginning of each step whose samples are tagged warm-up; < Hold.
+	Warmup time.Duration
+	Stop   StopConditions
+}
+
+// Steps returns the number of generator instances in each step: Start, Start+Step, …
+// up to Max. A validated Ramp has 1 to 255 steps.
+func (r *Ramp) Steps() []int {
+	if r.Max < r.Start {
+		return nil
+	}
+	if r.Step <= 0 {
+		return []int{r.Start}
+	}
+	steps := make([]int, 0, 1+(r.Max-r.Start)/r.Step)
+	for n := r.Start; n <= r.Max; n += r.Step {
+		steps = append(steps, n)
+	}
+	return steps
+}
+
+// StopConditions end a variant's ramp early. A zero field is unset.
+type StopConditions struct {
+	// P99Above stops when a step's p99 latency exceeds it.
+	P99Above time.Duration
+	// ErrorRateAbove stops when a step's error rate (0..1) exceeds it.
+	ErrorRateAbove float64
+	// Plateau stops when a step's throughput gain over the previous step is below
+	// this fraction.
+	Plateau float64
+}
+
+// CheckLevel is what a sanity check does when it trips.
+type CheckLevel string
+
+// The check levels.
+const (
+	CheckFail CheckLevel = "fail"
+	CheckWarn CheckLevel = "warn"
+	CheckOff  CheckLevel = "off"
+)
+
+// Checks are the sanity checks a run performs on its own measurement.
+type Checks struct {
+	// Colocation trips when a generator shares a host with an app instance.
+	Colocation CheckLevel
+	// GeneratorCPU trips when a generator is near its CPU entitlement (never fail).
+	GeneratorCPU CheckLevel
+	// FlatThroughput trips when throughput stays flat while app CPU is low (never fail).
+	FlatThroughput CheckLevel
+}
+
+// Collectors configures what is recorded besides the generators' samples.
+type Collectors struct {
+	ContainerMetrics ContainerMetrics
+	// RouterLogs is nil when router logs are not collected.
+	RouterLogs *RouterLogs
+	AppTimings AppTimings
+}
+
+// ContainerMetrics polls app and generator container metrics.
+type ContainerMetrics struct {
+	Interval time.Duration
+}
+
+// LogSource is where router access logs come from.
+type LogSource string
+
+// The router log sources.
+const (
+	SourceElasticsearch LogSource = "elasticsearch"
+	SourceFile          LogSource = "file"
+)
+
+// RouterLogs configures reading gorouter access logs. URL and Index are set for
+// elasticsearch only, Path for file only.
+type RouterLogs struct {
+	Source LogSource
+	URL    string
+	Index  string
+	// Path is resolved against the spec's directory.
+	Path string
+	// MaxDocuments caps the documents read per run; 0 for no cap.
+	MaxDocuments int
+	// MaxRequestsPerSecond caps the query rate; 0 for no cap.
+	MaxRequestsPerSecond float64
+}
+
+// AppTimings configures fetching in-app timings from each app instance.
+type AppTimings struct {
+	Enabled bool
+	// Path is the app's timings endpoint, starting with "/".
+	Path string
+}
+
+// The exportable tables.
+const (
+	TableSamples          = "samples"
+	TableSteps            = "steps"
+	TableWorkers          = "workers"
+	TableContainerMetrics = "container_metrics"
+	TableRouterRequests   = "router_requests"
+	TableAppTimings       = "app_timings"
+)
+
+// AllTables is the default of Export.Tables; callers must not modify it.
+var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableContainerMetrics, TableRouterRequests, TableAppTimings}
+
+// Export says where and what to export after a run.
+type Export struct {
+	// Dir is kept as written: it is relative to the working directory at run time.
+	Dir string
+	// Tables are plain strings because the export package takes them as such.
+	Tables []string
+}
+
+// Variant returns the variant called name, or nil.
+func (s *Spec) Variant(name string) *Variant {
+	for i := range s.Variants {
+		if s.Variants[i].Name == name {
+			return &s.Variants[i]
+		}
+	}
+	return nil
+}
+
+// Load reads and validates the spec at path. Relative paths inside it are resolved
+// against the spec file's directory. A spec that does not validate gives an Errors.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	return Parse(path, data, filepath.Dir(path))
+}
+
+// Parse validates data; name is used in error messages and kept as Spec.File, baseDir
+// resolves relative paths. On failure the error is an Errors sorted by position.
+func Parse(name string, data []byte, baseDir string) (*Spec, error) {
+	d := &decoder{file: name}
+	var s *Spec
+	if root := d.document(data); root != nil {
+		s = d.spec(value{node: root, pos: root})
+	}
+	if len(d.errs) > 0 {
+		return nil, d.errs.sorted()
+	}
+	s.File = name
+	for i := range s.Variants {
+		if m := s.Variants[i].Manifest; m != "" {
+			s.Variants[i].Manifest = resolvePath(baseDir, m)
+		}
+	}
+	if rl := s.Collectors.RouterLogs; rl != nil && rl.Path != "" {
+		rl.Path = resolvePath(baseDir, rl.Path)
+	}
+	return s, nil
+}
+
+func resolvePath(baseDir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}

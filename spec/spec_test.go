@@ -1,0 +1,495 @@
+package spec
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/bad")
+
+// minimal is the smallest valid spec; good cases append to it or replace parts.
+const minimal = `version: 1
+name: minimal
+variants:
+  - name: a
+    url: http://127.0.0.1:18080
+workload:
+  model: closed
+  requests:
+    - name: r
+      path: /
+ramp:
+  max: 2
+  hold: 1s
+`
+
+// withWorkload returns minimal with its workload section replaced by w.
+func withWorkload(w string) string {
+	head, rest, _ := strings.Cut(minimal, "workload:\n")
+	_, tail, _ := strings.Cut(rest, "ramp:\n")
+	return head + w + "ramp:\n" + tail
+}
+
+func TestParseGood(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		yaml  string
+		check func(t *testing.T, s *Spec)
+	}{
+		{"minimal gets every default", minimal, func(t *testing.T, s *Spec) {
+			want := &Spec{
+				File: "spec.yml", Version: 1, Name: "minimal",
+				Variants: []Variant{{Name: "a", URL: "http://127.0.0.1:18080"}},
+				Workload: Workload{Model: ModelClosed, Users: 1, KeepAlive: true, Timeout: 10 * time.Second,
+					Requests: []Request{{Name: "r", Method: http.MethodGet, Path: "/", Weight: 1}}},
+				Ramp:       Ramp{Start: 1, Step: 1, Max: 2, Hold: time.Second},
+				Checks:     Checks{Colocation: CheckFail, GeneratorCPU: CheckWarn, FlatThroughput: CheckWarn},
+				Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
+				Export:     Export{Dir: "results", Tables: AllTables},
+			}
+			if !reflect.DeepEqual(s, want) {
+				t.Errorf("got  %+v\nwant %+v", s, want)
+			}
+		}},
+		{"open model", withWorkload(`workload:
+  model: open
+  rate: 12.5
+  keep_alive: false
+  timeout: 1m30s
+  correlation_header: X-Correlation-Id
+  requests:
+    - name: r
+      path: /x?y=1
+      method: DELETE
+      weight: 1000000
+      headers: {Accept: "*/*"}
+`), func(t *testing.T, s *Spec) {
+			w := s.Workload
+			want := Workload{Model: ModelOpen, Rate: 12.5, RatePer: RatePerInstance, Timeout: 90 * time.Second,
+				CorrelationHeader: "X-Correlation-Id",
+				Requests:          []Request{{Name: "r", Method: http.MethodDelete, Path: "/x?y=1", Weight: 1000000, Headers: map[string]string{"Accept": "*/*"}}}}
+			if !reflect.DeepEqual(w, want) {
+				t.Errorf("got  %+v\nwant %+v", w, want)
+			}
+		}},
+		{"open model rate per total", withWorkload(`workload:
+  model: open
+  rate: 100
+  rate_per: total
+  requests: [{name: r, path: /}]
+`), func(t *testing.T, s *Spec) {
+			if s.Workload.Rate != 100 || s.Workload.RatePer != RatePerTotal || s.Workload.Users != 0 {
+				t.Errorf("workload = %+v", s.Workload)
+			}
+		}},
+		{"count model", withWorkload(`workload:
+  model: count
+  requests_per_instance: 1000
+  requests: [{name: r, path: /, method: POST, body: ""}]
+`), func(t *testing.T, s *Spec) {
+			if w := s.Workload; w.Users != 1 || w.RequestsPerInstance != 1000 || w.RatePer != "" || w.Requests[0].Method != "POST" {
+				t.Errorf("workload = %+v", w)
+			}
+		}},
+		{"closed model with think time", withWorkload(`workload:
+  model: closed
+  users: 10000
+  think_time: 250ms
+  requests: [{name: r, path: /}]
+`), func(t *testing.T, s *Spec) {
+			if w := s.Workload; w.Users != 10000 || w.ThinkTime != 250*time.Millisecond {
+				t.Errorf("workload = %+v", w)
+			}
+		}},
+		{"landscape, manifests resolved against the base dir", `version: 1
+name: cf
+landscape:
+  org: o
+  apps: {space: s}
+  generators: {space: g, isolation_segment: seg}
+  create_missing: true
+results_db: {service_instance: db}
+variants:
+  - name: rel
+    manifest: ../m/app.yml
+    app: app
+    env: {POOL_SIZE: 30, DEBUG: true, RATIO: 0.5, HEX: 0x10, NAME: x, EMPTY: ""}
+  - name: abs
+    manifest: /abs/app.yml
+workload: {model: closed, requests: [{name: r, path: /}]}
+ramp: {max: 2, hold: 1s}
+`, func(t *testing.T, s *Spec) {
+			wantL := &Landscape{Org: "o", Apps: SpaceRef{Space: "s"}, Generators: SpaceRef{Space: "g", IsolationSegment: "seg"}, CreateMissing: true}
+			if !reflect.DeepEqual(s.Landscape, wantL) {
+				t.Errorf("landscape = %+v", s.Landscape)
+			}
+			if *s.ResultsDB != (ResultsDB{ServiceInstance: "db"}) {
+				t.Errorf("results_db = %+v", s.ResultsDB)
+			}
+			if got := s.Variant("rel").Manifest; got != filepath.Join("base", "dir", "..", "m", "app.yml") {
+				t.Errorf("relative manifest = %q", got)
+			}
+			if got := s.Variant("abs").Manifest; got != "/abs/app.yml" {
+				t.Errorf("absolute manifest = %q", got)
+			}
+			wantEnv := map[string]string{"POOL_SIZE": "30", "DEBUG": "true", "RATIO": "0.5", "HEX": "0x10", "NAME": "x", "EMPTY": ""}
+			if !reflect.DeepEqual(s.Variant("rel").Env, wantEnv) {
+				t.Errorf("env = %v", s.Variant("rel").Env)
+			}
+		}},
+		{"aliases and merge keys", `version: 1
+name: aliases
+variants:
+  - name: a
+    url: http://127.0.0.1:18080
+  - &b
+    name: b
+    url: http://127.0.0.1:18081
+workload:
+  model: closed
+  requests:
+    - &get {name: list, path: /ads, headers: &h {Accept: application/json}}
+    - <<: *get
+      name: one
+      path: /ads/1
+    - {name: post, method: POST, path: /ads, headers: *h, body: x}
+ramp: {max: 2, hold: &d 2s, stop: {p99_above: *d}}
+`, func(t *testing.T, s *Spec) {
+			r := s.Workload.Requests
+			if len(r) != 3 || r[1].Name != "one" || r[1].Path != "/ads/1" || r[1].Headers["Accept"] != "application/json" ||
+				r[2].Headers["Accept"] != "application/json" || s.Ramp.Stop.P99Above != 2*time.Second {
+				t.Errorf("requests = %+v", r)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Parse("spec.yml", []byte(tc.yaml), filepath.Join("base", "dir"))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			checkInvariants(t, s)
+			if tc.check != nil {
+				tc.check(t, s)
+			}
+		})
+	}
+}
+
+func TestParseEveryOptionalSection(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("spec.yml", []byte(strings.Replace(minimal, "  max: 2\n", "", 1)+`  start: 5
+  step: 0
+  max: 5
+  warmup: 999ms
+  stop: {p99_above: 500ms, error_rate_above: 1, plateau: 0.03}
+checks: {colocation: off, generator_cpu: off, flat_throughput: warn}
+collectors:
+  container_metrics: {interval: 1s}
+  router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5}
+  app_timings: {enabled: true, path: /t}
+export: {dir: out, tables: [steps, samples]}
+`), "")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := Ramp{Start: 5, Step: 0, Max: 5, Hold: time.Second, Warmup: 999 * time.Millisecond,
+		Stop: StopConditions{P99Above: 500 * time.Millisecond, ErrorRateAbove: 1, Plateau: 0.03}}
+	if s.Ramp != want {
+		t.Errorf("ramp = %+v, want %+v", s.Ramp, want)
+	}
+	if s.Checks != (Checks{Colocation: CheckOff, GeneratorCPU: CheckOff, FlatThroughput: CheckWarn}) {
+		t.Errorf("checks = %+v", s.Checks)
+	}
+	wantC := Collectors{
+		ContainerMetrics: ContainerMetrics{Interval: time.Second},
+		RouterLogs:       &RouterLogs{Source: SourceElasticsearch, URL: "https://es:9200", Index: "logs-*", MaxDocuments: 50000, MaxRequestsPerSecond: 2.5},
+		AppTimings:       AppTimings{Enabled: true, Path: "/t"},
+	}
+	if !reflect.DeepEqual(s.Collectors, wantC) {
+		t.Errorf("collectors = %+v %+v", s.Collectors, s.Collectors.RouterLogs)
+	}
+	if !reflect.DeepEqual(s.Export, Export{Dir: "out", Tables: []string{TableSteps, TableSamples}}) {
+		t.Errorf("export = %+v", s.Export)
+	}
+}
+
+func TestParseRouterLogsFile(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("spec.yml", []byte(minimal+"collectors:\n  router_logs: {source: file, path: logs/router.log}\n"), "base")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &RouterLogs{Source: SourceFile, Path: filepath.Join("base", "logs", "router.log")}
+	if !reflect.DeepEqual(s.Collectors.RouterLogs, want) {
+		t.Errorf("router_logs = %+v, want %+v", s.Collectors.RouterLogs, want)
+	}
+}
+
+func TestRampSteps(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		ramp Ramp
+		want []int
+	}{
+		{Ramp{Start: 1, Step: 4, Max: 13}, []int{1, 5, 9, 13}},
+		{Ramp{Start: 1, Step: 4, Max: 10}, []int{1, 5, 9}},
+		{Ramp{Start: 4, Step: 4, Max: 40}, []int{4, 8, 12, 16, 20, 24, 28, 32, 36, 40}},
+		{Ramp{Start: 3, Step: 1, Max: 3}, []int{3}},
+		{Ramp{Start: 3, Step: 0, Max: 3}, []int{3}},
+		{Ramp{Start: 3, Step: 1, Max: 2}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%+v", tc.ramp), func(t *testing.T) {
+			if got := tc.ramp.Steps(); !slices.Equal(got, tc.want) {
+				t.Errorf("Steps() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSpecVariant(t *testing.T) {
+	t.Parallel()
+	s := &Spec{Variants: []Variant{{Name: "java"}, {Name: "node"}}}
+	if v := s.Variant("node"); v != &s.Variants[1] {
+		t.Errorf("Variant(node) = %p, want %p", v, &s.Variants[1])
+	}
+	if v := s.Variant("go"); v != nil {
+		t.Errorf("Variant(go) = %+v, want nil", v)
+	}
+}
+
+func TestErrorsAs(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("x.yml", []byte("version: 1\nname: X\n"), "")
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("errors.As(%T) failed", err)
+	}
+	if len(errs) != 4 || strings.Count(err.Error(), "\n") != len(errs)-1 {
+		t.Errorf("got %d errors:\n%v", len(errs), err)
+	}
+	if e := errs[0]; e.File != "x.yml" || e.Line != 1 || e.Column != 1 || e.Path != "variants" || e.Msg != "is required" {
+		t.Errorf("first error = %+v", e)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yml"))
+	var errs Errors
+	if !errors.Is(err, fs.ErrNotExist) || errors.As(err, &errs) {
+		t.Errorf("Load(missing) = %v, want a wrapped fs.ErrNotExist", err)
+	}
+}
+
+// TestAliasBomb checks that nested aliases and merge keys cannot make a small file
+// expensive.
+func TestAliasBomb(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"merged mappings": "  - &a0 {name: a, url: \"http://x\"}\n" +
+			"  - &a%[1]d {<<: [*a%[2]d, *a%[2]d, *a%[2]d]}\n",
+		"merged empty mappings": "  - &a0 {}\n" +
+			"  - &a%[1]d {<<: [*a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d]}\n",
+		"lists in merges": "  - {<<: &a0 [1]}\n" +
+			"  - {<<: &a%[1]d [*a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d]}\n",
+	}
+	for name, tmpl := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			first, rest, _ := strings.Cut(tmpl, "\n")
+			var b strings.Builder
+			b.WriteString("version: 1\nname: bomb\nvariants:\n" + first + "\n")
+			for i := 1; i < 40; i++ {
+				fmt.Fprintf(&b, rest, i, i-1)
+			}
+			start := time.Now()
+			_, err := Parse("bomb.yml", []byte(b.String()), "")
+			if err == nil || len(err.Error()) > 1<<20 {
+				t.Errorf("Parse(bomb) = %.200v, want a short error", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Parse(bomb) took %s", d)
+			}
+		})
+	}
+}
+
+func TestExamplesValidate(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../examples/*.yml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := Load(f)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// TestParseBad compares the errors for each testdata/bad/*.yml with its .golden file;
+// go test -run TestParseBad -update rewrites them.
+func TestParseBad(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("testdata: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".yml"), func(t *testing.T) {
+			s, err := Load(f)
+			var errs Errors
+			if !errors.As(err, &errs) || s != nil {
+				t.Fatalf("Load = %v, %v; want nil and Errors", s, err)
+			}
+			checkErrors(t, f, errs)
+			got := err.Error() + "\n"
+			golden := strings.TrimSuffix(f, ".yml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("errors differ from %s\ngot:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, pattern := range []string{"../examples/*.yml", "testdata/bad/*.yml"} {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(minimal))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yml", data, "base")
+		if err == nil {
+			checkInvariants(t, s)
+			return
+		}
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) == 0 || s != nil {
+			t.Fatalf("Parse = %v, %v; want nil and a non-empty Errors", s, err)
+		}
+		checkErrors(t, "fuzz.yml", errs)
+	})
+}
+
+// checkErrors asserts what every error list promises: positions, messages, one line
+// each, sorted by position.
+func checkErrors(t *testing.T, file string, errs Errors) {
+	t.Helper()
+	for i, e := range errs {
+		if e.File != file || e.Line < 1 || e.Column < 0 || e.Msg == "" || strings.ContainsAny(e.Error(), "\r\n") {
+			t.Errorf("bad error %+v", e)
+		}
+		if i > 0 && (e.Line < errs[i-1].Line || e.Line == errs[i-1].Line && e.Column < errs[i-1].Column) {
+			t.Errorf("errors not sorted: %q before %q", errs[i-1], e)
+		}
+	}
+}
+
+// checkInvariants asserts what a successfully parsed spec promises its callers.
+func checkInvariants(t *testing.T, s *Spec) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("invariant broken: "+format+"\nspec: %+v", append(args, s)...)
+	}
+	if s.Version != 1 || !namePattern.MatchString(s.Name) {
+		fail("version %d, name %q", s.Version, s.Name)
+	}
+	if n := len(s.Variants); n < 1 || n > maxVariants {
+		fail("%d variants", n)
+	}
+	names := map[string]bool{}
+	for _, v := range s.Variants {
+		if names[v.Name] || !namePattern.MatchString(v.Name) || (v.Manifest == "") == (v.URL == "") {
+			fail("variant %+v", v)
+		}
+		names[v.Name] = true
+		if v.Manifest != "" && s.Landscape == nil {
+			fail("manifest without landscape")
+		}
+	}
+	w := s.Workload
+	switch {
+	case w.Model == ModelClosed || w.Model == ModelCount:
+		if w.Users < 1 || w.Users > maxUsers || w.Rate != 0 || (w.Model == ModelCount) != (w.RequestsPerInstance > 0) {
+			fail("workload %+v", w)
+		}
+	case w.Model == ModelOpen:
+		if w.Users != 0 || !(w.Rate > 0) || w.RatePer == "" || w.ThinkTime != 0 {
+			fail("workload %+v", w)
+		}
+	default:
+		fail("model %q", w.Model)
+	}
+	if w.Timeout <= 0 || w.ThinkTime < 0 || len(w.Requests) == 0 {
+		fail("workload %+v", w)
+	}
+	for _, r := range w.Requests {
+		if !slices.Contains(methods, r.Method) || !strings.HasPrefix(r.Path, "/") || r.Weight < 1 || r.Weight > maxWeight ||
+			(r.Body != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
+			fail("request %+v", r)
+		}
+		for k, v := range r.Headers {
+			if checkHeader(k, v) != "" {
+				fail("header %q", k)
+			}
+		}
+	}
+	r := s.Ramp
+	steps := r.Steps()
+	if len(steps) < 1 || len(steps) > maxSteps || steps[0] != r.Start || steps[len(steps)-1] > r.Max || r.Max > maxInstances {
+		fail("ramp %+v gives steps %v", r, steps)
+	}
+	if r.Hold < time.Second || r.Warmup < 0 || r.Warmup >= r.Hold {
+		fail("ramp %+v", r)
+	}
+	if s.Checks.Colocation == "" || s.Checks.GeneratorCPU == "" || s.Checks.FlatThroughput == "" ||
+		s.Collectors.ContainerMetrics.Interval < time.Second || !strings.HasPrefix(s.Collectors.AppTimings.Path, "/") {
+		fail("checks %+v, collectors %+v", s.Checks, s.Collectors)
+	}
+	if rl := s.Collectors.RouterLogs; rl != nil && (rl.Source == SourceElasticsearch) == (rl.URL == "" || rl.Index == "") {
+		fail("router_logs %+v", rl)
+	}
+	if s.Export.Dir == "" || len(s.Export.Tables) == 0 {
+		fail("export %+v", s.Export)
+	}
+	for i, tb := range s.Export.Tables {
+		if !slices.Contains(AllTables, tb) || slices.Contains(s.Export.Tables[:i], tb) {
+			fail("tables %v", s.Export.Tables)
+		}
+	}
+}
