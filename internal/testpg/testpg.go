@@ -1,0 +1,77 @@
+// Package testpg gives tests a real PostgreSQL server: one private server per test binary,
+// and a fresh database per caller. Tests fail (they do not skip) when no server binaries
+// are installed: `make test` installs them.
+package testpg
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/pgserver"
+)
+
+var (
+	once     sync.Once
+	srv      *pgserver.Server
+	dir      string
+	startErr error
+	dbs      atomic.Int64
+)
+
+func start() {
+	dir, startErr = os.MkdirTemp("", "cfbench-testpg-")
+	if startErr != nil {
+		return
+	}
+	// Enterable by the unprivileged user the server runs as when tests run as root.
+	if startErr = os.Chmod(dir, 0o755); startErr != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, startErr = pgserver.Start(ctx, pgserver.Options{Dir: dir, Fast: true})
+}
+
+// DSN creates a new, empty database on the shared server and returns its URL.
+func DSN(t testing.TB) string {
+	t.Helper()
+	once.Do(start)
+	if startErr != nil {
+		t.Fatalf("start test postgres: %v", startErr)
+	}
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbs.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.CreateDatabase(ctx, name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	return srv.DSN(name)
+}
+
+// Server returns the shared server, starting it if needed.
+func Server(t testing.TB) *pgserver.Server {
+	t.Helper()
+	once.Do(start)
+	if startErr != nil {
+		t.Fatalf("start test postgres: %v", startErr)
+	}
+	return srv
+}
+
+// Main runs the tests and then stops the server and removes its files. Use it from
+// TestMain: func TestMain(m *testing.M) { testpg.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if srv != nil {
+		srv.Stop()
+	}
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}

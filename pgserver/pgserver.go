@@ -1,0 +1,502 @@
+// Package pgserver runs a private PostgreSQL server: the results store of local runs, the
+// local foundation's postgres service, and the database of every test that needs one.
+//
+// Start finds the server binaries, initialises a cluster in a state directory on first
+// use (password auth, a generated password kept beside it), listens on a free port of
+// 127.0.0.1 only, and runs the server as an unprivileged user when the caller is root,
+// since Postgres refuses to run as root. A server already running on the same state
+// directory is reused instead of started twice; Stop then leaves it running.
+package pgserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Superuser is the name of the cluster's superuser; the DSNs carry it.
+const Superuser = "cfbench"
+
+// Options configure Start. Only Dir is required.
+type Options struct {
+	// Dir is the state directory. The cluster lives in Dir/data, its log in
+	// Dir/postgres.log, the superuser's password in Dir/password.
+	Dir string
+	// User is the OS user that runs the server when the caller is root. Default:
+	// "postgres" when that user exists, else "nobody".
+	User string
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// Detach lets the server outlive this process (for scripts/pg-local.sh start).
+	// Otherwise it gets SIGINT when this process dies, so a crashed test run leaves no
+	// server behind.
+	Detach bool
+	// Fast trades crash safety for speed (fsync off), for throwaway test clusters.
+	Fast bool
+}
+
+// Server is a running PostgreSQL server on 127.0.0.1.
+type Server struct {
+	dir, dataDir string
+	port         int
+	password     string
+	pid          int
+	owned        bool          // started by this process (not attached to a running one)
+	exited       chan struct{} // closed when our child exits; nil when not our child
+	logFile      string
+}
+
+// Start starts (or attaches to) the private server of opts.Dir and waits until it
+// accepts connections or ctx ends.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("pgserver: a state directory is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create postgres state dir: %w", err)
+	}
+	binDir, err := FindBinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := runAs(opts.User)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, dataDir: dataDirFor(dir, cred), logFile: filepath.Join(dir, "postgres.log")}
+	if s.password, err = loadOrCreatePassword(filepath.Join(dir, "password")); err != nil {
+		return nil, err
+	}
+	if pid, port, ok := running(s.dataDir); ok {
+		s.pid, s.port = pid, port
+		if err := s.waitReady(ctx); err != nil {
+			return nil, fmt.Errorf("postgres already running in %s (pid %d) does not answer: %w", s.dataDir, pid, err)
+		}
+		return s, nil
+	}
+	if err := s.initCluster(ctx, binDir, cred); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		port := opts.Port
+		if port == 0 {
+			if port, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		err := s.launch(ctx, binDir, cred, port, opts)
+		// Another process may take a free port between our probe and the server's
+		// bind; only then is a retry on a new port worth it.
+		if err == nil || opts.Port != 0 || attempt == 4 || !strings.Contains(err.Error(), "could not bind") {
+			return s, err
+		}
+	}
+}
+
+// DSN is the URL of database db on this server.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s?sslmode=disable", Superuser, s.password, s.port, db)
+}
+
+// Port is the TCP port on 127.0.0.1.
+func (s *Server) Port() int { return s.port }
+
+// PID is the postmaster's process id.
+func (s *Server) PID() int { return s.pid }
+
+// DataDir is where the cluster lives: Dir/data, or a directory under /var/tmp when the
+// caller is root and the server's user cannot reach Dir.
+func (s *Server) DataDir() string { return s.dataDir }
+
+// Owned reports whether this process started the server (Stop stops only those).
+func (s *Server) Owned() bool { return s.owned }
+
+var dbName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// CreateDatabase creates database name unless it exists. Names are lowercase
+// identifiers (letters, digits, underscores).
+func (s *Server) CreateDatabase(ctx context.Context, name string) error {
+	if !dbName.MatchString(name) {
+		return fmt.Errorf("database name %q: want a lowercase identifier", name)
+	}
+	conn, err := pgconn.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	res := conn.ExecParams(ctx, `SELECT 1 FROM pg_database WHERE datname = $1`, [][]byte{[]byte(name)}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return fmt.Errorf("look up database %s: %w", name, res.Err)
+	}
+	if len(res.Rows) > 0 {
+		return nil
+	}
+	err = conn.Exec(ctx, `CREATE DATABASE "`+name+`"`).Close()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created concurrently
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// Stop shuts the server down (fast shutdown: open sessions are ended, the cluster is
+// consistent) if this process started it, and waits for it to exit. A server this
+// process only attached to keeps running.
+func (s *Server) Stop() error {
+	if !s.owned {
+		return nil
+	}
+	return stopPID(s.pid, s.exited)
+}
+
+// ErrNotRunning is returned by Attach when no server runs on the state directory.
+var ErrNotRunning = errors.New("no postgres server is running on this state directory")
+
+// Attach finds the server running on state directory dir, whoever started it, without
+// starting one. user is as in Options. The result does not own the server: use Kill to
+// stop it.
+func Attach(dir, user string) (*Server, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := runAs(user)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: abs, dataDir: dataDirFor(abs, cred), logFile: filepath.Join(abs, "postgres.log")}
+	pid, port, ok := running(s.dataDir)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", abs, ErrNotRunning)
+	}
+	s.pid, s.port = pid, port
+	pw, err := os.ReadFile(filepath.Join(abs, "password"))
+	if err != nil {
+		return nil, fmt.Errorf("read postgres password: %w", err)
+	}
+	s.password = string(bytes.TrimSpace(pw))
+	return s, nil
+}
+
+// Kill stops the server whether or not this process started it (scripts/pg-local.sh
+// stop), and waits until it has exited.
+func (s *Server) Kill() error { return stopPID(s.pid, s.exited) }
+
+// stopPID sends SIGINT (fast shutdown) and waits up to 30 s, then SIGQUIT (immediate
+// shutdown, recovered at next start). exited, when not nil, closes when the process is
+// reaped; otherwise the process is polled.
+func stopPID(pid int, exited <-chan struct{}) error {
+	gone := func(d time.Duration) bool {
+		deadline := time.Now().Add(d)
+		for {
+			if exited != nil {
+				select {
+				case <-exited:
+					return true
+				case <-time.After(time.Until(deadline)):
+					return false
+				}
+			}
+			if syscall.Kill(pid, 0) == syscall.ESRCH {
+				return true
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("stop postgres (pid %d): %w", pid, err)
+	}
+	if gone(30 * time.Second) {
+		return nil
+	}
+	syscall.Kill(pid, syscall.SIGQUIT)
+	if gone(10 * time.Second) {
+		return fmt.Errorf("postgres (pid %d) ignored a fast shutdown for 30 s; stopped it immediately", pid)
+	}
+	return fmt.Errorf("postgres (pid %d) did not stop", pid)
+}
+
+// runAs returns the credentials to run the server with: nil when the caller is not
+// root, else those of the unprivileged user.
+func runAs(name string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	names := []string{name}
+	if name == "" {
+		names = []string{"postgres", "nobody"}
+	}
+	for _, n := range names {
+		u, err := user.Lookup(n)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+	}
+	return nil, fmt.Errorf("postgres refuses to run as root and there is no user %s to run it as: create one (useradd --system %s)", strings.Join(names, " or "), names[0])
+}
+
+// fallbackDir, under the temp dir, holds clusters whose state dir the server's user
+// cannot reach.
+const fallbackDir = "cf-benchmark-pg"
+
+// dataDirFor returns dir/data unless cred's user cannot traverse dir's ancestors (a
+// state dir under /root, say); then a directory under /var/tmp keyed by dir.
+func dataDirFor(dir string, cred *syscall.Credential) string {
+	if cred == nil || traversable(dir, cred) {
+		return filepath.Join(dir, "data")
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), fallbackDir, hex.EncodeToString(sum[:6]), "data")
+}
+
+func traversable(dir string, cred *syscall.Credential) bool {
+	for p := dir; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return false
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		mode := uint32(fi.Mode().Perm())
+		switch {
+		case st.Uid == cred.Uid:
+			mode >>= 6
+		case st.Gid == cred.Gid:
+			mode >>= 3
+		}
+		if mode&1 == 0 {
+			return false
+		}
+		if p == "/" {
+			return true
+		}
+	}
+}
+
+func loadOrCreatePassword(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b)), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read postgres password: %w", err)
+	}
+	var r [18]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	pw := hex.EncodeToString(r[:])
+	if err := os.WriteFile(path, []byte(pw+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write postgres password: %w", err)
+	}
+	return pw, nil
+}
+
+// initCluster runs initdb unless the data directory holds a cluster already.
+func (s *Server) initCluster(ctx context.Context, binDir string, cred *syscall.Credential) error {
+	major, err := serverMajor(binDir)
+	if err != nil {
+		return err
+	}
+	if v, err := os.ReadFile(filepath.Join(s.dataDir, "PG_VERSION")); err == nil {
+		if have := strings.TrimSpace(string(v)); have != major {
+			return fmt.Errorf("the cluster in %s is PostgreSQL %s but the server binaries in %s are %s: remove the directory or install PostgreSQL %s", s.dataDir, have, binDir, major, have)
+		}
+		return nil
+	}
+	if err := os.RemoveAll(s.dataDir); err != nil { // leftovers of an interrupted initdb
+		return err
+	}
+	// The parents must be enterable by the server's user; the cluster itself is private.
+	if err := os.MkdirAll(filepath.Dir(s.dataDir), 0o755); err != nil {
+		return fmt.Errorf("create postgres data dir: %w", err)
+	}
+	if fallback := filepath.Join(os.TempDir(), fallbackDir); strings.HasPrefix(s.dataDir, fallback+"/") {
+		for _, p := range []string{fallback, filepath.Dir(s.dataDir)} {
+			if err := os.Chmod(p, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Mkdir(s.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create postgres data dir: %w", err)
+	}
+	pwFile, err := os.CreateTemp("", "cfbench-pw-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(pwFile.Name())
+	_, err = pwFile.WriteString(s.password + "\n")
+	if cerr := pwFile.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if cred != nil {
+		for _, p := range []string{s.dataDir, pwFile.Name()} {
+			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				return fmt.Errorf("hand %s to the postgres user: %w", p, err)
+			}
+		}
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), "-D", s.dataDir, "-U", Superuser,
+		"--pwfile", pwFile.Name(), "--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-instructions")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = os.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(s.dataDir)
+		return fmt.Errorf("initdb %s: %w\n%s", s.dataDir, err, tail(out, 2000))
+	}
+	return nil
+}
+
+// launch starts the postmaster on port and waits until it accepts connections.
+func (s *Server) launch(ctx context.Context, binDir string, cred *syscall.Credential, port int, opts Options) error {
+	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+		"-c", "logging_collector=off", "-c", "synchronous_commit=off", "-c", "max_connections=200"}
+	if opts.Fast {
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
+	log, err := os.OpenFile(s.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open postgres log: %w", err)
+	}
+	defer log.Close()
+	logStart, _ := log.Seek(0, io.SeekEnd)
+	cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Dir = os.TempDir()
+	// Its own process group: a Ctrl-C at the terminal reaches us, not the server, so
+	// the run can still record that it was interrupted before we stop the server.
+	attr := &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	if opts.Detach {
+		attr = &syscall.SysProcAttr{Credential: cred, Setsid: true}
+	} else {
+		attr.Pdeathsig = syscall.SIGINT
+	}
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	s.pid, s.port, s.owned = cmd.Process.Pid, port, true
+	// Reaped while we live; a detached server is inherited by init when we exit.
+	s.exited = make(chan struct{})
+	go func() { cmd.Wait(); close(s.exited) }()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return fmt.Errorf("start postgres on 127.0.0.1:%d: %w\n%s", port, err, s.logSince(logStart))
+	}
+	return nil
+}
+
+// waitReady polls until the server accepts an authenticated connection.
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var last error
+	for {
+		if s.exited != nil {
+			select {
+			case <-s.exited:
+				return errors.New("the server exited")
+			default:
+			}
+		} else if syscall.Kill(s.pid, 0) == syscall.ESRCH {
+			return errors.New("the server exited")
+		}
+		c, err := pgconn.Connect(ctx, s.DSN("postgres"))
+		if err == nil {
+			return c.Close(ctx)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w", last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) logSince(offset int64) string {
+	f, err := os.Open(s.logFile)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	f.Seek(offset, io.SeekStart)
+	b, _ := io.ReadAll(f)
+	return tail(b, 2000)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// running reads dataDir/postmaster.pid and reports the pid and port of a live server.
+func running(dataDir string) (pid, port int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, 0, false
+	}
+	// Line 1 is the pid, line 4 the port (see PostgreSQL's pidfile.h).
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 4 {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(strings.TrimSpace(lines[0]))
+	port, err2 := strconv.Atoi(strings.TrimSpace(lines[3]))
+	if err1 != nil || err2 != nil || pid <= 0 || syscall.Kill(pid, 0) == syscall.ESRCH {
+		return 0, 0, false
+	}
+	// A stale pid file after a crash may name a pid since reused by another program.
+	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !bytes.Contains(cmd, []byte("postgres")) {
+		return 0, 0, false
+	}
+	return pid, port, true
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

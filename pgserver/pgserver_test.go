@@ -1,0 +1,221 @@
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func query(t *testing.T, dsn, sql string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect %s: %v", dsn, err)
+	}
+	defer conn.Close(ctx)
+	var out string
+	if err := conn.QueryRow(ctx, sql).Scan(&out); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
+}
+
+// stateDir is a fresh directory the server's user can enter when the tests run as root
+// (t.TempDir is private to root).
+func stateDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgserver-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestStartCreateStopRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := stateDir(t)
+	srv, err := Start(ctx, Options{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	if !srv.Owned() || srv.Port() == 0 {
+		t.Fatalf("owned %v port %d", srv.Owned(), srv.Port())
+	}
+	if err := srv.CreateDatabase(ctx, "results"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.CreateDatabase(ctx, "results"); err != nil {
+		t.Fatalf("second CreateDatabase: %v", err)
+	}
+	if err := srv.CreateDatabase(ctx, `x"; DROP`); err == nil {
+		t.Fatal("CreateDatabase accepted a name that is not an identifier")
+	}
+	dsn := srv.DSN("results")
+	if got := query(t, dsn, `SELECT current_user || ' ' || inet_server_addr()::text`); got != "cfbench 127.0.0.1/32" {
+		t.Fatalf("connected as %q", got)
+	}
+	if os.Geteuid() == 0 {
+		if got := query(t, dsn, `SELECT current_setting('data_directory')`); got != srv.DataDir() {
+			t.Fatalf("data_directory %q, want %q", got, srv.DataDir())
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(srv.DataDir(), &st); err != nil || st.Uid == 0 {
+			t.Fatalf("running as root, the data dir must belong to an unprivileged user: uid %d, %v", st.Uid, err)
+		}
+	}
+	// A wrong password is refused: the server is not open to anyone on the machine.
+	bad := strings.Replace(dsn, ":"+srv.password+"@", ":wrong@", 1)
+	if c, err := pgx.Connect(ctx, bad); err == nil {
+		c.Close(ctx)
+		t.Fatal("connected with a wrong password")
+	}
+
+	// A second Start on the same dir attaches to the running server and does not own it.
+	again, err := Start(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Owned() || again.PID() != srv.PID() || again.Port() != srv.Port() {
+		t.Fatalf("second start: owned %v pid %d port %d; first pid %d port %d", again.Owned(), again.PID(), again.Port(), srv.PID(), srv.Port())
+	}
+	if err := again.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	query(t, dsn, `SELECT 'still up'`)
+
+	if c, err := pgx.Connect(ctx, dsn); err != nil {
+		t.Fatal(err)
+	} else if _, err := c.Exec(ctx, `CREATE TABLE kept AS SELECT 'across restarts' AS v`); err != nil {
+		t.Fatal(err)
+	} else {
+		c.Close(ctx)
+	}
+	pid := srv.PID()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("postgres pid %d still exists after Stop: %v", pid, err)
+	}
+	if _, _, ok := running(srv.DataDir()); ok {
+		t.Fatal("postmaster.pid left behind by a clean stop")
+	}
+
+	srv2, err := Start(ctx, Options{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv2.Stop() })
+	if got := query(t, srv2.DSN("results"), `SELECT v FROM kept`); got != "across restarts" {
+		t.Fatalf("after restart: %q", got)
+	}
+}
+
+func TestAttachAndKill(t *testing.T) {
+	ctx := context.Background()
+	dir := stateDir(t)
+	if _, err := Attach(dir, ""); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Attach before start = %v", err)
+	}
+	srv, err := Start(ctx, Options{Dir: dir, Fast: true, Detach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := Attach(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.Owned() || att.PID() != srv.PID() || att.DSN("postgres") != srv.DSN("postgres") {
+		t.Fatalf("Attach: owned %v pid %d dsn %s; started pid %d dsn %s", att.Owned(), att.PID(), att.DSN("postgres"), srv.PID(), srv.DSN("postgres"))
+	}
+	query(t, att.DSN("postgres"), `SELECT 'ok'`)
+	if err := att.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.exited // reaped by the process that started it
+	if _, err := Attach(dir, ""); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Attach after Kill = %v", err)
+	}
+}
+
+func TestClusterOfAnotherMajorVersion(t *testing.T) {
+	dir := stateDir(t)
+	bin, err := FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := runAs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := dataDirFor(dir, cred)
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "PG_VERSION"), []byte("9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(context.Background(), Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "is PostgreSQL 9 but the server binaries in "+bin) {
+		t.Fatalf("Start = %v", err)
+	}
+}
+
+func TestNoBinaries(t *testing.T) {
+	// Only the PATH and pg_config lookups can be emptied; the Debian directory is fixed.
+	if dirs, _ := filepath.Glob(libDirGlob); len(dirs) > 0 {
+		t.Skipf("server binaries exist in %v, so the missing-binaries message cannot be provoked here", dirs)
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err := Start(context.Background(), Options{Dir: t.TempDir()})
+	if !errors.Is(err, ErrNoBinaries) || !strings.Contains(err.Error(), "apt-get install postgresql") {
+		t.Fatalf("Start = %v", err)
+	}
+}
+
+func TestTraversable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ownership checks need root to create a directory another user cannot enter")
+	}
+	cred, err := runAs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := filepath.Join(stateDir(t), "closed")
+	inner := filepath.Join(closed, "state")
+	if err := os.MkdirAll(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if traversable(inner, cred) {
+		t.Fatal("a dir under a 0700 root-owned dir is traversable by the postgres user")
+	}
+	got := dataDirFor(inner, cred)
+	if !strings.HasPrefix(got, filepath.Join(os.TempDir(), "cf-benchmark-pg")) || got != dataDirFor(inner, cred) {
+		t.Fatalf("dataDirFor = %q", got)
+	}
+	// And the server really starts there.
+	srv, err := Start(context.Background(), Options{Dir: inner, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(filepath.Dir(srv.DataDir()))
+	defer srv.Stop()
+	query(t, srv.DSN("postgres"), `SELECT 'ok'`)
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# A private PostgreSQL server for local use, in a state directory of its own (default
+# .cfbench/pg, the one `cf-benchmark run` uses). It listens on 127.0.0.1 only, with a
+# generated password, and runs as an unprivileged user when started as root.
+#
+#   scripts/pg-local.sh start  [--state-dir DIR] [--db NAME]   prints the DSN
+#   scripts/pg-local.sh status [--state-dir DIR]
+#   scripts/pg-local.sh stop   [--state-dir DIR]
+#
+# Example: export CFBENCH_DB=$(scripts/pg-local.sh start)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CGO_ENABLED=0 go build -trimpath -o bin/cfbench-pg ./cmd/cfbench-pg
+exec bin/cfbench-pg "$@"
