@@ -1,0 +1,183 @@
+// Package command defines the commands of cf-benchmark once, for both faces of the binary:
+// the cf CLI plugin (`cf run-benchmark …`) and the standalone CLI (`cf-benchmark run …`).
+// Commands get their stdio and environment through Env, so they run in tests in process.
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// Exit codes: distinct so scripts can tell a bad invocation from a broken environment.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // infrastructure or runtime failure
+	ExitUsage   = 2 // bad flags, bad spec, unsupported spec
+	ExitAborted = 130
+)
+
+// Env is what a command may use of its process.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// Command is one command of both the plugin and the standalone CLI.
+type Command struct {
+	Name        string // standalone: cf-benchmark NAME
+	PluginName  string // cf NAME
+	Summary     string
+	Synopsis    string // arguments and main flags after the name, for the usage line
+	ExampleArgs string // an example invocation, without the leading "cf-benchmark"
+	// Flags declares the flags; the returned func runs the command with the parsed flags
+	// and the positional arguments.
+	Flags func(fs *flag.FlagSet) func(ctx context.Context, env *Env, args []string) error
+}
+
+// Commands is every registered command. Only commands that work are listed.
+var Commands = []*Command{runCmd, validateCmd, exportCmd}
+
+// usageError is an invocation problem; it maps to ExitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// Lookup finds a command by its standalone or plugin name.
+func Lookup(name string) *Command {
+	for _, c := range Commands {
+		if c.Name == name || c.PluginName == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Usage is the usage line of c as invoked through prog ("cf" or "cf-benchmark").
+func (c *Command) Usage(prog string) string {
+	name := c.Name
+	if prog == "cf" {
+		name = c.PluginName
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s", prog, name, c.Synopsis))
+}
+
+// FlagHelp returns each flag's help text keyed by "-name", as the cf CLI shows options.
+func (c *Command) FlagHelp() map[string]string {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	c.Flags(fs)
+	out := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		out["-"+f.Name] = f.Usage
+	})
+	return out
+}
+
+// Execute parses args for c (flags and positional arguments may be mixed) and runs it.
+// prog is "cf" or "cf-benchmark" and only shapes help text. It returns an exit code.
+func Execute(ctx context.Context, env *Env, prog string, c *Command, args []string) int {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	run := c.Flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "%s\n\nUsage: %s\n\nExample:\n  %s\n\nOptions:\n", c.Summary, c.Usage(prog), c.Example(prog))
+		fs.PrintDefaults()
+	}
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitOK
+			}
+			return ExitUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+	err := run(ctx, env, positional)
+	return exitCode(env, prog, c, err)
+}
+
+// Example is the example invocation of c through prog ("cf" or "cf-benchmark").
+func (c *Command) Example(prog string) string {
+	if prog == "cf" {
+		return "cf " + c.PluginName + strings.TrimPrefix(c.ExampleArgs, c.Name)
+	}
+	return prog + " " + c.ExampleArgs
+}
+
+func exitCode(env *Env, prog string, c *Command, err error) int {
+	var (
+		ue   *usageError
+		serr spec.Errors
+	)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &serr):
+		for _, e := range serr {
+			fmt.Fprintln(env.Stderr, e.Error())
+		}
+		fmt.Fprintf(env.Stderr, "%d problem(s) in the spec\n", len(serr))
+		return ExitUsage
+	case errors.As(err, &ue):
+		fmt.Fprintf(env.Stderr, "error: %s\nUsage: %s\n", ue.msg, c.Usage(prog))
+		return ExitUsage
+	case errors.Is(err, engine.ErrUnsupported):
+		fmt.Fprintf(env.Stderr, "error: %v\n", err)
+		return ExitUsage
+	case errors.Is(err, engine.ErrAborted):
+		return ExitAborted
+	}
+	fmt.Fprintf(env.Stderr, "error: %v\n", err)
+	return ExitFailure
+}
+
+// Main is the standalone CLI: cf-benchmark COMMAND [args].
+func Main(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c := Lookup(args[1]); c != nil {
+				return Execute(ctx, env, "cf-benchmark", c, []string{"-h"})
+			}
+		}
+		printHelp(env.Stdout)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	c := Lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(env.Stderr, "error: unknown command %q\n", args[0])
+		printHelp(env.Stderr)
+		return ExitUsage
+	}
+	return Execute(ctx, env, "cf-benchmark", c, args[1:])
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "cf-benchmark: benchmark apps on Cloud Foundry and store every request in Postgres.")
+	fmt.Fprintln(w, "\nUsage: cf-benchmark COMMAND [options]   (or, as a cf CLI plugin: cf PLUGIN-COMMAND)")
+	fmt.Fprintln(w, "\nCommands:")
+	cmds := append([]*Command(nil), Commands...)
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-10s %-20s %s\n", c.Name, "(cf "+c.PluginName+")", c.Summary)
+	}
+	fmt.Fprintln(w, "\nRun 'cf-benchmark help COMMAND' for a command's options and an example.")
+}

@@ -1,0 +1,140 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+)
+
+func TestMain(m *testing.M) { testpg.Main(m) }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}, args)
+	return result{code, out.String(), errb.String()}
+}
+
+func writeSpec(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "benchmark.yml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const goodSpec = `version: 1
+name: cmd-test
+variants:
+  - name: stub
+    url: http://127.0.0.1:18080
+workload:
+  model: closed
+  users: 2
+  requests:
+    - name: r
+      path: /
+ramp:
+  max: 2
+  hold: 1s
+  warmup: 200ms
+`
+
+func TestValidate(t *testing.T) {
+	good := writeSpec(t, goodSpec)
+	r := run(t, nil, "validate", "-f", good)
+	if r.code != ExitOK || r.stdout != good+": valid: 1 variant(s), 2 step(s) each (1 to 2 generator instances), about 2s of load\n" {
+		t.Fatalf("validate good: %+v", r)
+	}
+
+	bad := writeSpec(t, strings.Replace(strings.Replace(goodSpec, "hold: 1s", "hold: soon", 1), "users: 2", "users: many", 1))
+	r = run(t, nil, "validate", "-f", bad)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != ExitUsage || len(lines) != 3 || r.stdout != "" {
+		t.Fatalf("validate bad: code %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for i, want := range []string{bad + ":8:3: workload.users: ", bad + ":14:3: ramp.hold: ", "2 problem(s) in the spec"} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d = %q, want prefix %q", i+1, lines[i], want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE\n"},
+		{[]string{"export"}, "error: give exactly one RUN_ID\n"},
+		{[]string{"export", "42"}, "error: \"42\" is not a run id (they look like 20261122-130501-3f9a)\n"},
+		{[]string{"frobnicate"}, "error: unknown command \"frobnicate\"\n"},
+		{[]string{"run", "--nope"}, "flag provided but not defined: -nope\n"},
+		{[]string{"run", "-f", "/does/not/exist.yml"}, "error: read spec: open /does/not/exist.yml: no such file or directory\n"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			r := run(t, nil, c.args...)
+			if r.code != ExitUsage || !strings.HasPrefix(r.stderr, c.want) {
+				t.Fatalf("code %d stderr %q, want %d and prefix %q", r.code, r.stderr, ExitUsage, c.want)
+			}
+		})
+	}
+}
+
+func TestHelpHasAnExampleForEveryCommand(t *testing.T) {
+	for _, c := range Commands {
+		r := run(t, nil, "help", c.Name)
+		if r.code != ExitOK || !strings.Contains(r.stderr, "Example:\n  cf-benchmark "+c.ExampleArgs+"\n") {
+			t.Fatalf("help %s: %+v", c.Name, r)
+		}
+	}
+}
+
+func TestRunThenExport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hi")) }))
+	defer srv.Close()
+	work := t.TempDir()
+	specPath := writeSpec(t, strings.Replace(goodSpec, "http://127.0.0.1:18080", srv.URL, 1)+"export:\n  dir: "+filepath.Join(work, "results")+"\n")
+	env := map[string]string{"CFBENCH_DB": testpg.DSN(t)}
+
+	r := run(t, env, "run", "-f", specPath)
+	if r.code != ExitOK {
+		t.Fatalf("run: %+v", r)
+	}
+	m := regexp.MustCompile(`(?m)^run (\d{8}-\d{6}-[0-9a-f]{4}) completed;`).FindStringSubmatch(r.stdout)
+	if m == nil || !strings.Contains(r.stdout, "variant  step  instances") {
+		t.Fatalf("run output lacks the final line or the summary table:\n%s", r.stdout)
+	}
+	runID := m[1]
+	for _, f := range []string{"samples.csv", "steps.csv", "workers.csv", "runs.csv", "manifest.json"} {
+		if _, err := os.Stat(filepath.Join(work, "results", runID, f)); err != nil {
+			t.Errorf("run did not export %s: %v", f, err)
+		}
+	}
+
+	out := filepath.Join(work, "again")
+	r = run(t, env, "export", runID, "--dir", out, "--tables", "samples")
+	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "exported run "+runID+" to "+out+" (rows: runs 1, samples ") {
+		t.Fatalf("export: %+v", r)
+	}
+	a, _ := os.ReadFile(filepath.Join(work, "results", runID, "samples.csv"))
+	b, _ := os.ReadFile(filepath.Join(out, "samples.csv"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("re-export differs from the export at the end of the run (%d vs %d bytes)", len(a), len(b))
+	}
+}

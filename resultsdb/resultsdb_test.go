@@ -1,0 +1,248 @@
+package resultsdb
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMain(m *testing.M) { testpg.Main(m) }
+
+func openStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	dsn := testpg.DSN(t)
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, dsn
+}
+
+func TestMigrateIsIdempotentAndSafeConcurrently(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := openStore(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(ctx, dsn)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Open: %v", err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n, v int
+	if err := conn.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if n != SchemaVersion() || v != SchemaVersion() {
+		t.Fatalf("schema_migrations has %d rows up to version %d, want %d", n, v, SchemaVersion())
+	}
+
+	// A database migrated by a newer binary must be refused, not written into.
+	if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, dsn); err == nil {
+		t.Fatal("Open accepted a schema newer than the binary")
+	}
+}
+
+func TestOpenRejectsMalformedDSNWithoutEchoingIt(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://user:s3cret@host:notaport/db")
+	if err == nil {
+		t.Fatal("Open accepted a malformed DSN")
+	}
+	if got := err.Error(); got != "results db: malformed connection string (want postgres://user:password@host:port/db)" {
+		t.Fatalf("error %q", got)
+	}
+}
+
+func TestCreateRunGeneratesDistinctIDs(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	epoch := time.Now()
+	seen := map[string]bool{}
+	for range 20 {
+		r, err := s.CreateRun(ctx, "demo", "demo.yml", "version: 1", epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ValidRunID(r.ID) || seen[r.ID] || r.TraceTag == 0 {
+			t.Fatalf("run id %q (seen before: %v), trace tag %x", r.ID, seen[r.ID], r.TraceTag)
+		}
+		seen[r.ID] = true
+	}
+	for _, bad := range []string{"", "42", "20261122-130501-3F9A", "20261122-130501-3f9a'; drop table runs; --"} {
+		if ValidRunID(bad) {
+			t.Errorf("ValidRunID(%q) = true", bad)
+		}
+	}
+	if _, err := s.GetRun(ctx, "20000101-000000-0000"); err == nil {
+		t.Fatal("GetRun of an unknown id succeeded")
+	}
+}
+
+// newWorker creates a run with one step and one worker.
+func newWorker(t *testing.T, s *Store) (*Run, int32) {
+	t.Helper()
+	ctx := context.Background()
+	run, err := s.CreateRun(ctx, "demo", "demo.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.RegisterWorker(ctx, Worker{RunID: run.ID, Variant: "v", AppName: "gen", InstanceIndex: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, id
+}
+
+func TestSampleWriterStoresEverySampleExactly(t *testing.T) {
+	s, dsn := openStore(t)
+	ctx := context.Background()
+	_, worker := newWorker(t, s)
+	w := s.NewSampleWriter(worker, WriterOptions{BatchSize: 1000, FlushEvery: 10 * time.Millisecond})
+	w.Start(ctx)
+	const n = 25_000
+	var wg sync.WaitGroup
+	for g := range 5 { // concurrent producers, as users of a generator are
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 5 {
+				w.Add(sample.Sample{Seq: uint32(i + 1), IntendedUS: int64(i) * 1000, StartDelayUS: int32(i % 7), LatencyUS: int32(i),
+					Bytes: int32(i % 100), Status: int16(200 + i%3), Step: uint8(i % 4), Request: uint8(i % 2), Err: sample.ErrClass(i % 8),
+					Flags: uint8(i % 2)})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w.Written() != n || w.Dropped() != 0 || w.Buffered() != 0 {
+		t.Fatalf("written %d dropped %d buffered %d, want %d/0/0", w.Written(), w.Dropped(), w.Buffered(), n)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var bad int
+	// Every column must round-trip: recompute each value from seq and compare.
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM samples WHERE worker_id = $1 AND NOT (
+		intended_us = (seq-1)*1000 AND start_delay_us = (seq-1)%7 AND latency_us = seq-1 AND bytes = (seq-1)%100 AND
+		status = 200+(seq-1)%3 AND step = (seq-1)%4 AND request = (seq-1)%2 AND error = (seq-1)%8 AND warmup = ((seq-1)%2 = 1))`, worker).Scan(&bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count, distinct int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT seq) FROM samples WHERE worker_id = $1`, worker).Scan(&count, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if count != n || distinct != n || bad != 0 {
+		t.Fatalf("stored %d rows (%d distinct seq), %d with wrong values; want %d", count, distinct, bad, n)
+	}
+}
+
+func TestSampleWriterRetryDoesNotDuplicate(t *testing.T) {
+	s, dsn := openStore(t)
+	ctx := context.Background()
+	_, worker := newWorker(t, s)
+	w := s.NewSampleWriter(worker, WriterOptions{})
+	batch := []sample.Sample{{Seq: 1, Status: 200}, {Seq: 2, Status: 200}}
+	// As if the first COPY committed but its acknowledgement was lost: the same rows
+	// arrive again, together with a new one.
+	if err := w.copy(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.copy(ctx, append(batch, sample.Sample{Seq: 3, Status: 503})); err != nil {
+		t.Fatalf("retry of a partly stored batch: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM samples WHERE worker_id = $1`, worker).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Fatalf("%d rows stored, want 3", n)
+	}
+}
+
+func TestSampleWriterDropsAndCountsBeyondItsBound(t *testing.T) {
+	s, _ := openStore(t)
+	w := s.NewSampleWriter(1, WriterOptions{MaxBuffered: 10})
+	for i := range 15 {
+		w.Add(sample.Sample{Seq: uint32(i + 1)})
+	}
+	if w.Buffered() != 10 || w.Dropped() != 5 {
+		t.Fatalf("buffered %d dropped %d, want 10 and 5", w.Buffered(), w.Dropped())
+	}
+}
+
+func TestStepSummaryFromRows(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run, worker := newWorker(t, s)
+	start := run.Epoch
+	if err := s.StartStep(ctx, Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 1, Users: 2, Started: start, WarmupUntil: start.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	w := s.NewSampleWriter(worker, WriterOptions{})
+	// Latencies 1..100 ms, one of them failed, plus warm-up samples that must not count.
+	for i := 1; i <= 100; i++ {
+		smp := sample.Sample{Seq: uint32(i), LatencyUS: int32(i * 1000), Status: 200, Bytes: 10}
+		if i == 50 {
+			smp.Status = 500
+		}
+		w.Add(smp)
+	}
+	for i := 101; i <= 110; i++ {
+		w.Add(sample.Sample{Seq: uint32(i), LatencyUS: 9_000_000, Status: 0, Err: sample.ErrTimeout, Flags: sample.FlagWarmup})
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndStep(ctx, run.ID, "v", 0, start.Add(11*time.Second), ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.StepSummary(ctx, run.ID, "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Millisecond
+	want := StepSummary{Variant: "v", Step: 0, Instances: 1, Users: 2, Seconds: 10, Count: 100, Errors: 1, Bytes: 1000,
+		Mean: 50500 * time.Microsecond, P50: 50 * ms, P90: 90 * ms, P99: 99 * ms, Min: ms, Max: 100 * ms, Throughput: 10}
+	if got != want {
+		t.Fatalf("summary\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := s.StepSummary(ctx, run.ID, "v", 1); err == nil {
+		t.Fatal("summary of a missing step succeeded")
+	}
+}
