@@ -1,0 +1,30 @@
+# The two commands a newcomer runs are `make demo` and `make test`; both install what
+# they need through scripts/install-deps.sh first.
+GO        ?= go
+BIN       := bin
+GOFLAGS_B := -trimpath
+export CGO_ENABLED := 0
+
+.PHONY: build demo test bench deps clean
+
+build:
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cf-benchmark ./plugin
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
+
+deps:
+	scripts/install-deps.sh
+
+demo: deps build
+	scripts/demo.sh
+
+test: deps
+	$(GO) vet ./...
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+bench: deps build
+	scripts/bench.sh
+
+clean:
+	rm -rf $(BIN)
