@@ -200,7 +200,10 @@ func newInstance(ctx context.Context, sp *spec.Spec, v *spec.Variant, run *resul
 	if err != nil {
 		return nil, err
 	}
-	w := opts.Store.NewSampleWriter(id, resultsdb.WriterOptions{Logger: opts.Logger})
+	w, err := opts.Store.NewSampleWriter(id, resultsdb.WriterOptions{Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
 	w.Start(context.WithoutCancel(ctx))
 	wl := &sp.Workload
 	gen, err := loadgen.New(loadgen.Config{

@@ -1,7 +1,12 @@
 // Package loadgen generates HTTP load and measures every request. A Generator plays one
-// load-generator instance: it runs its users against one target and hands each finished
-// request, as a sample.Sample, to a Recorder. Failed requests are samples too, with an
-// error class; they are never errors of the generator.
+// load-generator instance: it runs its users (closed loop, or a fixed request count) or
+// its arrival schedule (open loop) against one target and hands each finished request,
+// as a sample.Sample, to a Recorder. Failed requests are samples too, with an error
+// class; they are never errors of the generator.
+//
+// Latency is measured from the intended send time: in the open loop that is the slot of
+// the schedule, so a target that stalls shows its stall in every request that was due
+// meanwhile, however late the generator got to send it (no coordinated omission).
 package loadgen
 
 import (
@@ -10,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -36,11 +42,39 @@ type Request struct {
 	Weight int
 }
 
+// Model is how a generator paces its requests.
+type Model int
+
+// The load models.
+const (
+	// Closed: Users users, each sending its next request when the previous one is
+	// answered (plus ThinkTime).
+	Closed Model = iota
+	// Count: like Closed, but the users stop after Count requests per phase in total.
+	Count
+	// Open: requests at a constant rate (SetRate), whatever the responses.
+	Open
+)
+
+// DefaultMaxInFlight bounds the open loop's concurrent requests when Config leaves it 0.
+const DefaultMaxInFlight = 1024
+
 // Config describes one generator instance.
 type Config struct {
-	Target            *url.URL // scheme and host (and optional base path) of the system under test
-	Requests          []Request
-	Users             int           // concurrent users in a closed loop
+	Target   *url.URL // scheme and host (and optional base path) of the system under test
+	Requests []Request
+	Model    Model
+	// Users is the number of concurrent users (Closed and Count).
+	Users int
+	// Count is the number of requests per phase (Count model).
+	Count int
+	// Rate is the initial rate in requests per second (Open model); SetRate changes it.
+	Rate float64
+	// MaxInFlight bounds concurrent requests in the open loop (default
+	// DefaultMaxInFlight). When all are busy, due requests wait and are sent late, their
+	// latency still counted from their slot; slots still waiting when the phase ends are
+	// counted as missed.
+	MaxInFlight       int
 	ThinkTime         time.Duration // pause between a response and the user's next request
 	KeepAlive         bool
 	Timeout           time.Duration // whole request, connect to last body byte
@@ -52,21 +86,26 @@ type Config struct {
 
 // Phase is one ramp step as a generator sees it.
 type Phase struct {
-	Step        uint8
+	Step uint8
+	// Start is when the step began for every instance; the open loop's slots are
+	// aligned on it. A generator joining later starts at the next slot, not at Start.
+	Start       time.Time
 	WarmupUntil time.Time // samples intended before this are tagged warm-up
-	End         time.Time // no request is started at or after End
+	End         time.Time // no request is intended at or after End
 }
 
-// Generator is one load-generator instance. RunClosed may be called once per phase, one
-// phase at a time; Close releases its connections.
+// Generator is one load-generator instance. Run may be called once per phase, one
+// phase at a time; SetRate and the counters may be used concurrently; Close releases
+// its connections.
 type Generator struct {
-	cfg     Config
-	rec     Recorder
-	client  *http.Client
-	urls    []string
-	cum     []int // cumulative weights for picking a request
-	seq     atomic.Uint64
-	started time.Time
+	cfg    Config
+	rec    Recorder
+	client *http.Client
+	urls   []string
+	cum    []int // cumulative weights for picking a request
+	seq    atomic.Uint64
+	rate   atomic.Uint64 // float64 bits, requests per second (Open)
+	missed atomic.Uint64
 }
 
 // New checks cfg and returns a generator that reports to rec.
@@ -76,12 +115,24 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 		return nil, errors.New("loadgen: target URL with a host is required")
 	case len(cfg.Requests) == 0 || len(cfg.Requests) > 256:
 		return nil, fmt.Errorf("loadgen: want 1 to 256 requests in the mix, got %d", len(cfg.Requests))
-	case cfg.Users < 1:
+	case cfg.Model != Open && cfg.Users < 1:
 		return nil, fmt.Errorf("loadgen: users must be at least 1, got %d", cfg.Users)
+	case cfg.Model == Count && cfg.Count < 1:
+		return nil, fmt.Errorf("loadgen: count must be at least 1, got %d", cfg.Count)
+	case cfg.Model == Open && !(cfg.Rate >= 0):
+		return nil, fmt.Errorf("loadgen: rate must not be negative, got %v", cfg.Rate)
 	case cfg.Timeout <= 0:
 		return nil, errors.New("loadgen: timeout must be positive")
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	conns := cfg.Users
+	if cfg.Model == Open {
+		conns = cfg.MaxInFlight
+	}
 	g := &Generator{cfg: cfg, rec: rec}
+	g.SetRate(cfg.Rate)
 	total := 0
 	for _, r := range cfg.Requests {
 		if r.Weight < 1 {
@@ -98,7 +149,7 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 			DialContext:         dialer.DialContext,
 			DisableKeepAlives:   !cfg.KeepAlive,
 			DisableCompression:  true,
-			MaxIdleConnsPerHost: cfg.Users,
+			MaxIdleConnsPerHost: conns,
 			IdleConnTimeout:     90 * time.Second,
 			TLSHandshakeTimeout: cfg.Timeout,
 		},
@@ -121,28 +172,58 @@ func joinURL(base *url.URL, path string) string {
 // Sent is the number of requests started so far.
 func (g *Generator) Sent() uint64 { return g.seq.Load() }
 
+// Missed is the number of open-loop slots that were due within a phase but could not
+// be sent before it ended, because MaxInFlight requests were outstanding.
+func (g *Generator) Missed() uint64 { return g.missed.Load() }
+
+// SetRate sets the open loop's rate in requests per second; it applies from the next
+// slot. 0 pauses sending.
+func (g *Generator) SetRate(perSecond float64) { g.rate.Store(math.Float64bits(max(perSecond, 0))) }
+
+// Rate is the open loop's current rate.
+func (g *Generator) Rate() float64 { return math.Float64frombits(g.rate.Load()) }
+
+// Run runs one phase in the configured model and returns when every request it started
+// has been recorded. Requests in flight at ph.End complete (bounded by the timeout);
+// cancelling ctx stops issuing and aborts them.
+func (g *Generator) Run(ctx context.Context, ph Phase) {
+	switch g.cfg.Model {
+	case Open:
+		g.RunOpen(ctx, ph)
+	case Count:
+		var left atomic.Int64
+		left.Store(int64(g.cfg.Count))
+		g.users(ctx, ph, &left)
+	default:
+		g.users(ctx, ph, nil)
+	}
+}
 // Close releases idle connections.
 func (g *Generator) Close() { g.client.CloseIdleConnections() }
 
-// RunClosed runs cfg.Users users in a closed loop until ph.End or until ctx is done, and
-// returns when every request it started has been recorded. Requests in flight at ph.End
-// complete (bounded by the timeout); cancelling ctx aborts them.
-func (g *Generator) RunClosed(ctx context.Context, ph Phase) {
+// RunClosed runs cfg.Users users in a closed loop until ph.End or until ctx is done; see Run.
+func (g *Generator) RunClosed(ctx context.Context, ph Phase) { g.users(ctx, ph, nil) }
+
+// users runs cfg.Users users; with left set they stop when it reaches zero.
+func (g *Generator) users(ctx context.Context, ph Phase, left *atomic.Int64) {
 	var wg sync.WaitGroup
 	for u := range g.cfg.Users {
 		wg.Add(1)
 		rng := rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(u)<<32|uint64(ph.Step)))
 		go func() {
 			defer wg.Done()
-			g.user(ctx, ph, rng)
+			g.user(ctx, ph, rng, left)
 		}()
 	}
 	wg.Wait()
 }
 
-func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand) {
+func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *atomic.Int64) {
 	ready := time.Now()
 	for ctx.Err() == nil && ready.Before(ph.End) {
+		if left != nil && left.Add(-1) < 0 {
+			return
+		}
 		end := g.send(ctx, ph, ready, g.pick(rng))
 		ready = end
 		if g.cfg.ThinkTime > 0 {
@@ -152,6 +233,78 @@ func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand) {
 			}
 		}
 	}
+}
+
+// RunOpen sends requests on a schedule of slots 1/rate apart, aligned on ph.Start, until
+// ph.End or until ctx is done; see Run. A request's latency counts from its slot. When
+// MaxInFlight requests are outstanding, due slots wait and go out late; those still
+// waiting at ph.End are counted in Missed.
+func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
+	due := make(chan time.Time)
+	var wg sync.WaitGroup
+	senders := 0
+	spawn := func() {
+		senders++
+		wg.Add(1)
+		rng := rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(senders)<<32|uint64(ph.Step)))
+		go func() {
+			defer wg.Done()
+			for slot := range due {
+				g.send(ctx, ph, slot, g.pick(rng))
+			}
+		}()
+	}
+	defer func() {
+		close(due)
+		wg.Wait()
+	}()
+	endTimer := time.NewTimer(time.Until(ph.End))
+	defer endTimer.Stop()
+
+	// The first slot: ph.Start, or for a late joiner the first aligned slot from now.
+	slot := ph.Start
+	if rate := g.Rate(); rate > 0 {
+		if late := time.Since(ph.Start); late > 0 {
+			interval := time.Duration(float64(time.Second) / rate)
+			slot = ph.Start.Add((late + interval - 1) / interval * interval)
+		}
+	}
+	for {
+		rate := g.Rate()
+		if rate <= 0 {
+			// Paused: look again shortly (the rate may be raised within the phase).
+			slot = time.Now().Add(10 * time.Millisecond)
+			if !slot.Before(ph.End) || !sleepUntil(ctx, slot) {
+				return
+			}
+			continue
+		}
+		if !slot.Before(ph.End) || !sleepUntil(ctx, slot) {
+			return
+		}
+		select {
+		case due <- slot:
+		default:
+			if senders < g.cfg.MaxInFlight {
+				spawn()
+			}
+			select {
+			case due <- slot:
+			case <-ctx.Done():
+				return
+			case <-endTimer.C:
+				// Every slot from this one to the end was due but never went out.
+				g.missed.Add(slotsBetween(slot, ph.End, rate))
+				return
+			}
+		}
+		slot = slot.Add(time.Duration(float64(time.Second) / rate))
+	}
+}
+
+// slotsBetween counts the slots from first (included) to end (excluded) at rate.
+func slotsBetween(first, end time.Time, rate float64) uint64 {
+	return max(uint64(math.Ceil(end.Sub(first).Seconds()*rate)), 1)
 }
 
 func (g *Generator) pick(rng *rand.Rand) int {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,5 +144,121 @@ func TestNewRejectsBadConfig(t *testing.T) {
 				t.Fatal("New accepted a bad config")
 			}
 		})
+	}
+}
+
+func openGen(t *testing.T, target string, rate float64, maxInFlight int, rec Recorder) *Generator {
+	t.Helper()
+	u, _ := url.Parse(target)
+	g, err := New(Config{Target: u, Requests: []Request{{Method: "GET", Path: "/", Weight: 1}}, Model: Open, Rate: rate,
+		MaxInFlight: maxInFlight, KeepAlive: true, Timeout: 10 * time.Second, TraceTag: 1, WorkerID: 1, Epoch: time.Now()}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// TestOpenLoopShowsAFreezeAndCountsMissedSends freezes the target for the last half of
+// the phase and beyond: every slot of the phase is either sent (late, its latency
+// counted from its slot) or counted as missed, and the slots queued behind the freeze
+// carry it in their latency, as a corrected generator reports it.
+func TestOpenLoopShowsAFreezeAndCountsMissedSends(t *testing.T) {
+	var frozen atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if frozen.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+
+	const rate, inFlight = 200.0, 16
+	rec := &collector{}
+	g := openGen(t, srv.URL, rate, inFlight, rec)
+	start := time.Now()
+	ph := Phase{Start: start, End: start.Add(2 * time.Second)}
+	freeze := time.AfterFunc(time.Second, func() { frozen.Store(true) })
+	defer freeze.Stop()
+	thaw := time.AfterFunc(3*time.Second, func() { close(release) })
+	defer thaw.Stop()
+	g.Run(context.Background(), ph)
+
+	slots := uint64(rate * 2)
+	sent, missed := g.Sent(), g.Missed()
+	if uint64(len(rec.s)) != sent || sent+missed < slots-1 || sent+missed > slots+1 {
+		t.Fatalf("%d samples, %d sent, %d missed: want every one of the %d slots sent or missed", len(rec.s), sent, missed, slots)
+	}
+	if missed < slots/4 {
+		t.Fatalf("only %d of %d slots missed although the target froze for the second half", missed, slots)
+	}
+	// The requests in flight when the target froze waited until it thawed, 1 s after
+	// the phase ended: their latency includes the whole freeze still ahead of them.
+	lat := make([]time.Duration, len(rec.s))
+	for i, s := range rec.s {
+		lat[i] = time.Duration(s.LatencyUS) * time.Microsecond
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if top := lat[len(lat)-inFlight/2]; top < time.Second {
+		t.Fatalf("the slowest requests took %v: the freeze does not show", top)
+	}
+}
+
+func TestOpenLoopKeepsItsScheduleAndAlignsLateJoiners(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	const rate = 400.0
+	interval := time.Duration(float64(time.Second) / rate)
+	rec := &collector{}
+	g := openGen(t, srv.URL, rate, 0, rec)
+	// The phase began 250 ms before this instance joined: it must start on the next
+	// slot of the shared grid, not at the phase start and not off the grid.
+	start := time.Now().Add(-250 * time.Millisecond)
+	g.cfg.Epoch = start
+	g.Run(context.Background(), Phase{Start: start, End: start.Add(time.Second)})
+	if g.Missed() != 0 {
+		t.Fatalf("missed %d sends against an idle local target", g.Missed())
+	}
+	min := int64(1 << 62)
+	for _, s := range rec.s {
+		if off := time.Duration(s.IntendedUS) * time.Microsecond; off%interval != 0 {
+			t.Fatalf("slot at %v is off the %v grid", off, interval)
+		}
+		min = minInt(min, s.IntendedUS)
+	}
+	if first := time.Duration(min) * time.Microsecond; first < 250*time.Millisecond {
+		t.Fatalf("a late joiner sent a request intended %v after the phase start, before it joined", first)
+	}
+	// From its first slot to the end, it sent every slot.
+	want := int((time.Second - time.Duration(min)*time.Microsecond) / interval)
+	if len(rec.s) != want {
+		t.Fatalf("sent %d requests, want the %d slots from %dµs to the end", len(rec.s), want, min)
+	}
+}
+
+func minInt(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func TestCountModelSendsExactlyCount(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	rec := &collector{}
+	g, err := New(Config{Target: u, Requests: []Request{{Method: "GET", Path: "/", Weight: 1}}, Model: Count, Users: 4, Count: 37,
+		Timeout: 5 * time.Second, Epoch: time.Now()}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.Run(context.Background(), Phase{End: time.Now().Add(time.Minute)})
+	if len(rec.s) != 37 {
+		t.Fatalf("count model sent %d requests, want 37", len(rec.s))
 	}
 }

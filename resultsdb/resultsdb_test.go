@@ -2,11 +2,16 @@ package resultsdb
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/sample"
 	"github.com/jackc/pgx/v5"
 )
@@ -123,7 +128,10 @@ func TestSampleWriterStoresEverySampleExactly(t *testing.T) {
 	s, dsn := openStore(t)
 	ctx := context.Background()
 	_, worker := newWorker(t, s)
-	w := s.NewSampleWriter(worker, WriterOptions{BatchSize: 1000, FlushEvery: 10 * time.Millisecond})
+	w, err := s.NewSampleWriter(worker, WriterOptions{BatchSize: 1000, FlushEvery: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.Start(ctx)
 	const n = 25_000
 	var wg sync.WaitGroup
@@ -171,7 +179,10 @@ func TestSampleWriterRetryDoesNotDuplicate(t *testing.T) {
 	s, dsn := openStore(t)
 	ctx := context.Background()
 	_, worker := newWorker(t, s)
-	w := s.NewSampleWriter(worker, WriterOptions{})
+	w, err := s.NewSampleWriter(worker, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	batch := []sample.Sample{{Seq: 1, Status: 200}, {Seq: 2, Status: 200}}
 	// As if the first COPY committed but its acknowledgement was lost: the same rows
 	// arrive again, together with a new one.
@@ -197,7 +208,10 @@ func TestSampleWriterRetryDoesNotDuplicate(t *testing.T) {
 
 func TestSampleWriterDropsAndCountsBeyondItsBound(t *testing.T) {
 	s, _ := openStore(t)
-	w := s.NewSampleWriter(1, WriterOptions{MaxBuffered: 10})
+	w, err := s.NewSampleWriter(1, WriterOptions{MaxBuffered: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 15 {
 		w.Add(sample.Sample{Seq: uint32(i + 1)})
 	}
@@ -214,7 +228,10 @@ func TestStepSummaryFromRows(t *testing.T) {
 	if err := s.StartStep(ctx, Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 1, Users: 2, Started: start, WarmupUntil: start.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	w := s.NewSampleWriter(worker, WriterOptions{})
+	w, err := s.NewSampleWriter(worker, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Latencies 1..100 ms, one of them failed, plus warm-up samples that must not count.
 	for i := 1; i <= 100; i++ {
 		smp := sample.Sample{Seq: uint32(i), LatencyUS: int32(i * 1000), Status: 200, Bytes: 10}
@@ -244,5 +261,118 @@ func TestStepSummaryFromRows(t *testing.T) {
 	}
 	if _, err := s.StepSummary(ctx, run.ID, "v", 1); err == nil {
 		t.Fatal("summary of a missing step succeeded")
+	}
+}
+
+// TestSampleWriterSurvivesADatabaseRestart stops the results DB in the middle of a
+// stream of samples and starts it again: samples taken meanwhile go to the spill file
+// and to memory, and all of them are stored once it is back.
+func TestSampleWriterSurvivesADatabaseRestart(t *testing.T) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "resultsdb-restart-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	srv, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Stop() }()
+	s, err := Open(ctx, srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, worker := newWorker(t, s)
+	spill := filepath.Join(t.TempDir(), "spill")
+	// A spill file for 3,000 samples and room for 2,000 in memory: 5,000 in all.
+	w, err := s.NewSampleWriter(worker, WriterOptions{BatchSize: 500, FlushEvery: 5 * time.Millisecond,
+		MaxBuffered: 2000, SpillPath: spill, MaxSpillBytes: 3000 * 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(ctx)
+	seq := uint32(0)
+	add := func(n int) {
+		for range n {
+			seq++
+			w.Add(sample.Sample{Seq: seq, Status: 200})
+		}
+	}
+	add(1000)
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	port := srv.Port()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	spilled := func(want uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); w.Spilled() < want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d samples spilled while the database was down, want %d", w.Spilled(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	add(1000)
+	spilled(1000)
+	add(2000)
+	spilled(3000) // the spill file is full now
+	add(2000)     // and memory takes the rest, up to its bound
+	if w.Buffered() != 2000 || w.Dropped() != 0 {
+		t.Fatalf("in memory %d, dropped %d; want 2000 and 0", w.Buffered(), w.Dropped())
+	}
+	add(1) // one beyond every bound is dropped, and counted
+	if w.Dropped() != 1 {
+		t.Fatalf("dropped %d, want 1", w.Dropped())
+	}
+	seq-- // that one will not be stored
+	if srv, err = pgserver.Start(ctx, pgserver.Options{Dir: dir, Fast: true, Port: port}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(spill); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("spill file left behind after a complete flush: %v", err)
+	}
+	var n, distinct int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT seq) FROM samples WHERE worker_id = $1`, worker).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if w.Dropped() != 1 || n != int(seq) || distinct != n || w.Written() != uint64(n) {
+		t.Fatalf("stored %d (%d distinct), written %d, dropped %d; want all %d", n, distinct, w.Written(), w.Dropped(), seq)
+	}
+}
+
+func TestSpillFileRoundTrip(t *testing.T) {
+	f, err := openSpill(filepath.Join(t.TempDir(), "s"), 3*recordSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in := []sample.Sample{
+		{IntendedUS: -5, Seq: 1, StartDelayUS: -1, LatencyUS: 1 << 30, Bytes: 7, Status: 503, Step: 255, Request: 3, Err: sample.ErrReset, Flags: sample.FlagWarmup},
+		{IntendedUS: 1 << 40, Seq: 1<<32 - 1},
+	}
+	if err := f.Append(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Append(in); !errors.Is(err, ErrSpillFull) || f.Len() != 2 || f.Room() != 1 {
+		t.Fatalf("append beyond the bound: %v, len %d room %d", err, f.Len(), f.Room())
+	}
+	out, err := f.Peek(5)
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("Peek = %+v, %v; want %+v", out, err, in)
+	}
+	if err := f.Consume(1); err != nil || f.Len() != 1 {
+		t.Fatalf("after consuming one: len %d, %v", f.Len(), err)
+	}
+	if err := f.Consume(1); err != nil || f.Len() != 0 || f.Room() != 3 {
+		t.Fatalf("an emptied file must start over: len %d room %d, %v", f.Len(), f.Room(), err)
 	}
 }

@@ -22,9 +22,16 @@ type WriterOptions struct {
 	FlushEvery time.Duration
 	// BatchSize triggers an early flush when this many samples are buffered (default 32768).
 	BatchSize int
-	// MaxBuffered bounds memory: beyond it new samples are dropped and counted
-	// (default 4 Mi samples, 128 MiB).
+	// MaxBuffered bounds memory, in samples of 32 bytes (default 4 Mi samples, 128 MiB).
 	MaxBuffered int
+	// SpillPath, when set, is a file that takes the samples the database cannot take
+	// (while it is down or slow), up to MaxSpillBytes; they are written from there when
+	// it recovers. Without it, samples wait in memory.
+	SpillPath string
+	// MaxSpillBytes bounds the spill file (default 256 MiB, 8 Mi samples).
+	MaxSpillBytes int64
+	// AttemptTimeout bounds one background write attempt (default 15 s).
+	AttemptTimeout time.Duration
 	// Logger receives flush failures; nil discards them.
 	Logger *slog.Logger
 }
@@ -39,16 +46,23 @@ func (o *WriterOptions) defaults() {
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = 4 << 20
 	}
+	if o.MaxSpillBytes <= 0 {
+		o.MaxSpillBytes = 256 << 20
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 15 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
 // SampleWriter streams one worker's samples into the samples table with binary COPY in
-// batches. Add is safe for concurrent use and never waits for the database: when the
-// database is slow or down, samples stay buffered up to MaxBuffered, and beyond that are
-// dropped and counted (see Dropped). Lifecycle: Start, then Add from any goroutine, then
-// Close, which flushes what is left.
+// batches. Add is safe for concurrent use and never waits for the database. When the
+// database is slow or down, samples go to the spill file (if configured), then stay in
+// memory up to MaxBuffered, and only beyond that are dropped and counted (Dropped):
+// never silently. Lifecycle: Start, then Add from any goroutine, then Close, which
+// flushes what is left.
 type SampleWriter struct {
 	store  *Store
 	worker int32
@@ -56,34 +70,46 @@ type SampleWriter struct {
 
 	mu      sync.Mutex
 	buf     []sample.Sample // filled by Add
-	pending []sample.Sample // taken by the flusher, written or being retried
+	pending []sample.Sample // taken by a flush; changed only with flushMu and mu held
 
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
-	flushMu sync.Mutex // one COPY at a time
+	flushMu sync.Mutex // one flush at a time; guards spill and enc
+	spill   *spillFile
 	enc     bytes.Buffer
 
 	written atomic.Uint64
+	spilled atomic.Uint64
 	dropped atomic.Uint64
 }
 
-// NewSampleWriter returns a writer for the samples of worker.
-func (s *Store) NewSampleWriter(worker int32, opts WriterOptions) *SampleWriter {
+// NewSampleWriter returns a writer for the samples of worker. It fails only when the
+// spill file cannot be created.
+func (s *Store) NewSampleWriter(worker int32, opts WriterOptions) (*SampleWriter, error) {
 	opts.defaults()
-	return &SampleWriter{
+	w := &SampleWriter{
 		store: s, worker: worker, opts: opts,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	if opts.SpillPath != "" {
+		f, err := openSpill(opts.SpillPath, opts.MaxSpillBytes)
+		if err != nil {
+			return nil, err
+		}
+		w.spill = f
+	}
+	return w, nil
 }
 
-// Start runs the background flusher until Close. ctx bounds each COPY.
+// Start runs the background flusher until Close. ctx bounds it.
 func (w *SampleWriter) Start(ctx context.Context) {
 	go func() {
 		defer close(w.done)
 		t := time.NewTicker(w.opts.FlushEvery)
 		defer t.Stop()
-		backoff := time.Duration(0)
+		var backoff time.Duration
+		var retryAt time.Time
 		for {
 			select {
 			case <-w.stop:
@@ -91,16 +117,23 @@ func (w *SampleWriter) Start(ctx context.Context) {
 			case <-t.C:
 			case <-w.kick:
 			}
-			if backoff > 0 {
-				select {
-				case <-w.stop:
-					return
-				case <-time.After(backoff):
-				}
+			if time.Now().Before(retryAt) {
+				// The database failed a moment ago: move what is in memory to disk
+				// instead of hammering it.
+				w.flushMu.Lock()
+				w.takeBuffer()
+				w.spillPending()
+				w.flushMu.Unlock()
+				continue
 			}
-			if err := w.Flush(ctx); err != nil {
+			attempt, cancel := context.WithTimeout(ctx, w.opts.AttemptTimeout)
+			err := w.Flush(attempt)
+			cancel()
+			if err != nil {
 				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-				w.opts.Logger.Warn("write samples failed; keeping them buffered", "worker", w.worker, "buffered", w.Buffered(), "retry_in", backoff, "err", err)
+				retryAt = time.Now().Add(backoff)
+				w.opts.Logger.Warn("write samples failed; keeping them", "worker", w.worker,
+					"in_memory", w.Buffered(), "spilled", w.Spilled(), "retry_in", backoff, "err", err)
 				continue
 			}
 			backoff = 0
@@ -127,11 +160,8 @@ func (w *SampleWriter) Add(s sample.Sample) {
 	}
 }
 
-// Flush writes every sample buffered so far and returns when they are stored or the
-// write failed (then they stay buffered for the next attempt).
-func (w *SampleWriter) Flush(ctx context.Context) error {
-	w.flushMu.Lock()
-	defer w.flushMu.Unlock()
+// takeBuffer moves what Add buffered to pending. Callers hold flushMu.
+func (w *SampleWriter) takeBuffer() {
 	w.mu.Lock()
 	if len(w.pending) == 0 {
 		w.pending, w.buf = w.buf, w.pending[:0]
@@ -139,26 +169,75 @@ func (w *SampleWriter) Flush(ctx context.Context) error {
 		w.pending = append(w.pending, w.buf...)
 		w.buf = w.buf[:0]
 	}
-	batch := w.pending
 	w.mu.Unlock()
-	for len(batch) > 0 {
-		n := min(len(batch), w.opts.BatchSize)
-		if err := w.copy(ctx, batch[:n]); err != nil {
-			w.mu.Lock()
-			w.pending = append(w.pending[:0], batch...)
-			w.mu.Unlock()
+}
+
+// setPending replaces pending. Callers hold flushMu.
+func (w *SampleWriter) setPending(p []sample.Sample) {
+	w.mu.Lock()
+	w.pending = p
+	w.mu.Unlock()
+}
+
+// spillPending moves as much of pending to the spill file as fits; the rest stays in
+// memory. Callers hold flushMu.
+func (w *SampleWriter) spillPending() {
+	if w.spill == nil || len(w.pending) == 0 {
+		return
+	}
+	n := min(len(w.pending), w.spill.Room())
+	if n == 0 {
+		return
+	}
+	if err := w.spill.Append(w.pending[:n]); err != nil {
+		w.opts.Logger.Warn("spill samples to disk failed; keeping them in memory", "worker", w.worker, "err", err)
+		return
+	}
+	w.spilled.Add(uint64(n))
+	w.setPending(append(w.pending[:0], w.pending[n:]...))
+}
+
+// Flush writes every sample buffered or spilled so far, oldest first, and returns when
+// they are stored or a write failed (then they stay in the spill file or in memory for
+// the next attempt).
+func (w *SampleWriter) Flush(ctx context.Context) error {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.takeBuffer()
+	orig := w.pending
+	for w.spill != nil && w.spill.Len() > 0 {
+		batch, err := w.spill.Peek(w.opts.BatchSize)
+		if err == nil {
+			err = w.copy(ctx, batch)
+		}
+		if err != nil {
+			w.spillPending()
+			return err
+		}
+		w.written.Add(uint64(len(batch)))
+		if err := w.spill.Consume(len(batch)); err != nil {
+			return err
+		}
+	}
+	for len(w.pending) > 0 {
+		n := min(len(w.pending), w.opts.BatchSize)
+		if err := w.copy(ctx, w.pending[:n]); err != nil {
+			w.spillPending()
 			return err
 		}
 		w.written.Add(uint64(n))
-		batch = batch[n:]
+		w.setPending(w.pending[n:])
 	}
-	w.mu.Lock()
-	w.pending = w.pending[:0]
-	w.mu.Unlock()
+	// Reuse the array, unless an outage grew it far beyond a batch.
+	if cap(orig) > 2*w.opts.BatchSize {
+		orig = nil
+	}
+	w.setPending(orig[:0])
 	return nil
 }
 
-// Close stops the flusher and writes what is left; the error says what could not be.
+// Close stops the flusher and writes what is left. The error says how many samples
+// could not be stored; the spill file is removed only when none are left in it.
 func (w *SampleWriter) Close(ctx context.Context) error {
 	select {
 	case <-w.stop:
@@ -166,20 +245,45 @@ func (w *SampleWriter) Close(ctx context.Context) error {
 		close(w.stop)
 	}
 	<-w.done
-	return w.Flush(ctx)
+	err := w.Flush(ctx)
+	if err != nil {
+		where := ""
+		if w.spill != nil && w.spill.Len() > 0 {
+			where = fmt.Sprintf(", %d of them in %s", w.spill.Len(), w.spill.f.Name())
+		}
+		return fmt.Errorf("%d samples not stored%s: %w", w.Unstored(), where, err)
+	}
+	if w.spill != nil {
+		return w.spill.Close()
+	}
+	return nil
 }
 
 // Written is the number of samples stored so far.
 func (w *SampleWriter) Written() uint64 { return w.written.Load() }
 
-// Dropped is the number of samples lost because the buffer was full.
+// Spilled is the number of samples that went through the spill file.
+func (w *SampleWriter) Spilled() uint64 { return w.spilled.Load() }
+
+// Dropped is the number of samples lost because memory and spill file were full.
 func (w *SampleWriter) Dropped() uint64 { return w.dropped.Load() }
 
-// Buffered is the number of samples waiting to be written.
+// Buffered is the number of samples waiting in memory.
 func (w *SampleWriter) Buffered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.buf) + len(w.pending)
+}
+
+// Unstored is the number of samples waiting in memory or in the spill file.
+func (w *SampleWriter) Unstored() int {
+	n := w.Buffered()
+	w.flushMu.Lock()
+	if w.spill != nil {
+		n += w.spill.Len()
+	}
+	w.flushMu.Unlock()
+	return n
 }
 
 const sampleColumns = "worker_id, seq, step, request, intended_us, start_delay_us, latency_us, status, bytes, error, warmup"

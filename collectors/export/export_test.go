@@ -45,7 +45,10 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 		workers = append(workers, id)
-		w := store.NewSampleWriter(id, resultsdb.WriterOptions{})
+		w, err := store.NewSampleWriter(id, resultsdb.WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := 1; i <= 1000; i++ {
 			w.Add(sample.Sample{Seq: uint32(i), LatencyUS: int32(i), Status: 200, Err: sample.ErrClass(i % 3)})
 		}
