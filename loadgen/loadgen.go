@@ -198,6 +198,7 @@ func (g *Generator) Run(ctx context.Context, ph Phase) {
 		g.users(ctx, ph, nil)
 	}
 }
+
 // Close releases idle connections.
 func (g *Generator) Close() { g.client.CloseIdleConnections() }
 

@@ -93,8 +93,8 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	}
 	first := recs[1]
 	wantTrace := sample.NewTraceID(run.TraceTag, uint32(workers[0]), 1).String()
-	if first[3] != wantTrace || first[2] != "1" || first[11] != "timeout" {
-		t.Fatalf("first sample %v: want seq 1, trace id %s, error timeout", first, wantTrace)
+	if first[3] != wantTrace || first[2] != "1" || first[11] != "other" {
+		t.Fatalf("first sample %v: want seq 1, trace id %s, error other", first, wantTrace)
 	}
 
 	var back Manifest
