@@ -72,13 +72,14 @@ func (c *Command) Usage(prog string) string {
 	return strings.TrimSpace(fmt.Sprintf("%s %s %s", prog, name, c.Synopsis))
 }
 
-// FlagHelp returns each flag's help text keyed by "-name", as the cf CLI shows options.
+// FlagHelp returns each flag's help text keyed by its name without dashes: the cf CLI
+// adds one dash to one-letter names and two to the others.
 func (c *Command) FlagHelp() map[string]string {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	c.Flags(fs)
 	out := map[string]string{}
 	fs.VisitAll(func(f *flag.Flag) {
-		out["-"+f.Name] = f.Usage
+		out[f.Name] = f.Usage
 	})
 	return out
 }
