@@ -11,6 +11,7 @@ build:
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cf-benchmark ./plugin
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
 
 deps:
 	scripts/install-deps.sh

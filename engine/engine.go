@@ -9,14 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
+	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // ErrUnsupported marks a spec the engine cannot run yet; nothing was started.
@@ -30,6 +28,8 @@ type Options struct {
 	Store    *resultsdb.Store
 	Progress io.Writer // one line per finished step; nil for none
 	Logger   *slog.Logger
+	// PollEvery is how often generator instances read the plan (default 500 ms).
+	PollEvery time.Duration
 }
 
 // Result is what a finished (or aborted) run left in the store.
@@ -47,9 +47,6 @@ func Check(sp *spec.Spec) error {
 			return fmt.Errorf("variant %s: pushing a manifest to Cloud Foundry is %w; give the variant a url: of a running target", v.Name, ErrUnsupported)
 		}
 	}
-	if sp.Workload.Model != spec.ModelClosed {
-		return fmt.Errorf("workload model %s is %w by the in-process generator; use model: closed", sp.Workload.Model, ErrUnsupported)
-	}
 	return nil
 }
 
@@ -65,6 +62,9 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
+	}
+	if opts.PollEvery <= 0 {
+		opts.PollEvery = 500 * time.Millisecond
 	}
 	store := opts.Store
 	run, err := store.CreateRun(ctx, sp.Name, sp.File, specText, time.Now())
@@ -112,29 +112,22 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	return res, runErr
 }
 
-// instance is one in-process generator instance with its sample writer.
-type instance struct {
-	id     int32
-	gen    *loadgen.Generator
-	writer *resultsdb.SampleWriter
-}
-
+// runVariant walks the ramp of one variant with generator instances started in process.
+// They follow the plan in the results DB exactly as pushed generators do; the engine
+// only writes the plan and waits for the results.
 func runVariant(ctx context.Context, sp *spec.Spec, v *spec.Variant, run *resultsdb.Run, opts Options) (stop string, err error) {
-	target, err := url.Parse(v.URL)
-	if err != nil {
-		return "", fmt.Errorf("variant %s: url: %w", v.Name, err)
+	store := opts.Store
+	app := fmt.Sprintf("cfbench-local-%s-%s", run.ID, v.Name)
+	wl := worker.FromSpec(&sp.Workload)
+	if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: v.Name, GeneratorApp: app,
+		TargetURL: v.URL, Workload: wl.Marshal()}); err != nil {
+		return "", err
 	}
-	reqs := requests(sp.Workload.Requests)
-	var insts []*instance
-	final := context.WithoutCancel(ctx)
+	var insts []*worker.Worker
 	defer func() {
 		for _, in := range insts {
-			in.gen.Close()
-			if cerr := in.writer.Close(final); cerr != nil && err == nil {
-				err = fmt.Errorf("store samples of worker %d: %w", in.id, cerr)
-			}
-			if serr := opts.Store.StopWorker(final, in.id, in.writer.Dropped()); serr != nil && err == nil {
-				err = serr
+			if cerr := in.Close(); cerr != nil && err == nil && !errors.Is(cerr, context.Canceled) {
+				err = fmt.Errorf("generator of %s: %w", v.Name, cerr)
 			}
 		}
 	}()
@@ -143,39 +136,28 @@ func runVariant(ctx context.Context, sp *spec.Spec, v *spec.Variant, run *result
 	var prev *resultsdb.StepSummary
 	for idx, n := range steps {
 		for len(insts) < n {
-			in, err := newInstance(ctx, sp, v, run, len(insts), target, reqs, opts)
-			if err != nil {
-				return "", err
-			}
+			in := worker.New(worker.Config{Store: store, App: app, Index: len(insts), Host: "127.0.0.1",
+				PollEvery: opts.PollEvery, Logger: opts.Logger})
+			in.Start(ctx)
 			insts = append(insts, in)
 		}
-		start := time.Now()
-		ph := loadgen.Phase{Step: uint8(idx), WarmupUntil: start.Add(sp.Ramp.Warmup), End: start.Add(sp.Ramp.Hold)}
-		if err := opts.Store.StartStep(ctx, resultsdb.Step{RunID: run.ID, Variant: v.Name, Index: idx, Instances: n,
-			Users: sp.Workload.Users, Started: start, WarmupUntil: ph.WarmupUntil}); err != nil {
+		if err := waitLive(ctx, store, run.ID, v.Name, n, opts.PollEvery); err != nil {
 			return "", err
 		}
-		done := make(chan struct{}, len(insts))
-		for _, in := range insts {
-			go func() {
-				in.gen.RunClosed(ctx, ph)
-				done <- struct{}{}
-			}()
+		st, err := planStep(ctx, store, sp, run.ID, v.Name, idx, n, opts.PollEvery)
+		if err != nil {
+			return "", err
 		}
-		for range insts {
-			<-done
+		if err := waitStepDone(ctx, store, st, sp.Workload.Timeout, opts); err != nil {
+			return "", err
 		}
 		ended := time.Now()
-		for _, in := range insts {
-			if err := in.writer.Flush(final); err != nil {
-				return "", fmt.Errorf("store samples of worker %d: %w", in.id, err)
-			}
-		}
-		sum, err := opts.Store.StepSummary(final, run.ID, v.Name, idx)
+		final := context.WithoutCancel(ctx)
+		sum, err := store.StepSummary(final, run.ID, v.Name, idx)
 		if err == nil {
 			stop = stopReason(sp.Ramp.Stop, prev, sum)
 		}
-		if eerr := opts.Store.EndStep(final, run.ID, v.Name, idx, ended, stop); eerr != nil && err == nil {
+		if eerr := store.EndStep(final, run.ID, v.Name, idx, ended, stop); eerr != nil && err == nil {
 			err = eerr
 		}
 		if err != nil {
@@ -195,40 +177,78 @@ func runVariant(ctx context.Context, sp *spec.Spec, v *spec.Variant, run *result
 	return "", nil
 }
 
-func newInstance(ctx context.Context, sp *spec.Spec, v *spec.Variant, run *resultsdb.Run, index int, target *url.URL, reqs []loadgen.Request, opts Options) (*instance, error) {
-	id, err := opts.Store.RegisterWorker(ctx, resultsdb.Worker{RunID: run.ID, Variant: v.Name, AppName: "in-process", InstanceIndex: index, Host: "localhost"})
-	if err != nil {
-		return nil, err
+// waitLive waits until n instances of the variant heartbeat.
+func waitLive(ctx context.Context, store *resultsdb.Store, runID, variant string, n int, poll time.Duration) error {
+	deadline := time.Now().Add(30*time.Second + 10*poll)
+	for {
+		live, err := store.LiveWorkers(ctx, runID, variant)
+		if err != nil {
+			return err
+		}
+		if live >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("variant %s: %d of %d generator instances joined the run within %s", variant, live, n, 30*time.Second+10*poll)
+		}
+		if !sleep(ctx, poll/2) {
+			return ctx.Err()
+		}
 	}
-	w, err := opts.Store.NewSampleWriter(id, resultsdb.WriterOptions{Logger: opts.Logger})
-	if err != nil {
-		return nil, err
-	}
-	w.Start(context.WithoutCancel(ctx))
-	wl := &sp.Workload
-	gen, err := loadgen.New(loadgen.Config{
-		Target: target, Requests: reqs, Users: wl.Users, ThinkTime: wl.ThinkTime, KeepAlive: wl.KeepAlive,
-		Timeout: wl.Timeout, CorrelationHeader: wl.CorrelationHeader, TraceTag: run.TraceTag, WorkerID: uint32(id), Epoch: run.Epoch,
-	}, w)
-	if err != nil {
-		w.Close(ctx)
-		return nil, fmt.Errorf("variant %s: %w", v.Name, err)
-	}
-	return &instance{id: id, gen: gen, writer: w}, nil
 }
 
-func requests(in []spec.Request) []loadgen.Request {
-	out := make([]loadgen.Request, len(in))
-	for i, r := range in {
-		h := http.Header{}
-		for k, v := range r.Headers {
-			h.Set(k, v)
-		}
-		var body []byte
-		if r.Body != "" {
-			body = []byte(r.Body)
-		}
-		out[i] = loadgen.Request{Method: r.Method, Path: r.Path, Header: h, Body: body, Weight: r.Weight}
+// planStep writes step idx with a start far enough ahead that every live instance reads
+// it before it begins, so all of them start together.
+func planStep(ctx context.Context, store *resultsdb.Store, sp *spec.Spec, runID, variant string, idx, n int, poll time.Duration) (resultsdb.Step, error) {
+	now, err := store.Now(ctx)
+	if err != nil {
+		return resultsdb.Step{}, err
 	}
-	return out
+	start := now.Add(2*poll + 100*time.Millisecond)
+	st := resultsdb.Step{RunID: runID, Variant: variant, Index: idx, Instances: n, Users: sp.Workload.Users,
+		Started: start, WarmupUntil: start.Add(sp.Ramp.Warmup), Ends: start.Add(sp.Ramp.Hold)}
+	return st, store.StartStep(ctx, st)
+}
+
+// waitStepDone waits until the step's window is over and every instance that took part
+// has stored its samples; instances that stopped heartbeating are not waited for.
+func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step, timeout time.Duration, opts Options) error {
+	now, err := store.Now(ctx)
+	if err != nil {
+		return err
+	}
+	if !sleep(ctx, st.Ends.Sub(now)) {
+		return nil
+	}
+	deadline := time.Now().Add(timeout + 15*time.Second)
+	for {
+		p, err := store.StepProgress(ctx, st.RunID, st.Variant, st.Index)
+		if err != nil {
+			return err
+		}
+		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
+			if p.Stale > 0 {
+				opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index, "stale", p.Stale)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index, "joined", p.Joined, "done", p.Done)
+			return nil
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return nil
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -92,6 +92,19 @@ type Phase struct {
 	Start       time.Time
 	WarmupUntil time.Time // samples intended before this are tagged warm-up
 	End         time.Time // no request is intended at or after End
+	// Stop, when closed, ends the phase early: no new request is issued, requests in
+	// flight complete (cancel the context to abort them). Nil for none.
+	Stop <-chan struct{}
+}
+
+// stopped reports whether ph was stopped early.
+func (ph *Phase) stopped() bool {
+	select {
+	case <-ph.Stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // Generator is one load-generator instance. Run may be called once per phase, one
@@ -221,7 +234,7 @@ func (g *Generator) users(ctx context.Context, ph Phase, left *atomic.Int64) {
 
 func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *atomic.Int64) {
 	ready := time.Now()
-	for ctx.Err() == nil && ready.Before(ph.End) {
+	for ctx.Err() == nil && ready.Before(ph.End) && !ph.stopped() {
 		if left != nil && left.Add(-1) < 0 {
 			return
 		}
@@ -229,7 +242,7 @@ func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *at
 		ready = end
 		if g.cfg.ThinkTime > 0 {
 			ready = end.Add(g.cfg.ThinkTime)
-			if !sleepUntil(ctx, ready) {
+			if !sleepUntil(ctx, ph.Stop, ready) {
 				return
 			}
 		}
@@ -275,12 +288,12 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 		if rate <= 0 {
 			// Paused: look again shortly (the rate may be raised within the phase).
 			slot = time.Now().Add(10 * time.Millisecond)
-			if !slot.Before(ph.End) || !sleepUntil(ctx, slot) {
+			if !slot.Before(ph.End) || !sleepUntil(ctx, ph.Stop, slot) {
 				return
 			}
 			continue
 		}
-		if !slot.Before(ph.End) || !sleepUntil(ctx, slot) {
+		if !slot.Before(ph.End) || !sleepUntil(ctx, ph.Stop, slot) {
 			return
 		}
 		select {
@@ -292,6 +305,8 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 			select {
 			case due <- slot:
 			case <-ctx.Done():
+				return
+			case <-ph.Stop:
 				return
 			case <-endTimer.C:
 				// Every slot from this one to the end was due but never went out.
@@ -371,15 +386,26 @@ func (g *Generator) send(ctx context.Context, ph Phase, intended time.Time, i in
 	return end
 }
 
-func sleepUntil(ctx context.Context, t time.Time) bool {
+// sleepUntil waits until t and reports whether neither ctx ended nor stop closed.
+func sleepUntil(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
 	d := time.Until(t)
 	if d <= 0 {
-		return ctx.Err() == nil
+		if ctx.Err() != nil {
+			return false
+		}
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
+		return false
+	case <-stop:
 		return false
 	case <-timer.C:
 		return true

@@ -150,21 +150,24 @@ func (s *Store) FinishRun(ctx context.Context, id string, status RunStatus, reas
 
 // Step is one ramp step of one variant.
 type Step struct {
-	RunID       string
-	Variant     string
-	Index       int
-	Instances   int
-	Users       int
+	RunID     string
+	Variant   string
+	Index     int
+	Instances int
+	Users     int
+	// Started is the planned start every generator aligns on; Ends the planned end.
 	Started     time.Time
 	WarmupUntil time.Time
+	Ends        time.Time
 	Ended       *time.Time
 	StopReason  string
 }
 
-// StartStep records the beginning of a step.
+// StartStep plans a step: generators that follow the run's plan begin it at st.Started
+// and stop issuing at st.Ends.
 func (s *Store) StartStep(ctx context.Context, st Step) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
-		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil)
+	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
+		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil, st.Ends)
 	if err != nil {
 		return fmt.Errorf("start step %d of %s: %w", st.Index, st.Variant, err)
 	}
@@ -203,9 +206,11 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker) (int32, error) {
 	return id, nil
 }
 
-// StopWorker marks a worker stopped and records how many samples it had to drop.
-func (s *Store) StopWorker(ctx context.Context, id int32, dropped uint64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = now(), heartbeat_at = now(), dropped = $2 WHERE id = $1`, id, int64(dropped))
+// StopWorker marks a worker stopped with its final counters.
+func (s *Store) StopWorker(ctx context.Context, id int32, c WorkerCounters) error {
+	_, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = clock_timestamp(), heartbeat_at = clock_timestamp(),
+		sent = $2, stored = $3, spilled = $4, missed = $5, dropped = $6 WHERE id = $1`,
+		id, int64(c.Sent), int64(c.Stored), int64(c.Spilled), int64(c.Missed), int64(c.Dropped))
 	if err != nil {
 		return fmt.Errorf("stop worker %d: %w", id, err)
 	}

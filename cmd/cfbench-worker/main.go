@@ -1,0 +1,125 @@
+// Command cfbench-worker is the load-generator instance cf-benchmark pushes to Cloud
+// Foundry (binary buildpack, no route, process health check) as many times as the load
+// needs. It finds the results database in VCAP_SERVICES or DATABASE_URL, follows the run
+// planned for its app (package worker) and exits 0 after a graceful stop on SIGTERM.
+//
+// Outside Cloud Foundry the same binary runs with flags:
+//
+//	DATABASE_URL=postgres://… cfbench-worker --app cfbench-loadgen --index 3
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	host, _ := os.Hostname()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, host, os.Stderr))
+}
+
+// run is the whole command; ctx ends on SIGTERM or SIGINT, which stops the worker
+// gracefully.
+func run(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cfbench-worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	app := fs.String("app", "", "generator app name whose runs to follow (default: the name in VCAP_APPLICATION, else $CFBENCH_APP)")
+	index := fs.Int("index", -1, "instance index (default $CF_INSTANCE_INDEX, else 0)")
+	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
+	spillDir := fs.String("spill-dir", "", "directory for the spill file (default $TMPDIR, else /tmp)")
+	poll := fs.Duration("poll", 500*time.Millisecond, "how often to read the run plan and heartbeat")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cfbench-worker [--app NAME] [--index N] [--service NAME]\n\nExample:\n  DATABASE_URL=postgres://u:p@127.0.0.1:5432/results cfbench-worker --app cfbench-loadgen --index 0\n\nOptions:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "cfbench-worker:", err)
+		return 1
+	}
+
+	if *app == "" {
+		if va := getenv("VCAP_APPLICATION"); va != "" {
+			a, err := cfenv.ParseApplication(va)
+			if err != nil {
+				return fail(err)
+			}
+			*app = a.Name
+		} else {
+			*app = getenv("CFBENCH_APP")
+		}
+	}
+	if *app == "" {
+		return fail(errors.New("no app name: run on Cloud Foundry (VCAP_APPLICATION), or give --app or CFBENCH_APP"))
+	}
+	if *index < 0 {
+		*index = 0
+		if s := getenv("CF_INSTANCE_INDEX"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return fail(fmt.Errorf("CF_INSTANCE_INDEX=%q is not an instance index", s))
+			}
+			*index = n
+		}
+	}
+	host := getenv("CF_INSTANCE_IP")
+	if host == "" {
+		host = hostname
+	}
+	if *spillDir == "" {
+		if *spillDir = getenv("TMPDIR"); *spillDir == "" {
+			*spillDir = "/tmp"
+		}
+	}
+	dsn, err := cfenv.ResultsDSN(getenv, *service)
+	if err != nil {
+		return fail(err)
+	}
+
+	// The database may come up after us (a fresh landscape): keep trying until stopped.
+	var store *resultsdb.Store
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 10*time.Second) {
+		if store, err = resultsdb.Open(ctx, dsn); err == nil {
+			break
+		}
+		logger.Warn("open results db; retrying", "err", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(delay):
+		}
+	}
+	defer store.Close()
+
+	w := worker.New(worker.Config{Store: store, App: *app, Index: *index, GUID: getenv("CF_INSTANCE_GUID"), Host: host,
+		PollEvery: *poll, SpillDir: *spillDir, Logger: logger})
+	// The worker runs on a context of its own so that the signal stops it gracefully.
+	w.Start(context.WithoutCancel(ctx))
+	logger.Info("following runs", "app", *app, "index", *index, "host", host)
+	<-ctx.Done()
+	if err := w.Close(); err != nil {
+		return fail(fmt.Errorf("stop: %w", err))
+	}
+	return 0
+}

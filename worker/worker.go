@@ -1,0 +1,318 @@
+// Package worker is one load-generator instance that follows the results database. It
+// polls the plan for its app (the newest running run that names it), registers itself
+// for that run, heartbeats, and runs each step in the window the engine planned, on the
+// database's clock so that all instances change steps together. An instance that
+// appears mid-step (cf scale) joins the running step at once. Samples stream to the
+// database; on Close (SIGTERM on CF) it stops issuing, lets requests in flight finish
+// within a bound, stores everything and marks itself stopped.
+//
+// The same code runs pushed to Cloud Foundry (cmd/cfbench-worker) and in process, where
+// the engine starts instances itself for url: variants.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/loadgen"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// Config describes one instance.
+type Config struct {
+	Store *resultsdb.Store
+	// App is the generator app name whose plan the instance follows.
+	App string
+	// Index, GUID and Host identify the instance (CF_INSTANCE_INDEX, CF_INSTANCE_GUID,
+	// CF_INSTANCE_IP on CF).
+	Index int
+	GUID  string
+	Host  string
+	// PollEvery is how often the plan is read and a heartbeat sent (default 500 ms): a
+	// new instance joins a running step within about this time.
+	PollEvery time.Duration
+	// SpillDir, when set, holds a spill file for samples the database cannot take.
+	SpillDir string
+	// Grace bounds Close: requests in flight get 3/8 of it to finish (then they are
+	// aborted and recorded as canceled), storing samples the rest (default 8 s, inside
+	// CF's 10 s between SIGTERM and SIGKILL).
+	Grace time.Duration
+	// Writer tunes the sample writer; SpillPath is set from SpillDir.
+	Writer resultsdb.WriterOptions
+	Logger *slog.Logger
+}
+
+// Worker is one running instance. Lifecycle: New, Start, then Close (graceful) or cancel
+// the Start context (abrupt), then Wait.
+type Worker struct {
+	cfg      Config
+	stopping chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	err      error
+}
+
+// New returns an instance that is not started yet.
+func New(cfg Config) *Worker {
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = 500 * time.Millisecond
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 8 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Logger = cfg.Logger.With("app", cfg.App, "index", cfg.Index)
+	return &Worker{cfg: cfg, stopping: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start follows the plan until Close or until ctx ends. Database errors are logged and
+// retried; they never end the worker.
+func (w *Worker) Start(ctx context.Context) {
+	go func() {
+		defer close(w.done)
+		w.err = w.loop(ctx)
+	}()
+}
+
+// Close stops the instance gracefully and waits until it is stopped (at most about
+// Config.Grace). The error says what could not be stored.
+func (w *Worker) Close() error {
+	w.stopOnce.Do(func() { close(w.stopping) })
+	return w.Wait()
+}
+
+// Wait waits until the instance has stopped.
+func (w *Worker) Wait() error {
+	<-w.done
+	return w.err
+}
+
+func (w *Worker) loop(ctx context.Context) error {
+	var (
+		cur    *membership
+		broken string // a run this instance could not join; not retried
+	)
+	leave := func() error {
+		if cur == nil {
+			return nil
+		}
+		err := cur.leave(context.WithoutCancel(ctx), w.cfg.Grace)
+		cur = nil
+		return err
+	}
+	tick := time.NewTicker(w.cfg.PollEvery)
+	defer tick.Stop()
+	failures := 0
+	for {
+		a, offset, err := w.poll(ctx)
+		switch {
+		case err != nil:
+			// Keep going: a running step goes on, samples spill, the next poll retries.
+			if failures++; failures == 1 || failures%20 == 0 {
+				w.cfg.Logger.Warn("read the run plan", "err", err, "failures", failures)
+			}
+		case cur != nil && (a == nil || a.RunID != cur.runID):
+			if err := leave(); err != nil {
+				w.cfg.Logger.Error("leave run", "err", err)
+			}
+		}
+		if err == nil {
+			failures = 0
+			if a != nil && cur == nil && a.RunID != broken {
+				if cur, err = w.join(ctx, a, offset); err != nil {
+					w.cfg.Logger.Error("join run; waiting for the next one", "run", a.RunID, "err", err)
+					broken = a.RunID
+				}
+			}
+			if cur != nil {
+				cur.update(ctx, a, offset)
+			}
+		}
+		select {
+		case <-w.stopping:
+			return leave()
+		case <-ctx.Done():
+			leave()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// poll reads the assignment and the offset of the database's clock over ours.
+func (w *Worker) poll(ctx context.Context) (*resultsdb.Assignment, time.Duration, error) {
+	before := time.Now()
+	a, err := w.cfg.Store.Assignment(ctx, w.cfg.App)
+	if err != nil || a == nil {
+		return nil, 0, err
+	}
+	after := time.Now()
+	return a, a.DBNow.Sub(before.Add(after.Sub(before) / 2)), nil
+}
+
+// membership is the instance's part in one run.
+type membership struct {
+	w        *Worker
+	runID    string
+	id       int32
+	workload Workload
+	gen      *loadgen.Generator
+	writer   *resultsdb.SampleWriter
+	ctx      context.Context // requests; cancelled to abort those in flight
+	abort    context.CancelFunc
+	last     int // index of the last step begun, -1 before the first
+	phase    *phase
+	log      *slog.Logger
+}
+
+type phase struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.Duration) (*membership, error) {
+	wl, err := ParseWorkload(a.Workload)
+	if err != nil {
+		return nil, err
+	}
+	id, err := w.cfg.Store.RegisterWorker(ctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
+		InstanceIndex: w.cfg.Index, InstanceGUID: w.cfg.GUID, Host: w.cfg.Host})
+	if err != nil {
+		return nil, err
+	}
+	opts := w.cfg.Writer
+	if opts.Logger == nil {
+		opts.Logger = w.cfg.Logger
+	}
+	if w.cfg.SpillDir != "" {
+		opts.SpillPath = filepath.Join(w.cfg.SpillDir, fmt.Sprintf("cfbench-spill-%d", id))
+	}
+	writer, err := w.cfg.Store.NewSampleWriter(id, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Sample times count from the run's epoch, on this host's clock.
+	cfg, err := wl.config(a.TargetURL, a.TraceTag, uint32(id), a.Epoch.Add(-offset))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Rate = wl.perInstanceRate(a.Live + 1)
+	gen, err := loadgen.New(cfg, writer)
+	if err != nil {
+		return nil, err
+	}
+	writer.Start(context.WithoutCancel(ctx))
+	reqCtx, abort := context.WithCancel(ctx)
+	m := &membership{w: w, runID: a.RunID, id: id, workload: wl, gen: gen, writer: writer, ctx: reqCtx, abort: abort, last: -1,
+		log: w.cfg.Logger.With("run", a.RunID, "worker", id)}
+	m.log.Info("joined run", "variant", a.Variant, "model", wl.Model)
+	return m, nil
+}
+
+func (m *membership) counters() resultsdb.WorkerCounters {
+	return resultsdb.WorkerCounters{Sent: m.gen.Sent(), Stored: m.writer.Written(), Spilled: m.writer.Spilled(),
+		Missed: m.gen.Missed(), Dropped: m.writer.Dropped()}
+}
+
+// update heartbeats, follows the live instance count and begins a new step.
+func (m *membership) update(ctx context.Context, a *resultsdb.Assignment, offset time.Duration) {
+	if err := m.w.cfg.Store.Heartbeat(ctx, m.id, m.counters()); err != nil {
+		m.log.Warn("heartbeat", "err", err)
+	}
+	m.gen.SetRate(m.workload.perInstanceRate(a.Live))
+	if m.phase != nil {
+		select {
+		case <-m.phase.done:
+			m.phase = nil
+		default:
+			return // the previous step is still finishing
+		}
+	}
+	if a.Step == nil || a.Step.Index <= m.last {
+		return
+	}
+	m.last = a.Step.Index
+	m.phase = m.begin(ctx, *a.Step, offset, a.DBNow.After(a.Step.Started))
+}
+
+// begin runs step st in the background: it waits for the step's start, runs the load
+// until its end and records how it went once every sample is stored.
+func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.Duration, late bool) *phase {
+	p := &phase{stop: make(chan struct{}), done: make(chan struct{})}
+	local := func(t time.Time) time.Time { return t.Add(-offset) }
+	ph := loadgen.Phase{Step: uint8(st.Index), Start: local(st.Started), WarmupUntil: local(st.WarmupUntil), End: local(st.Ends), Stop: p.stop}
+	store := m.w.cfg.Store
+	go func() {
+		defer close(p.done)
+		if !sleepUntil(ctx, p.stop, ph.Start) {
+			return
+		}
+		if err := store.JoinStep(ctx, m.id, &st, time.Now().Add(offset), late); err != nil {
+			m.log.Warn("record step start", "step", st.Index, "err", err)
+		}
+		sent, missed := m.gen.Sent(), m.gen.Missed()
+		m.gen.Run(m.ctx, ph)
+		sent, missed = m.gen.Sent()-sent, m.gen.Missed()-missed
+		// The step counts as done for the engine only once its samples are stored.
+		for {
+			err := m.writer.Flush(ctx)
+			if err == nil {
+				err = store.FinishStep(ctx, m.id, st.Index, sent, missed)
+			}
+			if err == nil {
+				return
+			}
+			m.log.Warn("store the step's samples; retrying", "step", st.Index, "err", err)
+			if !sleepUntil(ctx, p.stop, time.Now().Add(time.Second)) {
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// leave ends the instance's part in the run: it stops issuing, gives requests in flight
+// part of grace to finish, stores every sample and marks the worker stopped.
+func (m *membership) leave(ctx context.Context, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	if p := m.phase; p != nil {
+		close(p.stop)
+		select {
+		case <-p.done:
+		case <-time.After(grace * 3 / 8):
+			m.abort() // what is still in flight is recorded as canceled
+			<-p.done
+		}
+	}
+	m.abort()
+	m.gen.Close()
+	flushCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := m.writer.Close(flushCtx)
+	c := m.counters()
+	if serr := m.w.cfg.Store.StopWorker(flushCtx, m.id, c); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	m.log.Info("left run", "sent", c.Sent, "stored", c.Stored, "spilled", c.Spilled, "missed", c.Missed, "dropped", c.Dropped)
+	return err
+}
+
+func sleepUntil(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	case <-timer.C:
+		return true
+	}
+}
