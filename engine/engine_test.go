@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 	"github.com/jackc/pgx/v5"
@@ -173,4 +175,84 @@ func TestCheckRefusesWhatItCannotRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freezer answers at once, except that it stops answering completely from 1.5 s after
+// its first request for 2 s: longer than what is left of a 3 s step.
+func freezer() http.Handler {
+	var (
+		once  sync.Once
+		first time.Time
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { first = time.Now() })
+		if since := time.Since(first); since > 1500*time.Millisecond && since < 3500*time.Millisecond {
+			time.Sleep(3500*time.Millisecond - since)
+		}
+	})
+}
+
+const freezeSpec = `version: 1
+name: freeze
+variants:
+  - name: frozen
+    url: URL
+workload:
+  WORKLOAD
+  requests:
+    - name: r
+      path: /
+ramp: {max: 1, hold: 3s}
+`
+
+func runFreeze(t *testing.T, workload string) resultsdb.StepSummary {
+	t.Helper()
+	srv := httptest.NewServer(freezer())
+	t.Cleanup(srv.Close)
+	text := strings.NewReplacer("URL", srv.URL, "WORKLOAD", workload).Replace(freezeSpec)
+	sp, err := spec.Parse("freeze.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := resultsdb.Open(context.Background(), testpg.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Summaries) != 1 {
+		t.Fatalf("%d summaries", len(res.Summaries))
+	}
+	return res.Summaries[0]
+}
+
+// TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop: the open loop measures
+// every request from its slot, so the freeze lands in p99 and the sends it blocked are
+// counted; the closed loop sends almost nothing during the freeze, its p99 stays low,
+// and the summary says that it hid the stall.
+func TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop(t *testing.T) {
+	t.Run("open", func(t *testing.T) {
+		s := runFreeze(t, "model: open\n  rate: 100\n  max_in_flight: 50")
+		// The 50 requests in flight when it froze waited 1.5 s or more: a quarter of
+		// the step's requests.
+		if s.P99 < 1500*time.Millisecond || s.Missed < 50 {
+			t.Fatalf("p99 %v, missed %d: want the freeze in p99 and the blocked sends counted; %+v", s.P99, s.Missed, s)
+		}
+		if len(report.Caveats([]resultsdb.StepSummary{s})) != 1 {
+			t.Fatalf("caveats %q: want the missed sends reported", report.Caveats([]resultsdb.StepSummary{s}))
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		s := runFreeze(t, "model: closed\n  users: 4")
+		if s.P99 >= time.Second || s.OmissionShare() < resultsdb.OmissionWarnAt {
+			t.Fatalf("p99 %v, omitted %d of %d: want a low p99 flagged as hiding the stall; %+v", s.P99, s.Omitted, s.Count, s)
+		}
+		caveats := report.Caveats([]resultsdb.StepSummary{s})
+		if len(caveats) != 1 || !strings.Contains(caveats[0], "the closed loop hid stalls") {
+			t.Fatalf("caveats %q", caveats)
+		}
+	})
 }

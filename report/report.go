@@ -30,14 +30,38 @@ func StepLine(s resultsdb.StepSummary, steps int, left time.Duration) string {
 }
 
 // Summary writes the summary table: one row per variant and step, latencies in ms,
-// warm-up excluded.
+// warm-up excluded; then a line for every step whose figures need a caveat.
 func Summary(w io.Writer, rows []resultsdb.StepSummary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tstep\tinstances\tusers\tcount\treq/s\tmean ms\tp50 ms\tp90 ms\tp99 ms\tmin ms\tmax ms\terrors\t")
+	fmt.Fprintln(tw, "variant\tstep\tinstances\tusers\tcount\treq/s\tmean ms\tp50 ms\tp90 ms\tp99 ms\tmin ms\tmax ms\terrors\tmissed\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n",
 			r.Variant, r.Step+1, r.Instances, r.Users, r.Count, r.Throughput,
-			Millis(r.Mean), Millis(r.P50), Millis(r.P90), Millis(r.P99), Millis(r.Min), Millis(r.Max), r.Errors)
+			Millis(r.Mean), Millis(r.P50), Millis(r.P90), Millis(r.P99), Millis(r.Min), Millis(r.Max), r.Errors, r.Missed)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range Caveats(rows) {
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Caveats explains the steps whose figures must not be read at face value.
+func Caveats(rows []resultsdb.StepSummary) []string {
+	var out []string
+	for _, r := range rows {
+		if r.OmissionShare() >= resultsdb.OmissionWarnAt {
+			out = append(out, fmt.Sprintf("warning: %s step %d: the closed loop hid stalls: about %d requests (%.0f%% of the step) were never sent while its users waited on slow responses, so its percentiles understate latency. Try: model: open",
+				r.Variant, r.Step+1, r.Omitted, 100*r.OmissionShare()))
+		}
+		if r.Missed > 0 {
+			out = append(out, fmt.Sprintf("warning: %s step %d: %d open-loop requests were due but never sent: every allowed request was in flight (workload.max_in_flight), so the target did not keep up with the rate",
+				r.Variant, r.Step+1, r.Missed))
+		}
+	}
+	return out
 }

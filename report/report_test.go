@@ -36,7 +36,10 @@ var rows = []resultsdb.StepSummary{
 		Min: 812 * time.Microsecond, Max: 1234 * time.Millisecond},
 	{Variant: "node", Step: 1, Instances: 8, Users: 1, Seconds: 50, Count: 2000, Errors: 20, Throughput: 40,
 		Mean: 150 * time.Millisecond, P50: 120 * time.Millisecond, P90: 300 * time.Millisecond, P99: 900 * time.Millisecond,
-		Min: 2 * time.Millisecond, Max: 10 * time.Second},
+		Min: 2 * time.Millisecond, Max: 10 * time.Second, Omitted: 400},
+	{Variant: "node-open", Step: 0, Instances: 2, Seconds: 50, Count: 5000, Throughput: 100,
+		Mean: 40 * time.Millisecond, P50: 30 * time.Millisecond, P90: 60 * time.Millisecond, P99: 2 * time.Second,
+		Min: time.Millisecond, Max: 2100 * time.Millisecond, Missed: 75},
 }
 
 func TestSummaryTable(t *testing.T) {

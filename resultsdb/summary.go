@@ -20,7 +20,28 @@ type StepSummary struct {
 	Bytes                         int64
 	Mean, P50, P90, P99, Min, Max time.Duration
 	Throughput                    float64 // requests per second over Seconds
+	// Missed counts open-loop sends that were due in the step but never went out
+	// because every allowed request was in flight (whole step, warm-up included).
+	Missed int64
+	// Omitted estimates, for closed-loop steps, the requests users would have sent had
+	// they not been waiting on slow responses (coordinated omission): for each response
+	// slower than the usual cycle (median latency plus think time), one per cycle it
+	// lasted beyond the first. Percentiles of a step with many omissions understate the
+	// latency an independent arrival would see. 0 for open-loop steps.
+	Omitted int64
 }
+
+// OmissionShare is Omitted relative to Count.
+func (s StepSummary) OmissionShare() float64 {
+	if s.Count == 0 {
+		return 0
+	}
+	return float64(s.Omitted) / float64(s.Count)
+}
+
+// OmissionWarnAt is the OmissionShare from which reports warn that a closed loop hid
+// stalls. Ordinary latency tails stay well under it; a stall of many cycles exceeds it.
+const OmissionWarnAt = 0.05
 
 // ErrorRate is Errors/Count, 0 when nothing was sent.
 func (s StepSummary) ErrorRate() float64 {
@@ -43,13 +64,32 @@ SELECT st.variant, st.idx, st.instances, st.users,
        coalesce(percentile_disc(0.9) WITHIN GROUP (ORDER BY s.latency_us), 0),
        coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us), 0),
        coalesce(min(s.latency_us), 0),
-       coalesce(max(s.latency_us), 0)
+       coalesce(max(s.latency_us), 0),
+       (SELECT coalesce(sum(ws.missed), 0) FROM worker_steps ws JOIN workers w2 ON w2.id = ws.worker_id
+         WHERE w2.run_id = st.run_id AND w2.variant = st.variant AND ws.step = st.idx)::bigint
 FROM steps st
 LEFT JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
 LEFT JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
 WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3)
-GROUP BY st.variant, st.idx, st.instances, st.users, st.started_at, st.warmup_until, st.ended_at
+GROUP BY st.run_id, st.variant, st.idx, st.instances, st.users, st.started_at, st.warmup_until, st.ended_at
 ORDER BY st.started_at, st.variant, st.idx`
+
+// omittedSQL estimates coordinated omission per closed-loop step (see
+// StepSummary.Omitted), warm-up excluded.
+const omittedSQL = `
+SELECT st.variant, st.idx,
+       coalesce(sum(greatest(floor(s.latency_us / nullif(m.p50 + coalesce((rv.workload->>'think_time_ns')::bigint, 0) / 1000, 0)) - 1, 0)), 0)::bigint
+FROM steps st
+LEFT JOIN run_variants rv ON rv.run_id = st.run_id AND rv.variant = st.variant
+JOIN LATERAL (
+    SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY s2.latency_us)::float8 AS p50
+    FROM workers w2 JOIN samples s2 ON s2.worker_id = w2.id AND s2.step = st.idx AND NOT s2.warmup
+    WHERE w2.run_id = st.run_id AND w2.variant = st.variant) m ON true
+JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
+JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
+WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3)
+  AND coalesce(rv.workload->>'model', 'closed') <> 'open'
+GROUP BY st.variant, st.idx`
 
 // StepSummaries returns one summary per step of the run, in the order the steps ran.
 func (s *Store) StepSummaries(ctx context.Context, runID string) ([]StepSummary, error) {
@@ -82,7 +122,7 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 			p50, p90, p99, mn, mx int64
 		)
 		if err := rows.Scan(&r.Variant, &r.Step, &r.Instances, &r.Users, &r.Seconds, &r.Count, &r.Errors, &r.Bytes,
-			&mean, &p50, &p90, &p99, &mn, &mx); err != nil {
+			&mean, &p50, &p90, &p99, &mn, &mx, &r.Missed); err != nil {
 			return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 		}
 		us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
@@ -95,6 +135,29 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
+	}
+	rows, err = s.pool.Query(ctx, omittedSQL, runID, variant, idx)
+	if err != nil {
+		return nil, fmt.Errorf("estimate omissions of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			v       string
+			i       int
+			omitted int64
+		)
+		if err := rows.Scan(&v, &i, &omitted); err != nil {
+			return nil, fmt.Errorf("estimate omissions of run %s: %w", runID, err)
+		}
+		for j := range out {
+			if out[j].Variant == v && out[j].Step == i {
+				out[j].Omitted = omitted
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("estimate omissions of run %s: %w", runID, err)
 	}
 	return out, nil
 }

@@ -85,6 +85,13 @@ const (
 	ModelCount Model = "count"
 )
 
+// DefaultMaxInFlight is the open model's default bound on concurrent requests per
+// generator instance.
+const DefaultMaxInFlight = 1024
+
+// maxInFlight caps max_in_flight: each request in flight may hold a connection.
+const maxInFlight = 65536
+
 // RatePer says what an open model's Rate counts.
 type RatePer string
 
@@ -106,6 +113,10 @@ type Workload struct {
 	Rate float64
 	// RatePer is set for the open model only.
 	RatePer RatePer
+	// MaxInFlight bounds an instance's concurrent requests in the open model (default
+	// DefaultMaxInFlight): due requests beyond it are sent late, and those still waiting
+	// when a step ends are counted as missed. 0 for the other models.
+	MaxInFlight int
 	// RequestsPerInstance is set for the count model only.
 	RequestsPerInstance int
 	KeepAlive           bool

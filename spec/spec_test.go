@@ -62,6 +62,19 @@ func TestParseGood(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", s, want)
 			}
 		}},
+		{"open model with a bound on requests in flight", withWorkload(`workload:
+  model: open
+  rate: 100
+  rate_per: total
+  max_in_flight: 16
+  requests:
+    - name: r
+      path: /
+`), func(t *testing.T, s *Spec) {
+			if w := s.Workload; w.MaxInFlight != 16 || w.RatePer != RatePerTotal {
+				t.Errorf("got %+v", w)
+			}
+		}},
 		{"open model", withWorkload(`workload:
   model: open
   rate: 12.5
@@ -76,7 +89,7 @@ func TestParseGood(t *testing.T) {
       headers: {Accept: "*/*"}
 `), func(t *testing.T, s *Spec) {
 			w := s.Workload
-			want := Workload{Model: ModelOpen, Rate: 12.5, RatePer: RatePerInstance, Timeout: 90 * time.Second,
+			want := Workload{Model: ModelOpen, Rate: 12.5, RatePer: RatePerInstance, MaxInFlight: DefaultMaxInFlight, Timeout: 90 * time.Second,
 				CorrelationHeader: "X-Correlation-Id",
 				Requests:          []Request{{Name: "r", Method: http.MethodDelete, Path: "/x?y=1", Weight: 1000000, Headers: map[string]string{"Accept": "*/*"}}}}
 			if !reflect.DeepEqual(w, want) {

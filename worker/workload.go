@@ -39,7 +39,7 @@ type Request struct {
 
 // FromSpec converts a validated spec workload.
 func FromSpec(w *spec.Workload) Workload {
-	out := Workload{Model: w.Model, Users: w.Users, ThinkTime: w.ThinkTime, Rate: w.Rate, RatePer: w.RatePer,
+	out := Workload{Model: w.Model, Users: w.Users, ThinkTime: w.ThinkTime, Rate: w.Rate, RatePer: w.RatePer, MaxInFlight: w.MaxInFlight,
 		Count: w.RequestsPerInstance, KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader}
 	for _, r := range w.Requests {
 		out.Requests = append(out.Requests, Request{Method: r.Method, Path: r.Path, Headers: r.Headers, Body: r.Body, Weight: r.Weight})
