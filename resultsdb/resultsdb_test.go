@@ -110,7 +110,7 @@ func TestCreateRunGeneratesDistinctIDs(t *testing.T) {
 }
 
 // newWorker creates a run with one step and one worker.
-func newWorker(t *testing.T, s *Store) (*Run, int32) {
+func newWorker(t testing.TB, s *Store) (*Run, int32) {
 	t.Helper()
 	ctx := context.Background()
 	run, err := s.CreateRun(ctx, "demo", "demo.yml", "version: 1", time.Now())

@@ -245,13 +245,14 @@ const (
 	TableSamples          = "samples"
 	TableSteps            = "steps"
 	TableWorkers          = "workers"
+	TableWorkerSteps      = "worker_steps"
 	TableContainerMetrics = "container_metrics"
 	TableRouterRequests   = "router_requests"
 	TableAppTimings       = "app_timings"
 )
 
 // AllTables is the default of Export.Tables; callers must not modify it.
-var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableContainerMetrics, TableRouterRequests, TableAppTimings}
+var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests, TableAppTimings}
 
 // Export says where and what to export after a run.
 type Export struct {

@@ -20,17 +20,20 @@ import (
 )
 
 // Tables lists the exportable tables in the order they are written.
-var Tables = []string{"runs", "steps", "workers", "samples", "container_metrics", "router_requests", "app_timings"}
+var Tables = []string{"runs", "steps", "workers", "worker_steps", "samples", "container_metrics", "router_requests", "app_timings"}
 
 // queries select one run's rows of each table. Column units are in the names (_us, _bytes,
 // _s); trace ids are 32 hex digits, as sent in X-B3-TraceId. %[1]s is the run id literal.
 var queries = map[string]string{
 	"runs": `SELECT id, name, spec_file, status, reason, epoch, started_at, ended_at, lpad(to_hex(trace_tag), 8, '0') AS trace_tag
 		FROM runs WHERE id = %[1]s`,
-	"steps": `SELECT variant, idx AS step, instances, users, started_at, warmup_until, ended_at, stop_reason
+	"steps": `SELECT variant, idx AS step, instances, users, started_at, warmup_until, ends_at, ended_at, stop_reason
 		FROM steps WHERE run_id = %[1]s ORDER BY started_at, variant, idx`,
-	"workers": `SELECT id AS worker_id, variant, app_name, instance_index, instance_guid, host, started_at, heartbeat_at, stopped_at, dropped
+	"workers": `SELECT id AS worker_id, variant, app_name, instance_index, instance_guid, host, started_at, heartbeat_at, stopped_at,
+		sent, stored, spilled, missed, dropped
 		FROM workers WHERE run_id = %[1]s ORDER BY id`,
+	"worker_steps": `SELECT ws.worker_id, w.variant, ws.step, ws.joined_at, ws.skew_us, ws.late_join, ws.sent, ws.missed, ws.done_at
+		FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id WHERE w.run_id = %[1]s ORDER BY w.variant, ws.step, ws.worker_id`,
 	"samples": `SELECT w.variant, s.worker_id, s.seq,
 		lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id), 8, '0') || lpad(to_hex(s.seq), 16, '0') AS trace_id,
 		s.step, s.request, s.intended_us, s.start_delay_us, s.latency_us, s.status, s.bytes,

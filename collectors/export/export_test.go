@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
@@ -62,7 +64,7 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "samples": 1000, "container_metrics": 0, "router_requests": 0, "app_timings": 0}
+	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "router_requests": 0, "app_timings": 0}
 	if len(m.Files) != len(wantRows) {
 		t.Fatalf("manifest lists %d files, want %d", len(m.Files), len(wantRows))
 	}
@@ -146,4 +148,13 @@ func readCSV(t *testing.T, path string) [][]string {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// TestSpecTablesAreExportable: every table a spec may name under export.tables exists here.
+func TestSpecTablesAreExportable(t *testing.T) {
+	for _, tb := range spec.AllTables {
+		if !slices.Contains(Tables, tb) {
+			t.Errorf("spec table %q is not exportable", tb)
+		}
+	}
 }
