@@ -186,10 +186,10 @@ func TestSampleWriterRetryDoesNotDuplicate(t *testing.T) {
 	batch := []sample.Sample{{Seq: 1, Status: 200}, {Seq: 2, Status: 200}}
 	// As if the first COPY committed but its acknowledgement was lost: the same rows
 	// arrive again, together with a new one.
-	if err := w.copy(ctx, batch); err != nil {
+	if err := w.copy(ctx, [][]sample.Sample{batch}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.copy(ctx, append(batch, sample.Sample{Seq: 3, Status: 503})); err != nil {
+	if err := w.copy(ctx, [][]sample.Sample{append(batch, sample.Sample{Seq: 3, Status: 503})}); err != nil {
 		t.Fatalf("retry of a partly stored batch: %v", err)
 	}
 	conn, err := pgx.Connect(ctx, dsn)
@@ -360,10 +360,10 @@ func TestSpillFileRoundTrip(t *testing.T) {
 		{IntendedUS: -5, Seq: 1, StartDelayUS: -1, LatencyUS: 1 << 30, Bytes: 7, Status: 503, Step: 255, Request: 3, Err: sample.ErrReset, Flags: sample.FlagWarmup},
 		{IntendedUS: 1 << 40, Seq: 1<<32 - 1},
 	}
-	if err := f.Append(in); err != nil {
+	if err := f.Append([][]sample.Sample{in}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Append(in); !errors.Is(err, ErrSpillFull) || f.Len() != 2 || f.Room() != 1 {
+	if err := f.Append([][]sample.Sample{in[:1], in[1:]}); !errors.Is(err, ErrSpillFull) || f.Len() != 2 || f.Room() != 1 {
 		t.Fatalf("append beyond the bound: %v, len %d room %d", err, f.Len(), f.Room())
 	}
 	out, err := f.Peek(5)

@@ -68,14 +68,16 @@ type SampleWriter struct {
 	worker int32
 	opts   WriterOptions
 
-	mu      sync.Mutex
-	buf     []sample.Sample // filled by Add
-	pending []sample.Sample // taken by a flush; changed only with flushMu and mu held
+	mu  sync.Mutex
+	buf queue // filled by Add
+
+	pending    queue        // taken from buf by a flush; guarded by flushMu
+	pendingLen atomic.Int64 // pending.Len(), for Add's bound
 
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
-	flushMu sync.Mutex // one flush at a time; guards spill and enc
+	flushMu sync.Mutex // one flush at a time; guards pending, spill and enc
 	spill   *spillFile
 	enc     bytes.Buffer
 
@@ -144,13 +146,13 @@ func (w *SampleWriter) Start(ctx context.Context) {
 // Add buffers one sample. It never blocks on the database.
 func (w *SampleWriter) Add(s sample.Sample) {
 	w.mu.Lock()
-	if len(w.buf)+len(w.pending) >= w.opts.MaxBuffered {
+	if w.buf.Len()+int(w.pendingLen.Load()) >= w.opts.MaxBuffered {
 		w.mu.Unlock()
 		w.dropped.Add(1)
 		return
 	}
-	w.buf = append(w.buf, s)
-	full := len(w.buf) == w.opts.BatchSize
+	w.buf.Push(s)
+	full := w.buf.Len() == w.opts.BatchSize
 	w.mu.Unlock()
 	if full {
 		select {
@@ -163,38 +165,33 @@ func (w *SampleWriter) Add(s sample.Sample) {
 // takeBuffer moves what Add buffered to pending. Callers hold flushMu.
 func (w *SampleWriter) takeBuffer() {
 	w.mu.Lock()
-	if len(w.pending) == 0 {
-		w.pending, w.buf = w.buf, w.pending[:0]
-	} else {
-		w.pending = append(w.pending, w.buf...)
-		w.buf = w.buf[:0]
-	}
+	w.pending.MoveFrom(&w.buf)
+	w.pendingLen.Store(int64(w.pending.Len()))
 	w.mu.Unlock()
 }
 
-// setPending replaces pending. Callers hold flushMu.
-func (w *SampleWriter) setPending(p []sample.Sample) {
-	w.mu.Lock()
-	w.pending = p
-	w.mu.Unlock()
+// dropPending removes the first n pending samples. Callers hold flushMu.
+func (w *SampleWriter) dropPending(n int) {
+	w.pending.Drop(n)
+	w.pendingLen.Store(int64(w.pending.Len()))
 }
 
 // spillPending moves as much of pending to the spill file as fits; the rest stays in
 // memory. Callers hold flushMu.
 func (w *SampleWriter) spillPending() {
-	if w.spill == nil || len(w.pending) == 0 {
+	if w.spill == nil || w.pending.Len() == 0 {
 		return
 	}
-	n := min(len(w.pending), w.spill.Room())
+	n := min(w.pending.Len(), w.spill.Room())
 	if n == 0 {
 		return
 	}
-	if err := w.spill.Append(w.pending[:n]); err != nil {
+	if err := w.spill.Append(w.pending.Front(n)); err != nil {
 		w.opts.Logger.Warn("spill samples to disk failed; keeping them in memory", "worker", w.worker, "err", err)
 		return
 	}
 	w.spilled.Add(uint64(n))
-	w.setPending(append(w.pending[:0], w.pending[n:]...))
+	w.dropPending(n)
 }
 
 // Flush writes every sample buffered or spilled so far, oldest first, and returns when
@@ -204,11 +201,10 @@ func (w *SampleWriter) Flush(ctx context.Context) error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.takeBuffer()
-	orig := w.pending
 	for w.spill != nil && w.spill.Len() > 0 {
 		batch, err := w.spill.Peek(w.opts.BatchSize)
 		if err == nil {
-			err = w.copy(ctx, batch)
+			err = w.copy(ctx, [][]sample.Sample{batch})
 		}
 		if err != nil {
 			w.spillPending()
@@ -219,20 +215,15 @@ func (w *SampleWriter) Flush(ctx context.Context) error {
 			return err
 		}
 	}
-	for len(w.pending) > 0 {
-		n := min(len(w.pending), w.opts.BatchSize)
-		if err := w.copy(ctx, w.pending[:n]); err != nil {
+	for w.pending.Len() > 0 {
+		n := min(w.pending.Len(), w.opts.BatchSize)
+		if err := w.copy(ctx, w.pending.Front(n)); err != nil {
 			w.spillPending()
 			return err
 		}
 		w.written.Add(uint64(n))
-		w.setPending(w.pending[n:])
+		w.dropPending(n)
 	}
-	// Reuse the array, unless an outage grew it far beyond a batch.
-	if cap(orig) > 2*w.opts.BatchSize {
-		orig = nil
-	}
-	w.setPending(orig[:0])
 	return nil
 }
 
@@ -272,7 +263,7 @@ func (w *SampleWriter) Dropped() uint64 { return w.dropped.Load() }
 func (w *SampleWriter) Buffered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.buf) + len(w.pending)
+	return w.buf.Len() + int(w.pendingLen.Load())
 }
 
 // Unstored is the number of samples waiting in memory or in the spill file.
@@ -291,7 +282,7 @@ const sampleColumns = "worker_id, seq, step, request, intended_us, start_delay_u
 // copy writes one batch. A batch that was partly stored before a lost connection would
 // fail the primary key on retry; then it goes through a staging table and only the
 // missing rows are inserted, so a retry never duplicates and never loses.
-func (w *SampleWriter) copy(ctx context.Context, batch []sample.Sample) error {
+func (w *SampleWriter) copy(ctx context.Context, batch [][]sample.Sample) error {
 	w.enc.Reset()
 	encodeSamples(&w.enc, w.worker, batch)
 	conn, err := w.store.pool.Acquire(ctx)
@@ -319,34 +310,40 @@ func (w *SampleWriter) copy(ctx context.Context, batch []sample.Sample) error {
 	})
 }
 
-// encodeSamples writes batch in PostgreSQL's binary COPY format: no per-value
-// allocations, about 90 bytes per row on the wire.
-func encodeSamples(b *bytes.Buffer, worker int32, batch []sample.Sample) {
-	b.Grow(19 + len(batch)*93 + 2)
+// encodeSamples writes the samples of segs in PostgreSQL's binary COPY format: no
+// per-value allocations, 93 bytes per row on the wire.
+func encodeSamples(b *bytes.Buffer, worker int32, segs [][]sample.Sample) {
+	n := 0
+	for _, seg := range segs {
+		n += len(seg)
+	}
+	b.Grow(19 + n*93 + 2)
 	b.WriteString("PGCOPY\n\xff\r\n\x00")
 	b.Write([]byte{0, 0, 0, 0, 0, 0, 0, 0}) // flags, header extension length
 	var row [93]byte
-	for i := range batch {
-		s := &batch[i]
-		p := row[:0]
-		p = binary.BigEndian.AppendUint16(p, 11)
-		p = appendInt4(p, uint32(worker))
-		p = appendInt8(p, uint64(s.Seq))
-		p = appendInt2(p, uint16(s.Step))
-		p = appendInt2(p, uint16(s.Request))
-		p = appendInt8(p, uint64(s.IntendedUS))
-		p = appendInt4(p, uint32(s.StartDelayUS))
-		p = appendInt4(p, uint32(s.LatencyUS))
-		p = appendInt2(p, uint16(s.Status))
-		p = appendInt4(p, uint32(s.Bytes))
-		p = appendInt2(p, uint16(s.Err))
-		p = binary.BigEndian.AppendUint32(p, 1)
-		if s.Warmup() {
-			p = append(p, 1)
-		} else {
-			p = append(p, 0)
+	for _, seg := range segs {
+		for i := range seg {
+			s := &seg[i]
+			p := row[:0]
+			p = binary.BigEndian.AppendUint16(p, 11)
+			p = appendInt4(p, uint32(worker))
+			p = appendInt8(p, uint64(s.Seq))
+			p = appendInt2(p, uint16(s.Step))
+			p = appendInt2(p, uint16(s.Request))
+			p = appendInt8(p, uint64(s.IntendedUS))
+			p = appendInt4(p, uint32(s.StartDelayUS))
+			p = appendInt4(p, uint32(s.LatencyUS))
+			p = appendInt2(p, uint16(s.Status))
+			p = appendInt4(p, uint32(s.Bytes))
+			p = appendInt2(p, uint16(s.Err))
+			p = binary.BigEndian.AppendUint32(p, 1)
+			if s.Warmup() {
+				p = append(p, 1)
+			} else {
+				p = append(p, 0)
+			}
+			b.Write(p)
 		}
-		b.Write(p)
 	}
 	b.Write([]byte{0xff, 0xff})
 }

@@ -39,14 +39,20 @@ func (s *spillFile) Len() int { return int((s.size - s.read) / recordSize) }
 // Room is how many more samples fit.
 func (s *spillFile) Room() int { return int(max(s.max-s.size, 0) / recordSize) }
 
-// Append writes batch at the end; it writes all of it or nothing.
-func (s *spillFile) Append(batch []sample.Sample) error {
-	if int64(len(batch))*recordSize > s.max-s.size {
+// Append writes the samples of segs at the end; it writes all of them or nothing.
+func (s *spillFile) Append(segs [][]sample.Sample) error {
+	n := 0
+	for _, seg := range segs {
+		n += len(seg)
+	}
+	if int64(n)*recordSize > s.max-s.size {
 		return ErrSpillFull
 	}
-	buf := make([]byte, 0, len(batch)*recordSize)
-	for i := range batch {
-		buf = appendRecord(buf, &batch[i])
+	buf := make([]byte, 0, n*recordSize)
+	for _, seg := range segs {
+		for i := range seg {
+			buf = appendRecord(buf, &seg[i])
+		}
 	}
 	if _, err := s.f.WriteAt(buf, s.size); err != nil {
 		return fmt.Errorf("write spill file: %w", err)
