@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -191,7 +192,7 @@ func waitLive(ctx context.Context, store *resultsdb.Store, runID, variant string
 		if time.Now().After(deadline) {
 			return fmt.Errorf("variant %s: %d of %d generator instances joined the run within %s", variant, live, n, 30*time.Second+10*poll)
 		}
-		if !sleep(ctx, poll/2) {
+		if !wait.For(ctx, poll/2) {
 			return ctx.Err()
 		}
 	}
@@ -217,7 +218,7 @@ func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step
 	if err != nil {
 		return err
 	}
-	if !sleep(ctx, st.Ends.Sub(now)) {
+	if !wait.For(ctx, st.Ends.Sub(now)) {
 		return nil
 	}
 	deadline := time.Now().Add(timeout + 15*time.Second)
@@ -236,19 +237,8 @@ func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step
 			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index, "joined", p.Joined, "done", p.Done)
 			return nil
 		}
-		if !sleep(ctx, 50*time.Millisecond) {
+		if !wait.For(ctx, 50*time.Millisecond) {
 			return nil
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

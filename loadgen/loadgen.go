@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
@@ -242,7 +243,7 @@ func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *at
 		ready = end
 		if g.cfg.ThinkTime > 0 {
 			ready = end.Add(g.cfg.ThinkTime)
-			if !sleepUntil(ctx, ph.Stop, ready) {
+			if !wait.Until(ctx, ph.Stop, ready) {
 				return
 			}
 		}
@@ -288,12 +289,12 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 		if rate <= 0 {
 			// Paused: look again shortly (the rate may be raised within the phase).
 			slot = time.Now().Add(10 * time.Millisecond)
-			if !slot.Before(ph.End) || !sleepUntil(ctx, ph.Stop, slot) {
+			if !slot.Before(ph.End) || !wait.Until(ctx, ph.Stop, slot) {
 				return
 			}
 			continue
 		}
-		if !slot.Before(ph.End) || !sleepUntil(ctx, ph.Stop, slot) {
+		if !slot.Before(ph.End) || !wait.Until(ctx, ph.Stop, slot) {
 			return
 		}
 		select {
@@ -384,30 +385,4 @@ func (g *Generator) send(ctx context.Context, ph Phase, intended time.Time, i in
 	}
 	g.rec.Add(s)
 	return end
-}
-
-// sleepUntil waits until t and reports whether neither ctx ended nor stop closed.
-func sleepUntil(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		if ctx.Err() != nil {
-			return false
-		}
-		select {
-		case <-stop:
-			return false
-		default:
-			return true
-		}
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-timer.C:
-		return true
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -251,7 +252,7 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 	store := m.w.cfg.Store
 	go func() {
 		defer close(p.done)
-		if !sleepUntil(ctx, p.stop, ph.Start) {
+		if !wait.Until(ctx, p.stop, ph.Start) {
 			return
 		}
 		if err := store.JoinStep(ctx, m.id, &st, time.Now().Add(offset), late); err != nil {
@@ -270,7 +271,7 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 				return
 			}
 			m.log.Warn("store the step's samples; retrying", "step", st.Index, "err", err)
-			if !sleepUntil(ctx, p.stop, time.Now().Add(time.Second)) {
+			if !wait.Until(ctx, p.stop, time.Now().Add(time.Second)) {
 				return
 			}
 		}
@@ -302,17 +303,4 @@ func (m *membership) leave(ctx context.Context, grace time.Duration) error {
 	}
 	m.log.Info("left run", "sent", c.Sent, "stored", c.Stored, "spilled", c.Spilled, "missed", c.Missed, "dropped", c.Dropped)
 	return err
-}
-
-func sleepUntil(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-timer.C:
-		return true
-	}
 }
