@@ -1,0 +1,457 @@
+// Package cc is the local foundation's Cloud Controller: the subset of the CC v3 API
+// (and a UAA-style token endpoint) that the cf CLI's everyday commands and go-cfclient
+// use, with the JSON shapes, pagination, filters and errors the CC v3 docs define. It
+// keeps its state in one JSON file and drives a Runtime (staging and cells) and a
+// Broker (services); it runs nothing itself.
+package cc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// APIVersion is the CC API version this foundation claims: recent enough that the cf
+// CLI v8 takes every modern code path (it wants at least 3.99.0).
+const APIVersion = "3.200.0"
+
+// Runtime stages and runs apps. Implementations are safe for concurrent use.
+type Runtime interface {
+	// Stage builds a droplet from a package; it may take minutes (npm, Java).
+	Stage(ctx context.Context, req StageRequest) (StageResult, error)
+	// Run makes the process's instances match spec, restarting them when anything but
+	// the instance count changed.
+	Run(spec RunSpec)
+	// Stop stops every instance of a process.
+	Stop(processGUID string)
+	// Instances reports the process's instances, sorted by index.
+	Instances(processGUID string) []Instance
+}
+
+// StageRequest asks the runtime to stage PackageZip into DropletDir.
+type StageRequest struct {
+	PackageZip string
+	DropletDir string
+	Buildpacks []string
+	Command    string
+	MemoryMB   int
+	Env        map[string]string
+	Log        io.Writer
+}
+
+// StageResult is what staging found.
+type StageResult struct {
+	Buildpack    string
+	StartCommand string
+}
+
+// RunSpec is a process as the runtime runs it.
+type RunSpec struct {
+	ProcessGUID, AppGUID, AppName, ProcessType string
+	Dir                                        string // the droplet's app dir
+	Command                                    string
+	Env                                        map[string]string
+	Instances, MemoryMB, DiskMB                int
+	HealthCheck, HealthPath                    string
+	Timeout                                    time.Duration
+	IsolationSegment                           string
+}
+
+// Instance is one running (or crashed) instance, as process stats report it.
+type Instance struct {
+	Index          int
+	GUID           string
+	State          string // STARTING, RUNNING, CRASHED, DOWN
+	Host           string
+	Port           int
+	Uptime         time.Duration
+	CPU            float64 // fraction of one core
+	CPUEntitlement float64 // fraction of one core; 0 = unknown
+	MemBytes       uint64
+	DiskBytes      uint64
+	Details        string
+	// SampledAt is when the usage figures were measured; zero = never.
+	SampledAt time.Time
+}
+
+// Broker provisions the foundation's service offerings.
+type Broker interface {
+	// Catalog lists the offerings; it does not change while the foundation runs.
+	Catalog() []Offering
+	Provision(ctx context.Context, instanceGUID, plan string) error
+	Deprovision(ctx context.Context, instanceGUID string) error
+	// Bind returns the credentials an app bound to the instance gets.
+	Bind(ctx context.Context, instanceGUID, bindingGUID string) (map[string]any, error)
+	Unbind(ctx context.Context, instanceGUID, bindingGUID string) error
+}
+
+// Offering is a service offering and its plans.
+type Offering struct {
+	Name, Description string
+	Tags              []string
+	Plans             []Plan
+}
+
+// Plan is a service plan.
+type Plan struct {
+	Name, Description string
+}
+
+// Config wires a Server.
+type Config struct {
+	// DataDir holds state.json, uploaded packages and droplets.
+	DataDir string
+	Runtime Runtime
+	Broker  Broker // nil: no marketplace
+	// User and Password are the one user's credentials.
+	User, Password string
+	// Secret signs tokens.
+	Secret []byte
+	// AppsDomain is the shared domain of routes (default apps.localhost).
+	AppsDomain string
+	// Segments are the isolation segments (cells) to create on first start.
+	Segments []string
+	Logger   *slog.Logger
+}
+
+// Server serves the API. BaseURL must be set before the first request.
+type Server struct {
+	cfg     Config
+	st      *store
+	baseURL string
+	mux     *http.ServeMux
+
+	// running is what each process was last started with: scaling changes only the
+	// instance count of it, as on CF, where env and bindings apply on restart.
+	runMu   sync.Mutex
+	running map[string]RunSpec
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // builds in flight
+}
+
+// New loads the state from cfg.DataDir (or creates it with an org, spaces and segments).
+func New(cfg Config) (*Server, error) {
+	if cfg.AppsDomain == "" {
+		cfg.AppsDomain = "apps.localhost"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []string{"packages", "droplets", "staging-logs"} {
+		if err := os.MkdirAll(filepath.Join(cfg.DataDir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	st, err := loadStore(filepath.Join(cfg.DataDir, "state.json"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, st: st, running: map[string]RunSpec{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := st.update(func(st *State) error { seed(st, cfg); return nil }); err != nil {
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+// Org and space names of a fresh foundation.
+const (
+	DefaultOrg        = "cfbench"
+	DefaultAppsSpace  = "apps"
+	DefaultLoadSpace  = "loadgen"
+	DefaultStack      = "cflinuxfs4"
+	defaultMemoryMB   = 1024
+	defaultDiskMB     = 1024
+	defaultInstances  = 1
+	maxPerPage        = 5000
+	defaultPerPage    = 50
+	defaultHealthType = "port"
+)
+
+// seed creates what a fresh foundation has: one org, a space per segment, the apps
+// domain and the segments, entitled and assigned. It changes nothing that exists.
+func seed(s *State, cfg Config) {
+	now := time.Now().UTC()
+	org := s.orgByName(DefaultOrg)
+	if org == nil {
+		org = &Org{GUID: newGUID(), Name: DefaultOrg, Created: now, Updated: now}
+		s.Orgs[org.GUID] = org
+	}
+	if len(s.Domains) == 0 {
+		d := &Domain{GUID: newGUID(), Name: cfg.AppsDomain, Created: now}
+		s.Domains[d.GUID] = d
+	}
+	for _, name := range cfg.Segments {
+		seg := s.segmentByName(name)
+		if seg == nil {
+			seg = &IsolationSegment{GUID: newGUID(), Name: name, Orgs: []string{org.GUID}, Created: now, Updated: now}
+			s.IsolationSegments[seg.GUID] = seg
+			if sp := s.spaceByName(org.GUID, name); sp == nil {
+				sp = &Space{GUID: newGUID(), Name: name, OrgGUID: org.GUID, IsolationSegment: seg.GUID, Created: now, Updated: now}
+				s.Spaces[sp.GUID] = sp
+			}
+		}
+	}
+	for _, name := range []string{DefaultAppsSpace, DefaultLoadSpace} {
+		if s.spaceByName(org.GUID, name) == nil {
+			sp := &Space{GUID: newGUID(), Name: name, OrgGUID: org.GUID, Created: now, Updated: now}
+			s.Spaces[sp.GUID] = sp
+		}
+	}
+}
+
+// SetBaseURL is the URL clients reach the API at (http://127.0.0.1:PORT).
+func (s *Server) SetBaseURL(u string) { s.baseURL = strings.TrimRight(u, "/") }
+
+// Handler serves the API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close waits for builds in flight (they are cancelled).
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Error is a CC v3 error.
+type Error struct {
+	Code   int    `json:"code"`
+	Title  string `json:"title"`
+	Detail string `json:"detail"`
+	status int
+}
+
+func (e *Error) Error() string { return e.Title + ": " + e.Detail }
+
+func notFound(what string) *Error {
+	return &Error{Code: 10010, Title: "CF-ResourceNotFound", Detail: what + " not found", status: http.StatusNotFound}
+}
+
+func unprocessable(format string, args ...any) *Error {
+	return &Error{Code: 10008, Title: "CF-UnprocessableEntity", Detail: fmt.Sprintf(format, args...), status: http.StatusUnprocessableEntity}
+}
+
+func badRequest(format string, args ...any) *Error {
+	return &Error{Code: 1001, Title: "CF-MessageParseError", Detail: fmt.Sprintf(format, args...), status: http.StatusBadRequest}
+}
+
+func badQuery(format string, args ...any) *Error {
+	return &Error{Code: 10005, Title: "CF-BadQueryParameter", Detail: fmt.Sprintf(format, args...), status: http.StatusBadRequest}
+}
+
+var (
+	errNotAuthenticated = &Error{Code: 10002, Title: "CF-NotAuthenticated", Detail: "Authentication error", status: http.StatusUnauthorized}
+	errInvalidToken     = &Error{Code: 1000, Title: "CF-InvalidAuthToken", Detail: "Invalid Auth Token", status: http.StatusUnauthorized}
+	errUnknownRequest   = &Error{Code: 10000, Title: "CF-NotFound", Detail: "Unknown request", status: http.StatusNotFound}
+)
+
+// call is one request being served.
+type call struct {
+	s *Server
+	w http.ResponseWriter
+	r *http.Request
+}
+
+type handlerFunc func(c *call) error
+
+// handle registers an authenticated v3 endpoint.
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c := &call{s: s, w: w, r: r}
+		err := s.authenticate(r)
+		if err == nil {
+			err = h(c)
+		}
+		if err != nil {
+			c.fail(err)
+		}
+	})
+}
+
+func (c *call) fail(err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		c.s.cfg.Logger.Error("request failed", "method", c.r.Method, "path", c.r.URL.Path, "err", err)
+		e = &Error{Code: 10001, Title: "CF-ServerError", Detail: "An unknown error occurred.", status: http.StatusInternalServerError}
+	}
+	c.json(e.status, map[string]any{"errors": []*Error{e}})
+}
+
+func (c *call) json(status int, v any) error {
+	c.w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	c.w.WriteHeader(status)
+	enc := json.NewEncoder(c.w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// change applies f to the state and, once the state is saved, answers with status and
+// what f returned.
+func (c *call) change(status int, f func(st *State) (any, error)) error {
+	var resp any
+	err := c.s.st.update(func(st *State) error {
+		var err error
+		resp, err = f(st)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.json(status, resp)
+}
+
+// decode reads a JSON body strictly enough to reject garbage with a CC error.
+func (c *call) decode(v any) error {
+	body, err := io.ReadAll(io.LimitReader(c.r.Body, 1<<20))
+	if err != nil {
+		return badRequest("Request invalid due to parse error: %v", err)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("Request invalid due to parse error: invalid request body")
+	}
+	return nil
+}
+
+// job records a finished job and answers 202 with its absolute Location, as CC does for
+// asynchronous operations. err, when set, makes the job FAILED with it.
+func (c *call) job(operation string, err error) error {
+	j := &Job{GUID: newGUID(), Operation: operation, State: "COMPLETE", Created: time.Now().UTC()}
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Code: 10001, Title: "CF-ServerError", Detail: err.Error()}
+		}
+		j.State, j.Error = "FAILED", e
+	}
+	if uerr := c.s.st.update(func(s *State) error { s.Jobs[j.GUID] = j; return nil }); uerr != nil {
+		return uerr
+	}
+	c.w.Header().Set("Location", c.s.url("/v3/jobs/"+j.GUID))
+	c.w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+func (s *Server) url(path string) string { return s.baseURL + path }
+
+func link(s *Server, path string) map[string]any { return map[string]any{"href": s.url(path)} }
+
+// query is a request's list parameters.
+type query struct {
+	v       url.Values
+	page    int
+	perPage int
+	orderBy string
+}
+
+func (c *call) query() (*query, error) {
+	q := &query{v: c.r.URL.Query(), page: 1, perPage: defaultPerPage}
+	if p := q.v.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, badQuery("The query parameter is invalid: Page must be a positive integer")
+		}
+		q.page = n
+	}
+	if p := q.v.Get("per_page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > maxPerPage {
+			return nil, badQuery("The query parameter is invalid: Per page must be between 1 and %d", maxPerPage)
+		}
+		q.perPage = n
+	}
+	q.orderBy = q.v.Get("order_by")
+	return q, nil
+}
+
+// list returns the values of filter key (comma-separated), nil when absent.
+func (q *query) list(key string) []string {
+	v, ok := q.v[key]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, s := range v {
+		out = append(out, strings.Split(s, ",")...)
+	}
+	return out
+}
+
+// match reports whether value passes filter key (absent filter: always).
+func (q *query) match(key, value string) bool {
+	l := q.list(key)
+	return l == nil || contains(l, value)
+}
+
+// paginate sorts items by order_by (name, created_at, updated_at; "-" for descending)
+// and answers one page in the CC list envelope.
+func paginate[T any](c *call, q *query, items []T, name func(T) string, created func(T) time.Time, render func(T) any, included map[string]any) error {
+	switch q.orderBy {
+	case "", "created_at":
+	case "-created_at":
+		sort.SliceStable(items, func(i, j int) bool { return created(items[i]).After(created(items[j])) })
+	case "name":
+		sort.SliceStable(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
+	case "-name":
+		sort.SliceStable(items, func(i, j int) bool { return name(items[i]) > name(items[j]) })
+	case "updated_at", "-updated_at":
+		// Updates are rare here: creation order is a fair stand-in.
+		if q.orderBy[0] == '-' {
+			sort.SliceStable(items, func(i, j int) bool { return created(items[i]).After(created(items[j])) })
+		}
+	default:
+		return badQuery("Order by can only be: 'created_at', 'updated_at', 'name'")
+	}
+	total := len(items)
+	pages := max(1, (total+q.perPage-1)/q.perPage)
+	from := min((q.page-1)*q.perPage, total)
+	to := min(from+q.perPage, total)
+	resources := make([]any, 0, to-from)
+	for _, it := range items[from:to] {
+		resources = append(resources, render(it))
+	}
+	pageURL := func(p int) map[string]any {
+		v := url.Values{}
+		for k, vals := range q.v {
+			if k != "page" && k != "per_page" {
+				v[k] = vals
+			}
+		}
+		v.Set("page", strconv.Itoa(p))
+		v.Set("per_page", strconv.Itoa(q.perPage))
+		return map[string]any{"href": c.s.url(c.r.URL.Path + "?" + v.Encode())}
+	}
+	var next, prev any
+	if q.page < pages {
+		next = pageURL(q.page + 1)
+	}
+	if q.page > 1 {
+		prev = pageURL(q.page - 1)
+	}
+	body := map[string]any{
+		"pagination": map[string]any{"total_results": total, "total_pages": pages,
+			"first": pageURL(1), "last": pageURL(pages), "next": next, "previous": prev},
+		"resources": resources,
+	}
+	if included != nil {
+		body["included"] = included
+	}
+	return c.json(http.StatusOK, body)
+}

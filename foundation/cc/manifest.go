@@ -1,0 +1,358 @@
+package cc
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// manifest is the part of an app manifest the local foundation applies. Keys it does
+// not know are ignored, as CC ignores keys it has no use for.
+type manifest struct {
+	Applications []manifestApp `yaml:"applications"`
+}
+
+type manifestApp struct {
+	Name         string            `yaml:"name"`
+	Buildpacks   []string          `yaml:"buildpacks"`
+	Buildpack    string            `yaml:"buildpack"`
+	Stack        string            `yaml:"stack"`
+	Env          map[string]any    `yaml:"env"`
+	Routes       []manifestRoute   `yaml:"routes"`
+	NoRoute      bool              `yaml:"no-route"`
+	RandomRoute  bool              `yaml:"random-route"`
+	DefaultRoute bool              `yaml:"default-route"`
+	Services     []manifestService `yaml:"services"`
+	Processes    []manifestProcess `yaml:"processes"`
+	manifestProcess `yaml:",inline"`
+}
+
+type manifestProcess struct {
+	Type            string `yaml:"type"`
+	Command         string `yaml:"command"`
+	Instances       *int   `yaml:"instances"`
+	Memory          string `yaml:"memory"`
+	DiskQuota       string `yaml:"disk_quota"`
+	Disk            string `yaml:"disk-quota"`
+	HealthCheckType string `yaml:"health-check-type"`
+	HealthCheckPath string `yaml:"health-check-http-endpoint"`
+	Timeout         int    `yaml:"timeout"`
+}
+
+type manifestRoute struct {
+	Route string `yaml:"route"`
+}
+
+// manifestService is a service name, or a mapping with name and binding_name.
+type manifestService struct {
+	Name        string `yaml:"name"`
+	BindingName string `yaml:"binding_name"`
+}
+
+func (m *manifestService) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		m.Name = n.Value
+		return nil
+	}
+	type plain manifestService
+	return n.Decode((*plain)(m))
+}
+
+// parseManifest reads and checks a manifest; errors name the app and the field, as
+// CC's do ("For application 'x': …").
+func parseManifest(r io.Reader) (*manifest, error) {
+	body, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, badRequest("Request invalid due to parse error: %v", err)
+	}
+	var m manifest
+	if err := yaml.Unmarshal(body, &m); err != nil {
+		return nil, badRequest("Request invalid due to parse error: invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(m.Applications) == 0 {
+		return nil, unprocessable("Manifest must have at least one application")
+	}
+	for i := range m.Applications {
+		a := &m.Applications[i]
+		if a.Name == "" {
+			return nil, unprocessable("For application at index %d: Name must not be empty", i)
+		}
+		procs := a.processes()
+		for _, p := range procs {
+			if err := p.check(); err != nil {
+				return nil, unprocessable("For application '%s': %s", a.Name, err)
+			}
+		}
+		if a.Buildpack != "" && len(a.Buildpacks) > 0 {
+			return nil, unprocessable("For application '%s': Buildpack and buildpacks cannot both be given", a.Name)
+		}
+	}
+	return &m, nil
+}
+
+// processes are the app's processes: the top-level keys describe web unless processes
+// lists it.
+func (a *manifestApp) processes() []manifestProcess {
+	web := a.manifestProcess
+	web.Type = "web"
+	out := []manifestProcess{web}
+	for _, p := range a.Processes {
+		if p.Type == "web" || p.Type == "" {
+			p.Type = "web"
+			out[0] = p
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (p *manifestProcess) check() error {
+	if p.Instances != nil && *p.Instances < 0 {
+		return fmt.Errorf("Instances must be greater than or equal to 0")
+	}
+	for _, q := range []struct{ name, v string }{{"Memory", p.Memory}, {"Disk quota", p.DiskQuota}, {"Disk quota", p.Disk}} {
+		if q.v == "" {
+			continue
+		}
+		if _, err := megabytes(q.v); err != nil {
+			return fmt.Errorf("%s %w", q.name, err)
+		}
+	}
+	switch p.HealthCheckType {
+	case "", "port", "process", "http", "none":
+	default:
+		return fmt.Errorf("Health check type must be \"port\", \"process\", or \"http\"")
+	}
+	if p.HealthCheckPath != "" && !strings.HasPrefix(p.HealthCheckPath, "/") {
+		return fmt.Errorf("Health check http endpoint must be a valid URI path")
+	}
+	return nil
+}
+
+// megabytes parses a CF size like 256M, 1G or 512MB into MB.
+func megabytes(s string) (int, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mb     float64
+	}{{"TB", 1 << 20}, {"GB", 1 << 10}, {"MB", 1}, {"KB", 1.0 / 1024}, {"T", 1 << 20}, {"G", 1 << 10}, {"M", 1}, {"K", 1.0 / 1024}, {"B", 1.0 / (1 << 20)}}
+	for _, unit := range units {
+		if num, ok := strings.CutSuffix(u, unit.suffix); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || n <= 0 {
+				break
+			}
+			return max(1, int(n*unit.mb)), nil
+		}
+	}
+	return 0, fmt.Errorf("must use a supported unit: B, K, KB, M, MB, G, GB, T, or TB (got %q)", s)
+}
+
+// applyManifest creates or updates the manifest's apps, their processes, routes and
+// service bindings in the space, then answers 202 with a finished job.
+func (s *Server) applyManifest(c *call) error {
+	space := c.r.PathValue("guid")
+	var exists bool
+	s.st.read(func(st *State) { exists = st.Spaces[space] != nil })
+	if !exists {
+		return notFound("Space")
+	}
+	m, err := parseManifest(c.r.Body)
+	if err != nil {
+		return err
+	}
+	var binds []pendingBinding
+	err = s.st.update(func(st *State) error {
+		for i := range m.Applications {
+			b, err := s.applyApp(st, space, &m.Applications[i])
+			if err != nil {
+				return err
+			}
+			binds = append(binds, b...)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.job("app.apply_manifest", s.bindAll(c, binds))
+}
+
+// pendingBinding is a binding the manifest asks for, made after the state is saved
+// because the broker call must not hold the state lock.
+type pendingBinding struct {
+	app, instance, name string
+}
+
+func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBinding, error) {
+	now := time.Now().UTC()
+	a := st.appByName(space, m.Name)
+	if a == nil {
+		a = newApp(st, space, m.Name)
+	}
+	if len(m.Buildpacks) > 0 {
+		a.Buildpacks = m.Buildpacks
+	} else if m.Buildpack != "" {
+		a.Buildpacks = []string{m.Buildpack}
+	}
+	if m.Stack != "" {
+		a.Stack = m.Stack
+	}
+	if len(m.Env) > 0 && a.Env == nil {
+		a.Env = map[string]string{}
+	}
+	for k, v := range m.Env {
+		a.Env[k] = fmt.Sprint(v)
+	}
+	a.Updated = now
+	for _, mp := range m.processes() {
+		p := st.process(a.GUID, mp.Type)
+		if p == nil {
+			p = &Process{GUID: newGUID(), AppGUID: a.GUID, Type: mp.Type, Instances: 0, MemoryMB: defaultMemoryMB, DiskMB: defaultDiskMB,
+				HealthCheck: "process", Created: now}
+			st.Processes[p.GUID] = p
+		}
+		if mp.Command != "" {
+			p.Command = mp.Command
+		}
+		if mp.Instances != nil {
+			p.Instances = *mp.Instances
+		}
+		if mp.Memory != "" {
+			p.MemoryMB, _ = megabytes(mp.Memory)
+		}
+		if d := mp.DiskQuota + mp.Disk; d != "" {
+			p.DiskMB, _ = megabytes(d)
+		}
+		switch mp.HealthCheckType {
+		case "none":
+			p.HealthCheck = "process"
+		case "":
+		default:
+			p.HealthCheck = mp.HealthCheckType
+		}
+		if mp.HealthCheckPath != "" {
+			p.HealthPath = mp.HealthCheckPath
+		}
+		if mp.Timeout > 0 {
+			p.Timeout = mp.Timeout
+		}
+		p.Updated = now
+	}
+	if err := s.applyRoutes(st, a, m); err != nil {
+		return nil, err
+	}
+	var binds []pendingBinding
+	for _, svc := range m.Services {
+		si := st.instanceByName(space, svc.Name)
+		if si == nil {
+			return nil, unprocessable("For application '%s': Service instance '%s' not found", m.Name, svc.Name)
+		}
+		bound := false
+		for _, b := range st.Bindings {
+			bound = bound || b.AppGUID == a.GUID && b.InstanceGUID == si.GUID
+		}
+		if !bound {
+			binds = append(binds, pendingBinding{app: a.GUID, instance: si.GUID, name: svc.BindingName})
+		}
+	}
+	return binds, nil
+}
+
+func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
+	if m.NoRoute {
+		for _, r := range st.Routes {
+			r.Apps = removeString(r.Apps, a.GUID)
+		}
+		return nil
+	}
+	hosts := []string{}
+	for _, r := range m.Routes {
+		hosts = append(hosts, strings.ToLower(r.Route))
+	}
+	if len(hosts) == 0 && (m.DefaultRoute || m.RandomRoute || len(m.Routes) == 0) {
+		d := st.defaultDomain()
+		host := strings.ToLower(a.Name)
+		if m.RandomRoute {
+			host += "-" + newGUID()[:8]
+		}
+		hosts = append(hosts, host+"."+d.Name)
+	}
+	now := time.Now().UTC()
+	for _, url := range hosts {
+		host, domain, ok := st.splitRoute(url)
+		if !ok {
+			return unprocessable("For application '%s': The route '%s' did not match any existing domains.", m.Name, url)
+		}
+		var route *Route
+		for _, r := range st.Routes {
+			if r.Host == host && r.DomainGUID == domain.GUID {
+				route = r
+			}
+		}
+		if route == nil {
+			route = &Route{GUID: newGUID(), Host: host, DomainGUID: domain.GUID, SpaceGUID: a.SpaceGUID, Created: now, Updated: now}
+			st.Routes[route.GUID] = route
+		}
+		if route.SpaceGUID != a.SpaceGUID {
+			return unprocessable("For application '%s': The route '%s' belongs to another space.", m.Name, url)
+		}
+		if !contains(route.Apps, a.GUID) {
+			route.Apps = append(route.Apps, a.GUID)
+		}
+	}
+	return nil
+}
+
+func (st *State) defaultDomain() *Domain {
+	for _, d := range sorted(st.Domains, func(d *Domain) time.Time { return d.Created }, func(d *Domain) string { return d.GUID }) {
+		return d
+	}
+	return &Domain{Name: "apps.localhost"}
+}
+
+// splitRoute splits host.domain on the longest known domain.
+func (st *State) splitRoute(url string) (host string, d *Domain, ok bool) {
+	url, _, _ = strings.Cut(url, "/")
+	for _, dom := range st.Domains {
+		switch {
+		case url == dom.Name:
+			if d == nil || len(dom.Name) > len(d.Name) {
+				host, d = "", dom
+			}
+		case strings.HasSuffix(url, "."+dom.Name):
+			if d == nil || len(dom.Name) > len(d.Name) {
+				host, d = strings.TrimSuffix(url, "."+dom.Name), dom
+			}
+		}
+	}
+	return host, d, d != nil
+}
+
+// bindAll makes the bindings a manifest asked for.
+func (s *Server) bindAll(c *call, binds []pendingBinding) error {
+	for _, b := range binds {
+		if s.cfg.Broker == nil {
+			return unprocessable("No service broker")
+		}
+		guid := newGUID()
+		creds, err := s.cfg.Broker.Bind(c.r.Context(), b.instance, guid)
+		if err != nil {
+			return unprocessable("Service broker error: %v", err)
+		}
+		now := time.Now().UTC()
+		err = s.st.update(func(st *State) error {
+			st.Bindings[guid] = &Binding{GUID: guid, Name: b.name, AppGUID: b.app, InstanceGUID: b.instance, Credentials: creds, Created: now, Updated: now}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

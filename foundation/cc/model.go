@@ -1,0 +1,183 @@
+package cc
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// The persisted model of the foundation. It is the state a Cloud Controller keeps in its
+// database, reduced to what this foundation serves; resources render to the CC v3 JSON
+// shapes in render.go.
+
+// Org is an organization.
+type Org struct {
+	GUID    string    `json:"guid"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+	// DefaultIsolationSegment is the segment of spaces that have none ("" = shared).
+	DefaultIsolationSegment string `json:"default_isolation_segment,omitempty"`
+}
+
+// Space is a space in an org.
+type Space struct {
+	GUID             string    `json:"guid"`
+	Name             string    `json:"name"`
+	OrgGUID          string    `json:"org_guid"`
+	IsolationSegment string    `json:"isolation_segment,omitempty"` // guid
+	Created          time.Time `json:"created_at"`
+	Updated          time.Time `json:"updated_at"`
+}
+
+// IsolationSegment is a placement tag; its name is the cell it runs on.
+type IsolationSegment struct {
+	GUID    string    `json:"guid"`
+	Name    string    `json:"name"`
+	Orgs    []string  `json:"orgs"` // entitled org guids
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+}
+
+// App states.
+const (
+	AppStarted = "STARTED"
+	AppStopped = "STOPPED"
+)
+
+// App is an app; its processes hold the scale.
+type App struct {
+	GUID        string            `json:"guid"`
+	Name        string            `json:"name"`
+	SpaceGUID   string            `json:"space_guid"`
+	State       string            `json:"state"`
+	Buildpacks  []string          `json:"buildpacks,omitempty"`
+	Stack       string            `json:"stack"`
+	Env         map[string]string `json:"env,omitempty"`
+	DropletGUID string            `json:"droplet_guid,omitempty"` // current droplet
+	Created     time.Time         `json:"created_at"`
+	Updated     time.Time         `json:"updated_at"`
+}
+
+// Process is one process type of an app.
+type Process struct {
+	GUID        string    `json:"guid"`
+	AppGUID     string    `json:"app_guid"`
+	Type        string    `json:"type"`
+	Command     string    `json:"command,omitempty"` // "" = the droplet's
+	Instances   int       `json:"instances"`
+	MemoryMB    int       `json:"memory_in_mb"`
+	DiskMB      int       `json:"disk_in_mb"`
+	HealthCheck string    `json:"health_check_type"` // port, process, http
+	HealthPath  string    `json:"health_check_endpoint,omitempty"`
+	Timeout     int       `json:"health_check_timeout,omitempty"` // seconds, 0 = default
+	Created     time.Time `json:"created_at"`
+	Updated     time.Time `json:"updated_at"`
+}
+
+// Package states.
+const (
+	PackageAwaitingUpload = "AWAITING_UPLOAD"
+	PackageReady          = "READY"
+)
+
+// Package is uploaded app bits.
+type Package struct {
+	GUID    string    `json:"guid"`
+	AppGUID string    `json:"app_guid"`
+	State   string    `json:"state"`
+	SHA256  string    `json:"sha256,omitempty"`
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+}
+
+// Build and droplet states.
+const (
+	BuildStaging = "STAGING"
+	BuildStaged  = "STAGED"
+	BuildFailed  = "FAILED"
+)
+
+// Build stages a package into a droplet.
+type Build struct {
+	GUID        string    `json:"guid"`
+	AppGUID     string    `json:"app_guid"`
+	PackageGUID string    `json:"package_guid"`
+	State       string    `json:"state"`
+	Error       string    `json:"error,omitempty"`
+	DropletGUID string    `json:"droplet_guid,omitempty"`
+	Buildpacks  []string  `json:"buildpacks,omitempty"`
+	Created     time.Time `json:"created_at"`
+	Updated     time.Time `json:"updated_at"`
+}
+
+// Droplet is a staged app, ready to run.
+type Droplet struct {
+	GUID         string    `json:"guid"`
+	AppGUID      string    `json:"app_guid"`
+	PackageGUID  string    `json:"package_guid"`
+	State        string    `json:"state"`
+	Buildpack    string    `json:"buildpack"`
+	StartCommand string    `json:"start_command"`
+	Created      time.Time `json:"created_at"`
+	Updated      time.Time `json:"updated_at"`
+}
+
+// Domain is a shared domain for routes.
+type Domain struct {
+	GUID    string    `json:"guid"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created_at"`
+}
+
+// Route maps host.domain to apps.
+type Route struct {
+	GUID       string    `json:"guid"`
+	Host       string    `json:"host"`
+	DomainGUID string    `json:"domain_guid"`
+	SpaceGUID  string    `json:"space_guid"`
+	Apps       []string  `json:"apps"` // destination app guids (web process)
+	Created    time.Time `json:"created_at"`
+	Updated    time.Time `json:"updated_at"`
+}
+
+// ServiceInstance is a managed service instance.
+type ServiceInstance struct {
+	GUID      string    `json:"guid"`
+	Name      string    `json:"name"`
+	SpaceGUID string    `json:"space_guid"`
+	PlanGUID  string    `json:"plan_guid"`
+	Tags      []string  `json:"tags,omitempty"`
+	Created   time.Time `json:"created_at"`
+	Updated   time.Time `json:"updated_at"`
+}
+
+// Binding is a service credential binding of an app.
+type Binding struct {
+	GUID         string         `json:"guid"`
+	Name         string         `json:"name,omitempty"`
+	AppGUID      string         `json:"app_guid"`
+	InstanceGUID string         `json:"instance_guid"`
+	Credentials  map[string]any `json:"credentials"`
+	Created      time.Time      `json:"created_at"`
+	Updated      time.Time      `json:"updated_at"`
+}
+
+// Job is an asynchronous operation; every job here completes before it is returned.
+type Job struct {
+	GUID      string    `json:"guid"`
+	Operation string    `json:"operation"`
+	State     string    `json:"state"` // COMPLETE or FAILED
+	Error     *Error    `json:"error,omitempty"`
+	Created   time.Time `json:"created_at"`
+}
+
+// newGUID returns a random version 4 UUID.
+func newGUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	s := hex.EncodeToString(b[:])
+	return s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:32]
+}

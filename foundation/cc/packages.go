@@ -1,0 +1,268 @@
+package cc
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// maxPackageBytes bounds an upload (CC's default package limit is 1 GiB).
+const maxPackageBytes = 1 << 30
+
+func (s *Server) listPackages(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var out []*Package
+	s.st.read(func(st *State) {
+		for _, p := range sorted(st.Packages, func(p *Package) time.Time { return p.Created }, func(p *Package) string { return p.GUID }) {
+			if q.match("app_guids", p.AppGUID) && q.match("guids", p.GUID) && q.match("states", p.State) && q.match("types", "bits") {
+				cp := *p
+				out = append(out, &cp)
+			}
+		}
+	})
+	return paginate(c, q, out, func(p *Package) string { return p.GUID }, func(p *Package) time.Time { return p.Created }, s.renderPackage, nil)
+}
+
+func (s *Server) getPackage(c *call) error {
+	var p *Package
+	s.st.read(func(st *State) {
+		if x := st.Packages[c.r.PathValue("guid")]; x != nil {
+			cp := *x
+			p = &cp
+		}
+	})
+	if p == nil {
+		return notFound("Package")
+	}
+	return c.json(http.StatusOK, s.renderPackage(p))
+}
+
+func (s *Server) createPackage(c *call) error {
+	var body struct {
+		Type          string `json:"type"`
+		Relationships struct {
+			App toOneBody `json:"app"`
+		} `json:"relationships"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	if body.Type != "bits" {
+		return unprocessable("Type must be one of 'bits': the local foundation runs no docker images")
+	}
+	return c.change(http.StatusCreated, func(st *State) (any, error) {
+		app := body.Relationships.App.guid()
+		if st.Apps[app] == nil {
+			return nil, unprocessable("App must exist")
+		}
+		now := time.Now().UTC()
+		p := &Package{GUID: newGUID(), AppGUID: app, State: PackageAwaitingUpload, Created: now, Updated: now}
+		st.Packages[p.GUID] = p
+		return s.renderPackage(p), nil
+	})
+}
+
+// uploadPackage takes the bits as the multipart file field "bits" (a zip), as the cf
+// CLI and go-cfclient send them.
+func (s *Server) uploadPackage(c *call) error {
+	guid := c.r.PathValue("guid")
+	var exists bool
+	s.st.read(func(st *State) { exists = st.Packages[guid] != nil })
+	if !exists {
+		return notFound("Package")
+	}
+	c.r.Body = http.MaxBytesReader(c.w, c.r.Body, maxPackageBytes)
+	mr, err := c.r.MultipartReader()
+	if err != nil {
+		return unprocessable("Upload must be multipart/form-data with the zip in the field 'bits'")
+	}
+	var sum string
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return unprocessable("Bad multipart upload: %v", err)
+		}
+		if part.FormName() != "bits" {
+			continue
+		}
+		if sum, err = s.savePackage(guid, part); err != nil {
+			return err
+		}
+	}
+	if sum == "" {
+		return unprocessable("Upload must include the zip in the field 'bits'")
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		p := st.Packages[guid]
+		if p == nil {
+			return nil, notFound("Package")
+		}
+		p.State, p.SHA256, p.Updated = PackageReady, sum, time.Now().UTC()
+		return s.renderPackage(p), nil
+	})
+}
+
+func (s *Server) savePackage(guid string, r io.Reader) (string, error) {
+	path := s.packagePath(guid)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "upload-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tmp, h), r); err != nil {
+		tmp.Close()
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return "", unprocessable("Package exceeds the maximum size of %d bytes", int64(maxPackageBytes))
+		}
+		return "", fmt.Errorf("store package: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (s *Server) packageDroplets(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	pkg := c.r.PathValue("guid")
+	var (
+		out    []*Droplet
+		exists bool
+	)
+	s.st.read(func(st *State) {
+		exists = st.Packages[pkg] != nil
+		for _, d := range sorted(st.Droplets, func(d *Droplet) time.Time { return d.Created }, func(d *Droplet) string { return d.GUID }) {
+			if d.PackageGUID == pkg && q.match("states", d.State) && q.match("guids", d.GUID) {
+				cp := *d
+				out = append(out, &cp)
+			}
+		}
+	})
+	if !exists {
+		return notFound("Package")
+	}
+	return paginate(c, q, out, func(d *Droplet) string { return d.GUID }, func(d *Droplet) time.Time { return d.Created }, s.renderDroplet, nil)
+}
+
+func (s *Server) getBuild(c *call) error {
+	var b *Build
+	s.st.read(func(st *State) {
+		if x := st.Builds[c.r.PathValue("guid")]; x != nil {
+			cp := *x
+			b = &cp
+		}
+	})
+	if b == nil {
+		return notFound("Build")
+	}
+	return c.json(http.StatusOK, s.renderBuild(b))
+}
+
+// createBuild stages a package in the background; clients poll the build.
+func (s *Server) createBuild(c *call) error {
+	var body struct {
+		Package struct {
+			GUID string `json:"guid"`
+		} `json:"package"`
+		Lifecycle *lifecycleBody `json:"lifecycle"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	if err := checkLifecycle(body.Lifecycle); err != nil {
+		return err
+	}
+	var (
+		b   *Build
+		req StageRequest
+	)
+	err := c.change(http.StatusCreated, func(st *State) (any, error) {
+		p := st.Packages[body.Package.GUID]
+		if p == nil {
+			return nil, unprocessable("Unable to use package. Ensure that the package exists and you have access to it.")
+		}
+		if p.State != PackageReady {
+			return nil, unprocessable("Package state must be READY")
+		}
+		a := st.Apps[p.AppGUID]
+		web := st.process(a.GUID, "web")
+		now := time.Now().UTC()
+		b = &Build{GUID: newGUID(), AppGUID: a.GUID, PackageGUID: p.GUID, State: BuildStaging, Buildpacks: a.Buildpacks, Created: now, Updated: now}
+		if body.Lifecycle != nil && len(body.Lifecycle.Data.Buildpacks) > 0 {
+			b.Buildpacks = body.Lifecycle.Data.Buildpacks
+		}
+		st.Builds[b.GUID] = b
+		req = StageRequest{PackageZip: s.packagePath(p.GUID), Buildpacks: b.Buildpacks, Env: a.Env, MemoryMB: defaultMemoryMB}
+		if web != nil {
+			req.Command, req.MemoryMB = web.Command, web.MemoryMB
+		}
+		return s.renderBuild(b), nil
+	})
+	if err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.stage(b.GUID, req)
+	}()
+	return nil
+}
+
+// stage runs one build to completion and records its droplet or its error.
+func (s *Server) stage(buildGUID string, req StageRequest) {
+	droplet := newGUID()
+	req.DropletDir = s.dropletDir(droplet)
+	logPath := filepath.Join(s.cfg.DataDir, "staging-logs", buildGUID+".log")
+	log, err := os.Create(logPath)
+	if err == nil {
+		defer log.Close()
+		req.Log = log
+	} else {
+		req.Log = io.Discard
+	}
+	res, err := s.cfg.Runtime.Stage(s.ctx, req)
+	if err != nil {
+		os.RemoveAll(req.DropletDir)
+		s.cfg.Logger.Warn("staging failed", "build", buildGUID, "err", err, "log", logPath)
+	}
+	uerr := s.st.update(func(st *State) error {
+		b := st.Builds[buildGUID]
+		if b == nil {
+			return nil // the app was deleted meanwhile
+		}
+		now := time.Now().UTC()
+		b.Updated = now
+		if err != nil {
+			b.State, b.Error = BuildFailed, "StagingError - Staging error: "+err.Error()
+			return nil
+		}
+		st.Droplets[droplet] = &Droplet{GUID: droplet, AppGUID: b.AppGUID, PackageGUID: b.PackageGUID, State: BuildStaged,
+			Buildpack: res.Buildpack, StartCommand: res.StartCommand, Created: now, Updated: now}
+		b.State, b.DropletGUID = BuildStaged, droplet
+		return nil
+	})
+	if uerr != nil {
+		s.cfg.Logger.Error("record build result", "build", buildGUID, "err", uerr)
+	}
+}

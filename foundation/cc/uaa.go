@@ -1,0 +1,179 @@
+package cc
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Token lifetimes: long enough that the cf CLI does not refresh before every request
+// (it does when less than 60 s are left).
+const (
+	accessTTL  = 12 * time.Hour
+	refreshTTL = 30 * 24 * time.Hour
+)
+
+// The one user's fixed id.
+const userGUID = "6d3c1b6e-0000-4000-8000-cf0bec0000a1"
+
+// claims are the JWT claims the cf CLI and go-cfclient read.
+type claims struct {
+	JTI       string   `json:"jti"`
+	Sub       string   `json:"sub"`
+	UserID    string   `json:"user_id"`
+	UserName  string   `json:"user_name"`
+	Origin    string   `json:"origin"`
+	ClientID  string   `json:"client_id"`
+	CID       string   `json:"cid"`
+	GrantType string   `json:"grant_type"`
+	Scope     []string `json:"scope"`
+	Issuer    string   `json:"iss"`
+	Audience  []string `json:"aud"`
+	IssuedAt  int64    `json:"iat"`
+	Expires   int64    `json:"exp"`
+	Refresh   bool     `json:"cfbench_refresh,omitempty"`
+}
+
+var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+
+func (s *Server) sign(c claims) string {
+	body, _ := json.Marshal(c)
+	unsigned := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(body)
+	mac := hmac.New(sha256.New, s.cfg.Secret)
+	mac.Write([]byte(unsigned))
+	return unsigned + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// verify checks a token's signature and expiry and returns its claims.
+func (s *Server) verify(token string) (*claims, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errInvalidToken
+	}
+	mac := hmac.New(sha256.New, s.cfg.Secret)
+	mac.Write([]byte(parts[0] + "." + parts[1]))
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || !hmac.Equal(sig, mac.Sum(nil)) {
+		return nil, errInvalidToken
+	}
+	body, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, errInvalidToken
+	}
+	var c claims
+	if err := json.Unmarshal(body, &c); err != nil || time.Now().Unix() >= c.Expires {
+		return nil, errInvalidToken
+	}
+	return &c, nil
+}
+
+func (s *Server) authenticate(r *http.Request) error {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return errNotAuthenticated
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return errInvalidToken
+	}
+	c, err := s.verify(strings.TrimSpace(token))
+	if err != nil || c.Refresh {
+		return errInvalidToken
+	}
+	return nil
+}
+
+// tokens answers the UAA token endpoint: the password grant for the one user and the
+// refresh grant, for client "cf" with an empty secret, as the cf CLI and go-cfclient
+// call it.
+func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
+	fail := func(status int, code, desc string) {
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
+	}
+	if err := r.ParseForm(); err != nil {
+		fail(http.StatusBadRequest, "invalid_request", "malformed form body")
+		return
+	}
+	client, _, _ := r.BasicAuth()
+	if client == "" {
+		client = r.PostForm.Get("client_id")
+	}
+	if client != "cf" {
+		fail(http.StatusUnauthorized, "invalid_client", "Bad client credentials: use client cf with an empty secret")
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "password":
+		user, pw := r.PostForm.Get("username"), r.PostForm.Get("password")
+		if subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.User)) != 1 || subtle.ConstantTimeCompare([]byte(pw), []byte(s.cfg.Password)) != 1 {
+			fail(http.StatusUnauthorized, "unauthorized", "Bad credentials")
+			return
+		}
+	case "refresh_token":
+		c, err := s.verify(r.PostForm.Get("refresh_token"))
+		if err != nil || !c.Refresh {
+			fail(http.StatusUnauthorized, "invalid_token", "Invalid refresh token")
+			return
+		}
+	default:
+		fail(http.StatusBadRequest, "unsupported_grant_type", "Only the password and refresh_token grants are supported")
+		return
+	}
+	now := time.Now()
+	base := claims{Sub: userGUID, UserID: userGUID, UserName: s.cfg.User, Origin: "uaa", ClientID: "cf", CID: "cf",
+		GrantType: "password", Issuer: s.url("/oauth/token"), Audience: []string{"cloud_controller", "openid", "cf"},
+		Scope: []string{"openid", "cloud_controller.admin", "cloud_controller.read", "cloud_controller.write"}, IssuedAt: now.Unix()}
+	access, refresh := base, base
+	access.JTI, access.Expires = newGUID(), now.Add(accessTTL).Unix()
+	refresh.JTI, refresh.Expires, refresh.Refresh = newGUID(), now.Add(refreshTTL).Unix(), true
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]any{
+		"access_token": s.sign(access), "refresh_token": s.sign(refresh), "token_type": "bearer",
+		"expires_in": int(accessTTL.Seconds()) - 1, "scope": strings.Join(access.Scope, " "), "jti": access.JTI,
+	})
+}
+
+// root answers GET / with the links clients discover the API and UAA by.
+func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		c := &call{s: s, w: w, r: r}
+		c.fail(errUnknownRequest)
+		return
+	}
+	self := map[string]any{"href": s.baseURL}
+	c := &call{s: s, w: w, r: r}
+	c.json(http.StatusOK, map[string]any{"links": map[string]any{
+		"self":                self,
+		"bits_service":        nil,
+		"cloud_controller_v2": nil,
+		"cloud_controller_v3": map[string]any{"href": s.url("/v3"), "meta": map[string]any{"version": APIVersion}},
+		"network_policy_v0":   nil,
+		"network_policy_v1":   nil,
+		"login":               self,
+		"uaa":                 self,
+		"credhub":             nil,
+		"routing":             nil,
+		"logging":             nil,
+		"log_cache":           nil,
+		"log_stream":          nil,
+		"app_ssh":             nil,
+	}})
+}
+
+// v3root answers GET /v3 with links to the resources served.
+func (s *Server) v3root(c *call) error {
+	links := map[string]any{"self": link(s, "/v3")}
+	for _, r := range []string{"apps", "builds", "domains", "droplets", "isolation_segments", "organizations", "packages",
+		"processes", "routes", "service_credential_bindings", "service_instances", "service_offerings", "service_plans", "spaces"} {
+		links[r] = link(s, "/v3/"+r)
+	}
+	return c.json(http.StatusOK, map[string]any{"links": links})
+}
