@@ -227,7 +227,9 @@ func (s *Server) packagePath(guid string) string {
 	return filepath.Join(s.cfg.DataDir, "packages", guid+".zip")
 }
 
-func (s *Server) dropletDir(guid string) string { return filepath.Join(s.cfg.DataDir, "droplets", guid) }
+func (s *Server) dropletDir(guid string) string {
+	return filepath.Join(s.cfg.DataDir, "droplets", guid)
+}
 
 func (s *Server) startApp(c *call) error {
 	resp, err := s.setState(c.r.PathValue("guid"), AppStarted)

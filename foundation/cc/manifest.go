@@ -17,17 +17,17 @@ type manifest struct {
 }
 
 type manifestApp struct {
-	Name         string            `yaml:"name"`
-	Buildpacks   []string          `yaml:"buildpacks"`
-	Buildpack    string            `yaml:"buildpack"`
-	Stack        string            `yaml:"stack"`
-	Env          map[string]any    `yaml:"env"`
-	Routes       []manifestRoute   `yaml:"routes"`
-	NoRoute      bool              `yaml:"no-route"`
-	RandomRoute  bool              `yaml:"random-route"`
-	DefaultRoute bool              `yaml:"default-route"`
-	Services     []manifestService `yaml:"services"`
-	Processes    []manifestProcess `yaml:"processes"`
+	Name            string            `yaml:"name"`
+	Buildpacks      []string          `yaml:"buildpacks"`
+	Buildpack       string            `yaml:"buildpack"`
+	Stack           string            `yaml:"stack"`
+	Env             map[string]any    `yaml:"env"`
+	Routes          []manifestRoute   `yaml:"routes"`
+	NoRoute         bool              `yaml:"no-route"`
+	RandomRoute     bool              `yaml:"random-route"`
+	DefaultRoute    bool              `yaml:"default-route"`
+	Services        []manifestService `yaml:"services"`
+	Processes       []manifestProcess `yaml:"processes"`
 	manifestProcess `yaml:",inline"`
 }
 

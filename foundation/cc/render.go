@@ -133,7 +133,7 @@ func renderStats(p *Process, in Instance, segment string, now time.Time) any {
 		"mem_quota": int64(p.MemoryMB) << 20, "disk_quota": int64(p.DiskMB) << 20, "log_rate_limit": -1, "fds_quota": 16384,
 		"isolation_segment": seg, "details": details,
 		"instance_ports": []obj{{"external": in.Port, "internal": in.Port, "external_tls_proxy_port": nil, "internal_tls_proxy_port": nil}},
-		"usage": obj{"time": ts(now), "cpu": in.CPU, "cpu_entitlement": entitlement, "mem": in.MemBytes, "disk": in.DiskBytes, "log_rate": 0},
+		"usage":          obj{"time": ts(now), "cpu": in.CPU, "cpu_entitlement": entitlement, "mem": in.MemBytes, "disk": in.DiskBytes, "log_rate": 0},
 	}
 }
 
@@ -157,10 +157,10 @@ func (s *Server) renderBuild(b *Build) any {
 	return obj{
 		"guid": b.GUID, "state": b.State, "error": nullString(b.Error),
 		"staging_memory_in_mb": 1024, "staging_disk_in_mb": 1024, "staging_log_rate_limit_bytes_per_second": -1,
-		"lifecycle":  obj{"type": "buildpack", "data": obj{"buildpacks": buildpackList(b.Buildpacks), "stack": DefaultStack}},
-		"package":    obj{"guid": b.PackageGUID},
-		"droplet":    droplet,
-		"created_by": obj{"guid": userGUID, "name": "admin", "email": ""},
+		"lifecycle":     obj{"type": "buildpack", "data": obj{"buildpacks": buildpackList(b.Buildpacks), "stack": DefaultStack}},
+		"package":       obj{"guid": b.PackageGUID},
+		"droplet":       droplet,
+		"created_by":    obj{"guid": userGUID, "name": "admin", "email": ""},
 		"relationships": obj{"app": rel(b.AppGUID)}, "metadata": metadata(),
 		"created_at": ts(b.Created), "updated_at": ts(b.Updated),
 		"links": obj{"self": link(s, "/v3/builds/"+b.GUID), "app": link(s, "/v3/apps/"+b.AppGUID)},
@@ -172,9 +172,9 @@ func (s *Server) renderDroplet(d *Droplet) any {
 		"guid": d.GUID, "state": d.State, "error": nil,
 		"lifecycle":          obj{"type": "buildpack", "data": obj{}},
 		"execution_metadata": "", "process_types": obj{"web": d.StartCommand},
-		"checksum":           obj{"type": "sha256", "value": d.GUID},
-		"buildpacks":         []obj{{"name": d.Buildpack, "detect_output": d.Buildpack, "buildpack_name": d.Buildpack, "version": nil}},
-		"stack":              DefaultStack, "image": nil,
+		"checksum":   obj{"type": "sha256", "value": d.GUID},
+		"buildpacks": []obj{{"name": d.Buildpack, "detect_output": d.Buildpack, "buildpack_name": d.Buildpack, "version": nil}},
+		"stack":      DefaultStack, "image": nil,
 		"relationships": obj{"app": rel(d.AppGUID)}, "metadata": metadata(),
 		"created_at": ts(d.Created), "updated_at": ts(d.Updated),
 		"links": obj{"self": link(s, "/v3/droplets/"+d.GUID), "package": link(s, "/v3/packages/"+d.PackageGUID),
