@@ -26,6 +26,7 @@ test: deps
 
 bench: deps build
 	scripts/bench.sh
+	scripts/bench-go.sh
 
 clean:
 	rm -rf $(BIN)
