@@ -1,0 +1,428 @@
+// Package cells runs app instances as local processes for the local foundation, the
+// way a Diego cell runs containers: it converges each process to its desired instance
+// count, health-checks new instances, restarts crashed ones with Diego's backoff,
+// stops them with SIGTERM then SIGKILL, and samples CPU, memory and disk from /proc.
+//
+// There is no container: an instance is a process group started with /bin/sh -c in
+// the droplet's app directory. Memory limits are not enforced by a cgroup yet (a later
+// change); Config.EnforceMemory kills an instance whose sampled RSS exceeds its limit.
+package cells
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Instance states, named as Cloud Controller's process stats name them.
+const (
+	StateStarting = "STARTING"
+	StateRunning  = "RUNNING"
+	StateCrashed  = "CRASHED"
+	StateDown     = "DOWN"
+)
+
+// Defaults, chosen to match Diego where it has one.
+const (
+	defaultHost               = "127.0.0.1"
+	defaultStopGrace          = 10 * time.Second
+	defaultStatsInterval      = 15 * time.Second
+	defaultRestartBackoff     = 2 * time.Second
+	defaultMaxRestartBackoff  = 30 * time.Second
+	defaultHealthInterval     = 500 * time.Millisecond
+	defaultStartTimeout       = 60 * time.Second
+	healthCheckAttemptTimeout = time.Second
+	// immediateRestarts crashes in a row restart at once, as on Diego.
+	immediateRestarts = 3
+	// crashResetAfter of running forgives earlier crashes, as on Diego.
+	crashResetAfter = 5 * time.Minute
+)
+
+// HealthCheck says when a starting instance counts as RUNNING.
+type HealthCheck struct {
+	Type     string        // "port" (default), "process" (or "none"), "http"
+	Endpoint string        // http path, default "/"
+	Timeout  time.Duration // startup, default 60s
+}
+
+// ProcessSpec is the desired state of one app process.
+type ProcessSpec struct {
+	ProcessGUID, AppGUID, AppName, ProcessType string
+	Dir                                        string            // working dir (the droplet's app dir)
+	Command                                    string            // run with /bin/sh -c
+	Env                                        map[string]string // app env incl. VCAP_APPLICATION, VCAP_SERVICES; the cell adds per-instance vars
+	Instances                                  int
+	MemoryMB, DiskMB                           int
+	HealthCheck                                HealthCheck
+	IsolationSegment                           string // "" = default cell; recorded only: the local foundation has one cell
+}
+
+// Config configures Cells. Zero values take the defaults in the field comments.
+type Config struct {
+	Host      string        // address instances listen on / report, default 127.0.0.1
+	LogDir    string        // per-instance stdout/stderr files: LogDir/<process guid>/<index>.log (append); "" discards output
+	StopGrace time.Duration // SIGTERM → wait → SIGKILL, default 10s
+	// StatsInterval is how often CPU, memory and disk are sampled, default 15s (Diego's
+	// metrics interval).
+	StatsInterval time.Duration
+	// RestartBackoff is the wait before the 4th crash in a row is restarted (the first
+	// three restart at once); it doubles per crash up to MaxRestartBackoff. Defaults 2s
+	// and 30s (Diego waits 30s doubling to 16m; this is shorter so benchmarks recover).
+	RestartBackoff, MaxRestartBackoff time.Duration
+	// HealthCheckInterval is the pause between startup health checks, default 500ms.
+	HealthCheckInterval time.Duration
+	// EnforceMemory kills an instance whose sampled RSS exceeds its MemoryMB, with the
+	// crash reason "memory limit exceeded". Sampling is coarse, unlike a cgroup.
+	EnforceMemory bool
+	// TmpDir holds each instance's TMPDIR; default a new directory under the system
+	// temp dir, removed by Close.
+	TmpDir string
+	// Path is the PATH instances get unless their spec's Env sets one; default this
+	// process's PATH, since apps run with the machine's java and node.
+	Path   string
+	Logger *slog.Logger
+	Clock  func() time.Time
+	// OnEvent, if set, is called on every instance state change, in order per
+	// instance, from that instance's goroutine and never under a lock. It must not
+	// block for long. Cloud Controller can turn CRASHED into audit.app.process.crash.
+	OnEvent func(Event)
+}
+
+// Event is one instance state change.
+type Event struct {
+	ProcessGUID, AppGUID, ProcessType string
+	Index                             int
+	InstanceGUID                      string
+	State                             string
+	Details                           string
+	Crashes                           int
+	Time                              time.Time
+}
+
+// Instance is the observed state of one app instance.
+type Instance struct {
+	Index   int
+	GUID    string    // new per (re)start
+	State   string    // "STARTING", "RUNNING", "CRASHED", "DOWN" (as CC stats)
+	Host    string    // Config.Host
+	Port    int       // the PORT it was given
+	PID     int       // of the process group leader; 0 when not running
+	Since   time.Time // when it entered State
+	Started time.Time // when the current process started (uptime = now - Started)
+	CPU     float64   // fraction of one core, averaged since the previous sample
+	// MemBytes is the summed RSS of the instance's process group; DiskBytes the size of
+	// its TMPDIR (the droplet is shared and not counted).
+	MemBytes, DiskBytes uint64
+	Details             string // e.g. crash reason "exited with status 1" / "memory limit exceeded"
+	Crashes             int    // crashes of this instance since it was desired (restarts for a changed spec start at 0)
+}
+
+// Cells runs app instances. Its methods may be called concurrently.
+type Cells struct {
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	path string
+
+	mu       sync.Mutex
+	procs    map[string]*process
+	ports    map[int]bool
+	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
+	tmpRoot  string
+	ownTmp   bool
+	started  bool
+	closed   bool
+
+	runners   sync.WaitGroup // instance goroutines
+	bg        sync.WaitGroup // stats sampler and context watcher
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+type process struct {
+	spec  ProcessSpec
+	insts map[int]*instance
+}
+
+type instanceKey struct {
+	guid  string
+	index int
+}
+
+// New returns Cells that start instances once Start is called.
+func New(cfg Config) *Cells {
+	if cfg.Host == "" {
+		cfg.Host = defaultHost
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = defaultStopGrace
+	}
+	if cfg.StatsInterval <= 0 {
+		cfg.StatsInterval = defaultStatsInterval
+	}
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = defaultRestartBackoff
+	}
+	if cfg.MaxRestartBackoff <= 0 {
+		cfg.MaxRestartBackoff = defaultMaxRestartBackoff
+	}
+	if cfg.MaxRestartBackoff < cfg.RestartBackoff {
+		cfg.MaxRestartBackoff = cfg.RestartBackoff
+	}
+	if cfg.HealthCheckInterval <= 0 {
+		cfg.HealthCheckInterval = defaultHealthInterval
+	}
+	c := &Cells{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		now:      cfg.Clock,
+		path:     cfg.Path,
+		procs:    map[string]*process{},
+		ports:    map[int]bool{},
+		lastDone: map[instanceKey]chan struct{}{},
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.path == "" {
+		c.path = os.Getenv("PATH") // see Config.Path
+	}
+	if c.path == "" {
+		c.path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return c
+}
+
+// Start launches the desired instances and the supervisor that samples stats; crash
+// restarts run in each instance's goroutine. When ctx ends, everything is stopped as
+// by Close. Start may be called once.
+func (c *Cells) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started || c.closed {
+		return errors.New("cells: already started or closed")
+	}
+	c.tmpRoot = c.cfg.TmpDir
+	if c.tmpRoot == "" {
+		dir, err := os.MkdirTemp("", "cells-")
+		if err != nil {
+			return fmt.Errorf("create instance tmp root: %w", err)
+		}
+		c.tmpRoot, c.ownTmp = dir, true
+	} else if err := os.MkdirAll(c.tmpRoot, 0o755); err != nil {
+		return fmt.Errorf("create instance tmp root: %w", err)
+	}
+	c.started = true
+	for _, p := range c.procs {
+		c.convergeLocked(p, false)
+	}
+	c.bg.Add(2)
+	go func() {
+		defer c.bg.Done()
+		c.sampleLoop()
+	}()
+	go func() {
+		defer c.bg.Done()
+		select {
+		case <-ctx.Done():
+			go c.Close() // Close waits for this goroutine
+		case <-c.quit:
+		}
+	}()
+	return nil
+}
+
+// Desire converges a process to spec: it starts missing indexes 0..Instances-1 and
+// stops extra ones, highest first. A changed command, env, dir, memory or disk
+// restarts every instance (each new one starts once the old one is gone); other
+// changes apply to instances started later. Stops are graceful and happen in the
+// background; Close waits for them. Before Start the spec is only recorded.
+func (c *Cells) Desire(spec ProcessSpec) {
+	if spec.ProcessGUID == "" || strings.ContainsAny(spec.ProcessGUID, `/\`) || !filepath.IsLocal(spec.ProcessGUID) {
+		c.log.Error("ignoring process with an unusable guid", "process_guid", spec.ProcessGUID)
+		return
+	}
+	spec.Env = maps.Clone(spec.Env)
+	spec.Instances = max(spec.Instances, 0)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		c.log.Warn("cells closed, ignoring desired process", "process_guid", spec.ProcessGUID)
+		return
+	}
+	p, ok := c.procs[spec.ProcessGUID]
+	if !ok {
+		p = &process{insts: map[int]*instance{}}
+		c.procs[spec.ProcessGUID] = p
+	}
+	restart := ok && needsRestart(p.spec, spec)
+	p.spec = spec
+	if c.started {
+		c.convergeLocked(p, restart)
+	}
+}
+
+func needsRestart(old, cur ProcessSpec) bool {
+	return old.Command != cur.Command || old.Dir != cur.Dir || old.MemoryMB != cur.MemoryMB ||
+		old.DiskMB != cur.DiskMB || !maps.Equal(old.Env, cur.Env)
+}
+
+func (c *Cells) convergeLocked(p *process, restart bool) {
+	n := p.spec.Instances
+	for _, i := range slices.Backward(slices.Sorted(maps.Keys(p.insts))) {
+		if i >= n {
+			p.insts[i].requestStop()
+			delete(p.insts, i)
+		}
+	}
+	for i := range n {
+		old := p.insts[i]
+		if old != nil && !restart {
+			continue
+		}
+		if old != nil {
+			old.requestStop()
+		}
+		key := instanceKey{p.spec.ProcessGUID, i}
+		in := newInstance(c, p.spec, i, c.lastDone[key])
+		c.lastDone[key] = in.done
+		p.insts[i] = in
+		c.runners.Add(1)
+		go in.run()
+	}
+}
+
+// Remove stops every instance of the process gracefully, in the background, and
+// forgets it.
+func (c *Cells) Remove(processGUID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.procs[processGUID]
+	if !ok {
+		return
+	}
+	for _, i := range slices.Backward(slices.Sorted(maps.Keys(p.insts))) {
+		p.insts[i].requestStop()
+	}
+	delete(c.procs, processGUID)
+}
+
+// Instances reports the desired instances of a process, sorted by index; empty when
+// the process is unknown. Before Start every desired index is DOWN.
+func (c *Cells) Instances(processGUID string) []Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.procs[processGUID]
+	if !ok {
+		return []Instance{}
+	}
+	if !c.started || c.closed {
+		out := make([]Instance, p.spec.Instances)
+		for i := range out {
+			out[i] = Instance{Index: i, State: StateDown, Host: c.cfg.Host}
+		}
+		return out
+	}
+	out := make([]Instance, 0, len(p.insts))
+	for _, i := range slices.Sorted(maps.Keys(p.insts)) {
+		out = append(out, p.insts[i].info)
+	}
+	return out
+}
+
+// Close stops every instance gracefully and in parallel, waits for them and removes
+// the tmp root it created. It is safe to call more than once.
+func (c *Cells) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		for _, p := range c.procs {
+			for _, in := range p.insts {
+				in.requestStop()
+			}
+		}
+		close(c.quit)
+		c.mu.Unlock()
+
+		c.runners.Wait()
+		c.bg.Wait()
+		if c.ownTmp {
+			if err := os.RemoveAll(c.tmpRoot); err != nil {
+				c.log.Warn("remove instance tmp root", "dir", c.tmpRoot, "err", err)
+			}
+		}
+		close(c.done)
+	})
+	<-c.done
+	return nil
+}
+
+// Wait blocks until Cells has shut down (Close, or the end of Start's context). It
+// returns at once if Start was never called.
+func (c *Cells) Wait() error {
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if !started {
+		return nil
+	}
+	<-c.done
+	return nil
+}
+
+// allocPort finds a free TCP port on Host that no other instance holds.
+func (c *Cells) allocPort() (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", net.JoinHostPort(c.cfg.Host, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("find a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		c.mu.Lock()
+		taken := c.ports[port]
+		if !taken {
+			c.ports[port] = true
+		}
+		c.mu.Unlock()
+		if !taken {
+			return port, nil
+		}
+	}
+	return 0, errors.New("find a free port: every port offered is held by another instance")
+}
+
+func (c *Cells) releasePort(port int) {
+	c.mu.Lock()
+	delete(c.ports, port)
+	c.mu.Unlock()
+}
+
+// restartDelay is Diego's crash backoff with a configurable base and cap: the first
+// three crashes in a row restart at once, then base, 2×base, … up to max.
+func restartDelay(consecutive int, base, maxDelay time.Duration) time.Duration {
+	if consecutive <= immediateRestarts {
+		return 0
+	}
+	d := base
+	for i := immediateRestarts + 1; i < consecutive && d < maxDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxDelay)
+}

@@ -1,0 +1,405 @@
+package cells
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// instance is one index of a process. Its goroutine (run) owns the OS process; the
+// fields under "guarded by Cells.mu" are shared with the stats sampler and Instances.
+type instance struct {
+	c     *Cells
+	spec  ProcessSpec // as desired when this instance was created; never changes
+	index int
+	prev  <-chan struct{} // closed when the previous instance in this slot is gone
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+
+	// guarded by Cells.mu
+	info       Instance
+	pgid       int       // process group of the running process; 0 when none
+	tmpDir     string    // TMPDIR of the running process
+	killReason string    // why the cell killed the running process, if it did
+	lastTicks  uint64    // CPU ticks at the previous sample
+	lastSample time.Time // wall clock (not Config.Clock) of the previous sample
+}
+
+func newInstance(c *Cells, spec ProcessSpec, index int, prev <-chan struct{}) *instance {
+	return &instance{
+		c:     c,
+		spec:  spec,
+		index: index,
+		prev:  prev,
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		info:  Instance{Index: index, State: StateDown, Host: c.cfg.Host, Since: c.now()},
+	}
+}
+
+func (in *instance) requestStop() { in.stopOnce.Do(func() { close(in.stop) }) }
+
+func (in *instance) stopping() bool {
+	select {
+	case <-in.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// run starts the instance and keeps it running until asked to stop, restarting it
+// after crashes with backoff.
+func (in *instance) run() {
+	c := in.c
+	defer c.runners.Done()
+	defer func() {
+		// Stopped while crashed (in backoff) or before it ever started.
+		now := c.now()
+		in.setState(func(i *Instance) {
+			if i.State != StateDown {
+				i.State, i.Since, i.PID = StateDown, now, 0
+			}
+		})
+		c.mu.Lock()
+		key := instanceKey{in.spec.ProcessGUID, in.index}
+		if c.lastDone[key] == in.done {
+			delete(c.lastDone, key)
+		}
+		c.mu.Unlock()
+		close(in.done)
+	}()
+	if in.prev != nil {
+		select {
+		case <-in.prev:
+		case <-in.stop:
+			return
+		}
+	}
+	consecutive := 0
+	for !in.stopping() {
+		crashed, details, ranFrom := in.runOnce()
+		if !crashed {
+			return
+		}
+		if !ranFrom.IsZero() && c.now().Sub(ranFrom) >= crashResetAfter {
+			consecutive = 0
+		}
+		consecutive++
+		delay := restartDelay(consecutive, c.cfg.RestartBackoff, c.cfg.MaxRestartBackoff)
+		c.log.Info("instance crashed", "process_guid", in.spec.ProcessGUID, "index", in.index,
+			"details", details, "crashes_in_a_row", consecutive, "restart_in", delay)
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-in.stop:
+				t.Stop()
+			}
+		}
+	}
+}
+
+// runOnce runs the process once. It reports whether the process crashed (as opposed
+// to being stopped), why, and since when it had been RUNNING (zero if never).
+func (in *instance) runOnce() (crashed bool, details string, runningSince time.Time) {
+	c := in.c
+	port, err := c.allocPort()
+	if err != nil {
+		return in.crash(err.Error()), err.Error(), time.Time{}
+	}
+	defer c.releasePort(port)
+	guid := newGUID()
+
+	c.mu.Lock()
+	tmpRoot := c.tmpRoot
+	c.mu.Unlock()
+	tmpDir := filepath.Join(tmpRoot, in.spec.ProcessGUID, fmt.Sprintf("%d-%s", in.index, guid))
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		d := "create tmp dir: " + err.Error()
+		return in.crash(d), d, time.Time{}
+	}
+	defer os.RemoveAll(tmpDir)
+
+	logw, closeLog := in.openLog()
+	defer closeLog()
+
+	started := c.now()
+	in.setState(func(i *Instance) {
+		*i = Instance{Index: in.index, GUID: guid, State: StateStarting, Host: c.cfg.Host, Port: port,
+			Since: started, Started: started, Crashes: i.Crashes}
+	})
+	in.cellLog(logw, "Starting instance %s", guid)
+
+	cmd := exec.Command("/bin/sh", "-c", in.spec.Command)
+	cmd.Dir = in.spec.Dir
+	cmd.Env = instanceEnv(in.spec, c.path, c.cfg.Host, in.index, guid, port, tmpDir)
+	if f, ok := logw.(*os.File); ok {
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	// Own process group: stop signals reach every child (npm → sh → node).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		d := "failed to start: " + err.Error()
+		in.cellLog(logw, "%s", d)
+		return in.crash(d), d, time.Time{}
+	}
+	pid := cmd.Process.Pid
+	c.mu.Lock()
+	in.info.PID = pid
+	in.pgid, in.tmpDir, in.killReason = pid, tmpDir, ""
+	in.lastTicks, in.lastSample = 0, time.Now()
+	c.mu.Unlock()
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var exitErr error
+	switch res := in.awaitHealthy(port, exited); res.outcome {
+	case healthStopped:
+		in.terminate(pid, exited, logw)
+		return false, "", time.Time{}
+	case healthExited:
+		exitErr = res.err
+	case healthTimedOut:
+		killGroup(pid, syscall.SIGKILL)
+		<-exited
+		d := fmt.Sprintf("instance never healthy after %s: %v", in.startTimeout(), res.err)
+		in.cellLog(logw, "%s", d)
+		return in.crash(d), d, time.Time{}
+	case healthOK:
+		runningSince = c.now()
+		in.setState(func(i *Instance) { i.State, i.Since = StateRunning, runningSince })
+		in.cellLog(logw, "Container became healthy")
+		select {
+		case exitErr = <-exited:
+		case <-in.stop:
+			in.terminate(pid, exited, logw)
+			return false, "", runningSince
+		}
+	}
+
+	// The process left while desired: a crash. Anything it left behind in its group
+	// goes too, as Diego destroys the container.
+	killGroup(pid, syscall.SIGKILL)
+	c.mu.Lock()
+	details = in.killReason
+	c.mu.Unlock()
+	if details == "" {
+		details = exitDetails(exitErr)
+	}
+	in.cellLog(logw, "Exited: %s", details)
+	return in.crash(details), details, runningSince
+}
+
+// crash records a crash and reports true.
+func (in *instance) crash(details string) bool {
+	now := in.c.now()
+	in.setState(func(i *Instance) {
+		i.State, i.Since, i.Details = StateCrashed, now, details
+		i.PID, i.CPU, i.MemBytes, i.DiskBytes = 0, 0, 0, 0
+		i.Crashes++
+	})
+	return true
+}
+
+// terminate stops the process group gracefully: SIGTERM, then SIGKILL once StopGrace
+// has passed with the leader or any other member still alive.
+func (in *instance) terminate(pgid int, exited <-chan error, logw io.Writer) {
+	c := in.c
+	in.cellLog(logw, "Stopping instance")
+	c.log.Info("stopping instance", "process_guid", in.spec.ProcessGUID, "index", in.index, "pid", pgid)
+	killGroup(pgid, syscall.SIGTERM)
+	grace := time.NewTimer(c.cfg.StopGrace)
+	defer grace.Stop()
+	killed := false
+	select {
+	case <-exited:
+	case <-grace.C:
+		killGroup(pgid, syscall.SIGKILL)
+		killed = true
+		<-exited
+	}
+	for !killed && groupAlive(pgid) {
+		select {
+		case <-grace.C:
+			killGroup(pgid, syscall.SIGKILL)
+			killed = true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// Members killed after the leader are reaped by init; give that a moment.
+	for deadline := time.Now().Add(time.Second); groupAlive(pgid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if killed {
+		in.cellLog(logw, "Killed after %s stop grace", c.cfg.StopGrace)
+	}
+	now := c.now()
+	in.setState(func(i *Instance) {
+		i.State, i.Since, i.PID, i.CPU, i.MemBytes, i.DiskBytes = StateDown, now, 0, 0, 0, 0
+	})
+}
+
+type healthOutcome int
+
+const (
+	healthOK healthOutcome = iota
+	healthExited
+	healthStopped
+	healthTimedOut
+)
+
+type healthResult struct {
+	outcome healthOutcome
+	err     error // the exit error, or the last failed check
+}
+
+func (in *instance) startTimeout() time.Duration {
+	if t := in.spec.HealthCheck.Timeout; t > 0 {
+		return t
+	}
+	return defaultStartTimeout
+}
+
+// awaitHealthy runs the startup health check until it passes, the process exits, a
+// stop is requested or the start timeout passes.
+func (in *instance) awaitHealthy(port int, exited <-chan error) healthResult {
+	check := in.healthCheck(port)
+	deadline := time.NewTimer(in.startTimeout())
+	defer deadline.Stop()
+	tick := time.NewTicker(in.c.cfg.HealthCheckInterval)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		// A process that already exited is never healthy, even if something else
+		// answers on its port.
+		select {
+		case err := <-exited:
+			return healthResult{healthExited, err}
+		case <-in.stop:
+			return healthResult{outcome: healthStopped}
+		default:
+		}
+		if lastErr = check(); lastErr == nil {
+			return healthResult{outcome: healthOK}
+		}
+		select {
+		case err := <-exited:
+			return healthResult{healthExited, err}
+		case <-in.stop:
+			return healthResult{outcome: healthStopped}
+		case <-deadline.C:
+			return healthResult{healthTimedOut, lastErr}
+		case <-tick.C:
+		}
+	}
+}
+
+func (in *instance) healthCheck(port int) func() error {
+	addr := net.JoinHostPort(in.c.cfg.Host, strconv.Itoa(port))
+	switch in.spec.HealthCheck.Type {
+	case "process", "none":
+		return func() error { return nil }
+	case "http":
+		return httpCheck(addr, in.spec.HealthCheck.Endpoint)
+	}
+	return func() error {
+		conn, err := net.DialTimeout("tcp", addr, healthCheckAttemptTimeout)
+		if err != nil {
+			return fmt.Errorf("failed to make TCP connection to port %d: %w", port, err)
+		}
+		return conn.Close()
+	}
+}
+
+// setState updates the instance's observed state and reports the change.
+func (in *instance) setState(update func(*Instance)) {
+	c := in.c
+	c.mu.Lock()
+	before := in.info.State
+	update(&in.info)
+	if in.info.State != StateRunning && in.info.State != StateStarting {
+		in.pgid, in.tmpDir = 0, ""
+	}
+	info := in.info
+	c.mu.Unlock()
+	if info.State == before && info.State != StateStarting {
+		return
+	}
+	c.log.Debug("instance state", "process_guid", in.spec.ProcessGUID, "index", in.index,
+		"instance_guid", info.GUID, "state", info.State, "details", info.Details)
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(Event{
+			ProcessGUID: in.spec.ProcessGUID, AppGUID: in.spec.AppGUID, ProcessType: in.spec.ProcessType,
+			Index: in.index, InstanceGUID: info.GUID, State: info.State, Details: info.Details,
+			Crashes: info.Crashes, Time: info.Since,
+		})
+	}
+}
+
+// openLog opens LogDir/<process guid>/<index>.log for appending; without a LogDir the
+// output is discarded.
+func (in *instance) openLog() (io.Writer, func()) {
+	if in.c.cfg.LogDir == "" {
+		return io.Discard, func() {}
+	}
+	dir := filepath.Join(in.c.cfg.LogDir, in.spec.ProcessGUID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		in.c.log.Warn("create instance log dir", "dir", dir, "err", err)
+		return io.Discard, func() {}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(in.index)+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		in.c.log.Warn("open instance log", "dir", dir, "err", err)
+		return io.Discard, func() {}
+	}
+	return f, func() { f.Close() }
+}
+
+// cellLog writes a line like the [CELL/0] lines of `cf logs` into the instance log.
+func (in *instance) cellLog(w io.Writer, format string, args ...any) {
+	if w == io.Discard {
+		return
+	}
+	fmt.Fprintf(w, "[CELL/%d] %s %s\n", in.index, in.c.now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+func exitDetails(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("exited on signal %d (%s)", ws.Signal(), ws.Signal())
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	if err != nil {
+		return "exited: " + err.Error()
+	}
+	return "exited with status 0"
+}
+
+func killGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+func newGUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,196 @@
+package cells
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It is 100
+// on every Linux architecture Go supports (reading sysconf would need cgo).
+const clockTicks = 100
+
+// procStat is what the sampler needs from /proc/<pid>/stat.
+type procStat struct {
+	state byte
+	pgrp  int
+	ticks uint64 // utime + stime + cutime + cstime
+	rss   uint64 // pages
+}
+
+// parseStat parses /proc/<pid>/stat. The command name is in parentheses and may itself
+// hold spaces and parentheses, so fields are counted from the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return procStat{}, errors.New("stat: no command name")
+	}
+	f := bytes.Fields(b[end+1:])
+	// f[0] is field 3 (state) of proc(5); field n is f[n-3].
+	if len(f) < 22 || len(f[0]) != 1 {
+		return procStat{}, errors.New("stat: too few fields")
+	}
+	num := func(n int) (uint64, error) { return strconv.ParseUint(string(f[n-3]), 10, 64) }
+	pgrp, err := strconv.Atoi(string(f[5-3]))
+	if err != nil {
+		return procStat{}, err
+	}
+	var ticks uint64
+	for n := 14; n <= 17; n++ { // utime, stime, cutime, cstime
+		v, err := num(n)
+		if err != nil {
+			// cutime and cstime are signed in the kernel; negative never happens in
+			// practice, but a parse failure must not poison the sample.
+			if n >= 16 {
+				continue
+			}
+			return procStat{}, err
+		}
+		ticks += v
+	}
+	rss, err := strconv.ParseInt(string(f[24-3]), 10, 64)
+	if err != nil {
+		return procStat{}, err
+	}
+	return procStat{state: f[0][0], pgrp: pgrp, ticks: ticks, rss: uint64(max(rss, 0))}, nil
+}
+
+// groupUsage is the summed usage of one process group.
+type groupUsage struct {
+	ticks   uint64
+	rss     uint64 // bytes
+	members int    // processes that are not zombies
+}
+
+// scanGroups reads every process once and sums usage per process group, limited to
+// the groups asked for.
+func scanGroups(want map[int]bool) map[int]groupUsage {
+	out := map[int]groupUsage{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	page := uint64(os.Getpagesize())
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone since ReadDir
+		}
+		st, err := parseStat(b)
+		if err != nil || !want[st.pgrp] {
+			continue
+		}
+		u := out[st.pgrp]
+		u.ticks += st.ticks
+		u.rss += st.rss * page
+		if st.state != 'Z' {
+			u.members++
+		}
+		out[st.pgrp] = u
+	}
+	return out
+}
+
+// groupAlive reports whether any live (non-zombie) process is left in the group.
+func groupAlive(pgid int) bool {
+	return scanGroups(map[int]bool{pgid: true})[pgid].members > 0
+}
+
+// sampleLoop samples every running instance each StatsInterval until Close.
+func (c *Cells) sampleLoop() {
+	t := time.NewTicker(c.cfg.StatsInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+			c.sample()
+		}
+	}
+}
+
+// sample updates CPU, memory and disk of every instance with a running process and,
+// with EnforceMemory, kills those over their memory limit.
+func (c *Cells) sample() {
+	type target struct {
+		in     *instance
+		pgid   int
+		tmpDir string
+	}
+	var targets []target
+	want := map[int]bool{}
+	c.mu.Lock()
+	for _, p := range c.procs {
+		for _, in := range p.insts {
+			if in.pgid != 0 {
+				targets = append(targets, target{in, in.pgid, in.tmpDir})
+				want[in.pgid] = true
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+
+	usage := scanGroups(want)
+	disk := make([]uint64, len(targets))
+	for i, t := range targets {
+		disk[i] = dirSize(t.tmpDir)
+	}
+	now := time.Now() // CPU is measured against real time, whatever Config.Clock says
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range targets {
+		in := t.in
+		if in.pgid != t.pgid {
+			continue // restarted or stopped meanwhile
+		}
+		u := usage[t.pgid]
+		if wall := now.Sub(in.lastSample).Seconds(); wall > 0 {
+			// Ticks of children reaped outside the group vanish; never report negative.
+			delta := float64(u.ticks) - float64(in.lastTicks)
+			in.info.CPU = max(delta, 0) / clockTicks / wall
+		}
+		in.lastTicks, in.lastSample = u.ticks, now
+		in.info.MemBytes, in.info.DiskBytes = u.rss, disk[i]
+
+		limit := uint64(in.spec.MemoryMB) << 20
+		if c.cfg.EnforceMemory && limit > 0 && u.rss > limit && in.killReason == "" {
+			in.killReason = "memory limit exceeded"
+			c.log.Warn("instance over its memory limit, killing it", "process_guid", in.spec.ProcessGUID,
+				"index", in.index, "rss_bytes", u.rss, "limit_bytes", limit)
+			killGroup(t.pgid, syscall.SIGKILL)
+		}
+	}
+}
+
+// dirSize sums the sizes of the regular files under dir.
+func dirSize(dir string) uint64 {
+	if dir == "" {
+		return 0
+	}
+	var n uint64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += uint64(fi.Size())
+			}
+		}
+		return nil
+	})
+	return n
+}

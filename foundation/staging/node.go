@@ -1,0 +1,114 @@
+package staging
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+)
+
+func stageNode(ctx context.Context, req Request, appDir string, log io.Writer) (Result, error) {
+	fmt.Fprintln(log, "-----> Nodejs Buildpack (local foundation)")
+	var pkg struct {
+		Scripts map[string]string `json:"scripts"`
+	}
+	hasPkg := fileExists(filepath.Join(appDir, "package.json"))
+	if hasPkg {
+		b, err := os.ReadFile(filepath.Join(appDir, "package.json"))
+		if err != nil {
+			return Result{}, fmt.Errorf("nodejs_buildpack: %w", err)
+		}
+		if err := json.Unmarshal(b, &pkg); err != nil {
+			return Result{}, fmt.Errorf("nodejs_buildpack: parse package.json: %w", err)
+		}
+	}
+
+	// Decide what runs before installing anything, so a hopeless app fails fast.
+	command := req.Command
+	if command == "" {
+		command = procfileWeb(appDir)
+	}
+	switch {
+	case command != "":
+	case pkg.Scripts["start"] != "":
+		command = "npm start"
+	case fileExists(filepath.Join(appDir, "server.js")):
+		command = "node server.js"
+	default:
+		return Result{}, fmt.Errorf("nodejs_buildpack: %w: set command in the manifest, a start script in package.json, or add server.js", ErrNoStartCommand)
+	}
+
+	if hasPkg {
+		if err := npmInstall(ctx, req, appDir, log); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Buildpack: buildpackNode, StartCommand: command}, nil
+}
+
+// npmInstall installs production dependencies: `npm ci` when a lockfile pins them,
+// else `npm install`. npm runs in its own process group so cancelling ctx also ends
+// install scripts it started. Its cache and HOME live beside the app and are removed
+// afterwards, so the droplet holds only the app.
+func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) error {
+	args := []string{"install", "--omit=dev", "--no-audit", "--no-fund"}
+	if fileExists(filepath.Join(appDir, "package-lock.json")) {
+		args = []string{"ci", "--omit=dev", "--no-audit", "--no-fund"}
+	}
+	work := filepath.Join(req.DropletDir, ".staging")
+	if err := os.MkdirAll(filepath.Join(work, "tmp"), 0o755); err != nil {
+		return fmt.Errorf("nodejs_buildpack: %w", err)
+	}
+	defer os.RemoveAll(work)
+
+	env := map[string]string{
+		"PATH":                       hostPath(),
+		"HOME":                       work,
+		"TMPDIR":                     filepath.Join(work, "tmp"),
+		"NODE_ENV":                   "production",
+		"npm_config_cache":           filepath.Join(work, "npm-cache"),
+		"npm_config_update_notifier": "false",
+	}
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	fmt.Fprintf(log, "       Installing node modules (npm %s)\n", args[0])
+	cmd := exec.CommandContext(ctx, "npm", args...)
+	cmd.Dir = appDir
+	cmd.Env = envList(env)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("nodejs_buildpack: npm %s: %w", args[0], ctx.Err())
+		}
+		return fmt.Errorf("nodejs_buildpack: npm %s failed (see staging log): %w", args[0], err)
+	}
+	return nil
+}
+
+// hostPath is the PATH npm runs with: this process's own, since the local foundation
+// uses the machine's node and npm. It is the one place staging reads the environment.
+func hostPath() string {
+	if p := os.Getenv("PATH"); p != "" {
+		return p
+	}
+	return "/usr/local/bin:/usr/bin:/bin"
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

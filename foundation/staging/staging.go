@@ -1,0 +1,277 @@
+// Package staging turns uploaded app bits into a runnable droplet for the local
+// foundation, standing in for Cloud Foundry's buildpacks: it unpacks the package
+// safely, picks the binary, Java or Node.js lifecycle (named or detected), prepares the
+// app (npm install, executable bits) and works out the start command.
+//
+// A droplet is a directory: DropletDir/app holds the app, to be run with
+// `sh -c StartCommand` from there (see package cells).
+package staging
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Buildpack names a Result can carry.
+const (
+	buildpackBinary = "binary_buildpack"
+	buildpackJava   = "java_buildpack"
+	buildpackNode   = "nodejs_buildpack"
+)
+
+// ErrUnsupported marks an app no buildpack of the local foundation can stage, or a
+// buildpack it does not have. Its message names what is supported.
+var ErrUnsupported = errors.New("unsupported app: the local foundation stages " +
+	"binary_buildpack (named in the manifest; runs the manifest command), " +
+	"java_buildpack (named, or detected by exactly one executable *.jar at the top of the app or an exploded jar whose META-INF/MANIFEST.MF names a Main-Class) and " +
+	"nodejs_buildpack (named, or detected by package.json at the top of the app)")
+
+// ErrNoStartCommand marks an app whose lifecycle cannot find anything to run.
+var ErrNoStartCommand = errors.New("no start command")
+
+// Request is one staging job.
+type Request struct {
+	PackageZip string            // path of the uploaded bits (a zip, as `cf push` / go-cfclient upload it)
+	DropletDir string            // empty dir to create the droplet in; the app goes to DropletDir/app
+	Buildpacks []string          // from the manifest/app lifecycle; empty = detect
+	Command    string            // manifest/process command; "" = buildpack default
+	MemoryMB   int               // the process memory limit (Java heap is derived from it)
+	Env        map[string]string // app env (e.g. for npm)
+	Log        io.Writer         // staging output, like `cf push` shows
+}
+
+// Result is a staged droplet.
+type Result struct {
+	Buildpack    string // "binary_buildpack", "java_buildpack" or "nodejs_buildpack"
+	StartCommand string // what to run (with sh -c) in DropletDir/app
+}
+
+// Stage unpacks req.PackageZip into req.DropletDir/app and prepares it with the named
+// or detected buildpack, writing progress to req.Log. Errors wrap ErrUnsupported (no
+// buildpack fits), ErrUnsafePackage (the zip tries to leave the app directory or is too
+// big), ErrNoStartCommand or ErrMemoryTooSmall; a failed npm install is reported as
+// such, its output in the log. Cancelling ctx kills npm. Stage may be called
+// concurrently for different droplet directories.
+func Stage(ctx context.Context, req Request) (Result, error) {
+	log := req.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if req.PackageZip == "" || req.DropletDir == "" {
+		return Result{}, errors.New("staging needs a package zip and a droplet directory")
+	}
+	if err := os.MkdirAll(req.DropletDir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("create droplet directory: %w", err)
+	}
+	if entries, err := os.ReadDir(req.DropletDir); err != nil {
+		return Result{}, fmt.Errorf("read droplet directory: %w", err)
+	} else if len(entries) > 0 {
+		return Result{}, fmt.Errorf("droplet directory %s is not empty", req.DropletDir)
+	}
+	appDir := filepath.Join(req.DropletDir, "app")
+	if err := os.Mkdir(appDir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("create app directory: %w", err)
+	}
+	res, err := stage(ctx, req, appDir, log)
+	if err != nil {
+		// A failed droplet is not half usable; leave the directory empty as it came.
+		if rerr := os.RemoveAll(appDir); rerr != nil {
+			fmt.Fprintf(log, "       Could not clean up %s: %v\n", appDir, rerr)
+		}
+		fmt.Fprintf(log, "Staging failed: %v\n", err)
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Result, error) {
+	fmt.Fprintln(log, "-----> Extracting app package")
+	st, err := extract(req.PackageZip, appDir, defaultLimits, log)
+	if err != nil {
+		return Result{}, err
+	}
+	size := formatSize(st.bytes)
+	if st.bytes < 1024 {
+		size = fmt.Sprintf("%dB", st.bytes)
+	}
+	fmt.Fprintf(log, "       %d files, %s\n", st.files, size)
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("staging cancelled: %w", err)
+	}
+
+	bp, err := chooseBuildpack(req.Buildpacks, appDir)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	switch bp {
+	case buildpackBinary:
+		res, err = stageBinary(req, appDir, log)
+	case buildpackJava:
+		res, err = stageJava(req, appDir, log)
+	case buildpackNode:
+		res, err = stageNode(ctx, req, appDir, log)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if err := makeCommandExecutable(appDir, res.StartCommand); err != nil {
+		return Result{}, err
+	}
+	fmt.Fprintf(log, "-----> Start command: %s\n", res.StartCommand)
+	fmt.Fprintln(log, "Staging complete")
+	return res, nil
+}
+
+// chooseBuildpack maps the manifest's buildpacks to a local one, or detects one in
+// Cloud Foundry's default order (java before nodejs; binary is never detected).
+func chooseBuildpack(names []string, appDir string) (string, error) {
+	var named []string
+	for _, n := range names {
+		if s := strings.TrimSpace(n); s != "" && s != "default" && s != "null" {
+			named = append(named, s)
+		}
+	}
+	switch len(named) {
+	case 0:
+		switch {
+		case detectJava(appDir):
+			return buildpackJava, nil
+		case fileExists(filepath.Join(appDir, "package.json")):
+			return buildpackNode, nil
+		}
+		return "", fmt.Errorf("no buildpack detected the app: %w", ErrUnsupported)
+	case 1:
+		if bp, ok := canonicalBuildpack(named[0]); ok {
+			return bp, nil
+		}
+		return "", fmt.Errorf("buildpack %q: %w", named[0], ErrUnsupported)
+	}
+	return "", fmt.Errorf("buildpacks %s: supply buildpacks (more than one buildpack) are not available: %w",
+		strings.Join(named, ", "), ErrUnsupported)
+}
+
+// canonicalBuildpack accepts the system buildpack names, their _offline variants and
+// git URLs of the Cloud Foundry buildpack repositories.
+func canonicalBuildpack(name string) (string, bool) {
+	n := strings.ToLower(name)
+	if i := strings.IndexByte(n, '#'); i >= 0 {
+		n = n[:i]
+	}
+	n = path.Base(strings.TrimSuffix(strings.TrimSuffix(n, "/"), ".git"))
+	n = strings.TrimSuffix(strings.ReplaceAll(n, "-", "_"), "_offline")
+	switch n {
+	case buildpackBinary, buildpackJava, buildpackNode:
+		return n, true
+	}
+	return "", false
+}
+
+func stageBinary(req Request, appDir string, log io.Writer) (Result, error) {
+	fmt.Fprintln(log, "-----> Binary Buildpack (local foundation)")
+	command := req.Command
+	if command == "" {
+		command = procfileWeb(appDir)
+	}
+	if command == "" {
+		return Result{}, fmt.Errorf("binary_buildpack: %w: set command in the manifest (or a web: line in a Procfile)", ErrNoStartCommand)
+	}
+	return Result{Buildpack: buildpackBinary, StartCommand: command}, nil
+}
+
+// procfileWeb returns the web process of a Procfile at the top of the app, if any.
+func procfileWeb(appDir string) string {
+	f, err := os.Open(filepath.Join(appDir, "Procfile"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "web" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// makeCommandExecutable sets the execute bits on the command's program when it is a
+// file of the app: zips made without Unix modes (or by tools that drop them) would
+// otherwise leave `./server` unrunnable. Leading VAR=value words are skipped.
+func makeCommandExecutable(appDir, command string) error {
+	var prog string
+	for _, w := range strings.Fields(command) {
+		if k, _, ok := strings.Cut(w, "="); ok && isEnvName(k) {
+			continue
+		}
+		if w == "exec" {
+			continue
+		}
+		prog = strings.Trim(w, `"'`)
+		break
+	}
+	if prog == "" || strings.ContainsAny(prog, "$`*?[") || !filepath.IsLocal(prog) {
+		return nil
+	}
+	p := filepath.Join(appDir, prog)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil // a program on PATH, or a shell builtin
+	}
+	if fi.Mode().Type() == os.ModeSymlink {
+		// extract verified every link resolves inside the app.
+		if p, err = filepath.EvalSymlinks(p); err != nil {
+			return nil
+		}
+		if fi, err = os.Stat(p); err != nil {
+			return nil
+		}
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0o111 {
+		return nil
+	}
+	if err := os.Chmod(p, fi.Mode().Perm()|0o111); err != nil {
+		return fmt.Errorf("make %s executable: %w", prog, err)
+	}
+	return nil
+}
+
+func isEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// shellQuote quotes s for sh when it holds anything but safe characters.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+,@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
