@@ -25,8 +25,9 @@ func TestTraceIDRoundTrip(t *testing.T) {
 		seq         uint64
 		hex, uuid   string
 	}{
-		{1, 2, 3, "00000001000000020000000000000003", "00000001-0000-0002-0000-000000000003"},
-		{0xdeadbeef, 0xffffffff, 1<<64 - 1, "deadbeefffffffffffffffffffffffff", "deadbeef-ffff-ffff-ffff-ffffffffffff"},
+		{1, 2, 3, "00000001000040020000000000000003", "00000001-0000-4002-0000-000000000003"},
+		{0xdeadbeef, MaxWorkerID, 1<<64 - 1, "deadbeefffff4fffffffffffffffffff", "deadbeef-ffff-4fff-ffff-ffffffffffff"},
+		{7, 0x1234567, 1 << 40, "0000000712344567" + "0000010000000000", "00000007-1234-4567-0000-010000000000"},
 	}
 	for _, c := range cases {
 		id := NewTraceID(c.tag, c.worker, c.seq)

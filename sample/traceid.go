@@ -8,25 +8,37 @@ import (
 
 // TraceID is the 128-bit B3 trace id a generator puts on every request. It is derived,
 // not random, so that a router log line or an in-app timing can be traced back to its
-// sample without storing the id with every sample:
+// sample without storing the id with every sample. In hex digits:
 //
-//	bytes 0-3   the run's trace tag (random per run, so ids differ across results DBs)
-//	bytes 4-7   the worker id
-//	bytes 8-15  the worker-local sequence number
+//	0-7    the run's trace tag (random per run, so ids differ across results DBs)
+//	8-11   worker id bits 27..12
+//	12     4, the UUID version digit
+//	13-15  worker id bits 11..0
+//	16-31  the worker-local sequence number
+//
+// The version digit is there because gorouter adopts an incoming trace id as the
+// request's vcap_request_id only when, written as a UUID, it has a version digit of
+// 1 to 5 (it validates with a UUID parser); otherwise it logs a random one.
 type TraceID [16]byte
 
-// NewTraceID derives the trace id of request seq of worker in the run tagged tag.
+// MaxWorkerID is the largest worker id a trace id carries (28 bits).
+const MaxWorkerID = 1<<28 - 1
+
+// NewTraceID derives the trace id of request seq of worker (at most MaxWorkerID; higher
+// bits are dropped) in the run tagged tag.
 func NewTraceID(tag, worker uint32, seq uint64) TraceID {
 	var t TraceID
 	binary.BigEndian.PutUint32(t[0:4], tag)
-	binary.BigEndian.PutUint32(t[4:8], worker)
+	binary.BigEndian.PutUint16(t[4:6], uint16(worker>>12))
+	binary.BigEndian.PutUint16(t[6:8], 0x4000|uint16(worker&0xfff))
 	binary.BigEndian.PutUint64(t[8:16], seq)
 	return t
 }
 
 // Parts returns the tag, worker id and sequence number the id was derived from.
 func (t TraceID) Parts() (tag, worker uint32, seq uint64) {
-	return binary.BigEndian.Uint32(t[0:4]), binary.BigEndian.Uint32(t[4:8]), binary.BigEndian.Uint64(t[8:16])
+	worker = uint32(binary.BigEndian.Uint16(t[4:6]))<<12 | uint32(binary.BigEndian.Uint16(t[6:8])&0xfff)
+	return binary.BigEndian.Uint32(t[0:4]), worker, binary.BigEndian.Uint64(t[8:16])
 }
 
 // String is the 32-hex form sent as X-B3-TraceId.
@@ -37,7 +49,7 @@ func (t TraceID) String() string { return hex.EncodeToString(t[:]) }
 func (t TraceID) SpanID() string { return hex.EncodeToString(t[8:16]) }
 
 // UUID is the trace id in the 8-4-4-4-12 form gorouter logs as vcap_request_id when it
-// adopts an incoming B3 trace id.
+// adopts an incoming B3 trace id (with tracing on, and an X-B3-SpanId beside it).
 func (t TraceID) UUID() string {
 	s := t.String()
 	return s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:32]

@@ -35,7 +35,8 @@ var queries = map[string]string{
 	"worker_steps": `SELECT ws.worker_id, w.variant, ws.step, ws.joined_at, ws.skew_us, ws.late_join, ws.sent, ws.missed, ws.done_at
 		FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id WHERE w.run_id = %[1]s ORDER BY w.variant, ws.step, ws.worker_id`,
 	"samples": `SELECT w.variant, s.worker_id, s.seq,
-		lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id), 8, '0') || lpad(to_hex(s.seq), 16, '0') AS trace_id,
+		lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id >> 12), 4, '0') || '4' || lpad(to_hex(s.worker_id & 4095), 3, '0')
+			|| lpad(to_hex(s.seq), 16, '0') AS trace_id,
 		s.step, s.request, s.intended_us, s.start_delay_us, s.latency_us, s.status, s.bytes,
 		(ARRAY['', 'other', 'timeout', 'refused', 'reset', 'tls', 'dns', 'canceled'])[s.error + 1] AS error, s.warmup
 		FROM samples s JOIN workers w ON w.id = s.worker_id JOIN runs r ON r.id = w.run_id
