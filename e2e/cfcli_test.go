@@ -46,10 +46,10 @@ func TestCFCLIPlugin(t *testing.T) {
 	t.Run("plugins lists every command", func(t *testing.T) {
 		out := cf.mustRun(t, "plugins")
 		// One row per command: plugin, version, command name, command help.
-		if got, want := len(pluginRows(out)), len(command.Commands); got != want {
+		if got, want := len(pluginRows(out)), len(command.PluginCommands()); got != want {
 			t.Errorf("cf plugins shows %d rows for %s, want one per command (%d):\n%s", got, pluginName, want, out)
 		}
-		for _, c := range command.Commands {
+		for _, c := range command.PluginCommands() {
 			row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(pluginName) + `\s+` + regexp.QuoteMeta(pluginVersion) +
 				`\s+` + regexp.QuoteMeta(c.PluginName) + `\s+` + regexp.QuoteMeta(c.Summary) + `\s*$`)
 			if !row.MatchString(out) {
@@ -61,7 +61,7 @@ func TestCFCLIPlugin(t *testing.T) {
 	t.Run("help", func(t *testing.T) {
 		// The usage lines the README documents, so a synopsis change shows up here too.
 		documented := map[string]string{"run-benchmark": "cf run-benchmark -f FILE"}
-		for _, c := range command.Commands {
+		for _, c := range command.PluginCommands() {
 			t.Run(c.PluginName, func(t *testing.T) {
 				out := cf.mustRun(t, "help", c.PluginName)
 				sec := helpSections(out)
@@ -120,7 +120,7 @@ func TestCFCLIPlugin(t *testing.T) {
 	if rows := pluginRows(out); len(rows) != 0 {
 		t.Errorf("cf plugins still lists %s after uninstall-plugin:\n%s", pluginName, out)
 	}
-	for _, c := range command.Commands {
+	for _, c := range command.PluginCommands() {
 		if res := cf.run(t, "help", c.PluginName); res.err != nil || res.code == 0 {
 			t.Errorf("cf help %s after uninstall: exit %d, %v; want a failure (no such command)", c.PluginName, res.code, res.err)
 		}

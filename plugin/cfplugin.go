@@ -28,7 +28,7 @@ func (p *cliPlugin) Run(_ cfplugin.CliConnection, args []string) {
 		return
 	}
 	c := command.Lookup(args[0])
-	if c == nil {
+	if c == nil || c.PluginName != args[0] {
 		fmt.Fprintf(p.env.Stderr, "error: unknown command %q\n", args[0])
 		p.code = command.ExitUsage
 		return
@@ -39,7 +39,7 @@ func (p *cliPlugin) Run(_ cfplugin.CliConnection, args []string) {
 // GetMetadata describes the plugin commands to the cf CLI (cf plugins, cf help).
 func (p *cliPlugin) GetMetadata() cfplugin.PluginMetadata {
 	m := cfplugin.PluginMetadata{Name: "cf-benchmark", Version: parseVersion(version)}
-	for _, c := range command.Commands {
+	for _, c := range command.PluginCommands() {
 		m.Commands = append(m.Commands, cfplugin.Command{
 			Name:     c.PluginName,
 			HelpText: c.Summary,

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"syscall"
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	env := &command.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn}
 	var code int
 	if isPluginInvocation(os.Args) {
 		p := &cliPlugin{ctx: ctx, env: env}
@@ -28,6 +29,28 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// spawn starts this binary again with args in a session of its own, its output
+// appended to logPath, and does not wait for it.
+func spawn(args []string, logPath string) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer log.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	return pid, cmd.Process.Release()
 }
 
 // isPluginInvocation reports whether the cf CLI started us: its first argument is the

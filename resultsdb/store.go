@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/sample"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -202,6 +203,9 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker) (int32, error) {
 		w.RunID, w.Variant, w.AppName, w.InstanceIndex, w.InstanceGUID, w.Host).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("register worker %s/%d: %w", w.AppName, w.InstanceIndex, err)
+	}
+	if id > sample.MaxWorkerID {
+		return 0, fmt.Errorf("register worker %s/%d: worker id %d does not fit in a trace id (at most %d): use a fresh results database", w.AppName, w.InstanceIndex, id, sample.MaxWorkerID)
 	}
 	return id, nil
 }

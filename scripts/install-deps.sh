@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need on a fresh Debian machine, and nothing
-# that is already there: PostgreSQL server binaries (Debian package), the Go modules, and
-# the real cf CLI (built from the Go module proxy into a cache dir).
+# that is already there: PostgreSQL server binaries, a JDK and Node.js (Debian packages),
+# the Go modules, and the real cf CLI (built from the Go module proxy into a cache dir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +18,16 @@ as_root() {
 	fi
 }
 
-if ! have_pg_server; then
-	echo "install-deps: installing the PostgreSQL server (Debian package postgresql)" >&2
+# The local foundation stages Java and Node.js apps with the machine's toolchains.
+missing=()
+have_pg_server || missing+=(postgresql)
+command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: installing Debian packages: ${missing[*]}" >&2
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 go mod download

@@ -4,6 +4,7 @@
 package stub
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -30,10 +31,9 @@ type Config struct {
 //
 // Every path except /healthz honours ?delay=5ms&dither=2ms.
 func Handler(cfg Config) http.Handler {
-	payload := make([]byte, MaxSize)
-	for i := range payload {
-		payload[i] = 'x'
-	}
+	// One 64 KiB chunk written as often as needed: a stub must stay small (it runs in
+	// 64M containers), whatever size a request asks for.
+	chunk := bytes.Repeat([]byte{'x'}, 64<<10)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -55,7 +55,11 @@ func Handler(cfg Config) http.Handler {
 		}
 		if delay(w, r, cfg) {
 			w.Header().Set("Content-Length", strconv.Itoa(size))
-			w.Write(payload[:size])
+			for left := size; left > 0; left -= len(chunk) {
+				if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
+					return
+				}
+			}
 		}
 	})
 	return mux

@@ -22,6 +22,8 @@ const (
 	ExitFailure = 1 // infrastructure or runtime failure
 	ExitUsage   = 2 // bad flags, bad spec, unsupported spec
 	ExitAborted = 130
+	// ExitNotRunning is foundation status's answer for a stopped foundation.
+	ExitNotRunning = 3
 )
 
 // Env is what a command may use of its process.
@@ -29,12 +31,15 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Spawn starts this program again with args, detached from the terminal, with its
+	// output appended to logPath, and returns its pid. Nil where that is impossible.
+	Spawn func(args []string, logPath string) (pid int, err error)
 }
 
 // Command is one command of both the plugin and the standalone CLI.
 type Command struct {
 	Name        string // standalone: cf-benchmark NAME
-	PluginName  string // cf NAME
+	PluginName  string // cf NAME; "" for a command of the standalone CLI only
 	Summary     string
 	Synopsis    string // arguments and main flags after the name, for the usage line
 	ExampleArgs string // an example invocation, without the leading "cf-benchmark"
@@ -44,7 +49,18 @@ type Command struct {
 }
 
 // Commands is every registered command. Only commands that work are listed.
-var Commands = []*Command{runCmd, validateCmd, exportCmd}
+var Commands = []*Command{runCmd, validateCmd, exportCmd, foundationCmd}
+
+// PluginCommands are the commands the cf CLI plugin registers.
+func PluginCommands() []*Command {
+	var out []*Command
+	for _, c := range Commands {
+		if c.PluginName != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // usageError is an invocation problem; it maps to ExitUsage.
 type usageError struct{ msg string }
@@ -56,7 +72,7 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // Lookup finds a command by its standalone or plugin name.
 func Lookup(name string) *Command {
 	for _, c := range Commands {
-		if c.Name == name || c.PluginName == name {
+		if c.Name == name || c.PluginName != "" && c.PluginName == name {
 			return c
 		}
 	}
@@ -143,6 +159,8 @@ func exitCode(env *Env, prog string, c *Command, err error) int {
 		return ExitUsage
 	case errors.Is(err, engine.ErrAborted):
 		return ExitAborted
+	case errors.Is(err, errNotRunning):
+		return ExitNotRunning
 	}
 	fmt.Fprintf(env.Stderr, "error: %v\n", err)
 	return ExitFailure
@@ -178,7 +196,11 @@ func printHelp(w io.Writer) {
 	cmds := append([]*Command(nil), Commands...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-10s %-20s %s\n", c.Name, "(cf "+c.PluginName+")", c.Summary)
+		plugin := ""
+		if c.PluginName != "" {
+			plugin = "(cf " + c.PluginName + ")"
+		}
+		fmt.Fprintf(w, "  %-10s %-22s %s\n", c.Name, plugin, c.Summary)
 	}
 	fmt.Fprintln(w, "\nRun 'cf-benchmark help COMMAND' for a command's options and an example.")
 }

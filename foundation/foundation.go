@@ -1,0 +1,302 @@
+// Package foundation is the local foundation: a Cloud Foundry on one machine. It wires
+// the Cloud Controller API (cc) to staging and cells that run apps as processes, a
+// router that writes gorouter access logs, and a postgres service offering on a private
+// Postgres server. Everything lives in one state directory and comes back as it was
+// after a restart, on the same ports, so `cf api` and bound credentials stay valid.
+package foundation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
+	"github.com/cf-benchmark/cf-benchmark/foundation/router"
+	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
+	"github.com/cf-benchmark/cf-benchmark/pgserver"
+)
+
+// Config configures a foundation.
+type Config struct {
+	// StateDir holds everything: settings, the API's state, packages, droplets,
+	// instance logs, the access log and the services' Postgres.
+	StateDir string
+	// Segments are the isolation segments (cells) of a fresh foundation.
+	Segments []string
+	// StatsInterval is how often instance usage is sampled (default 15 s, as Diego).
+	StatsInterval time.Duration
+	// StopGrace is SIGTERM to SIGKILL for instances (default 10 s, as Diego).
+	StopGrace time.Duration
+	Logger    *slog.Logger
+}
+
+// DefaultSegments are the cells of a fresh foundation: one for the apps under test, one
+// for load generators.
+var DefaultSegments = []string{"apps", "loadgen"}
+
+// Settings are chosen on first start and kept in StateDir/foundation.json.
+type Settings struct {
+	APIPort    int `json:"api_port"`
+	RouterPort int `json:"router_port"`
+	// PostgresPort stays fixed: bound apps' credentials carry it.
+	PostgresPort int    `json:"postgres_port"`
+	User         string `json:"user"`
+	Password     string `json:"password"`
+	Secret       string `json:"secret"`
+	AppsDomain   string `json:"apps_domain"`
+}
+
+// Info is what a user needs to reach a running foundation.
+type Info struct {
+	APIURL, RouterAddr, AppsDomain string
+	User, Password                 string
+	StateDir, AccessLog            string
+}
+
+// Foundation is a running local foundation. Lifecycle: Start, then Close.
+type Foundation struct {
+	cfg      Config
+	settings Settings
+	pg       *pgserver.Server
+	cells    *cells.Cells
+	cc       *cc.Server
+	api      *http.Server
+	apiLn    net.Listener
+	router   *router.Router
+	log      *os.File
+	done     chan error
+}
+
+// Start brings the foundation up: Postgres, cells, the API and the router, then starts
+// the apps that were started before.
+func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Segments) == 0 {
+		cfg.Segments = DefaultSegments
+	}
+	dir, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir = dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	settings, err := loadSettings(filepath.Join(dir, "foundation.json"))
+	if err != nil {
+		return nil, err
+	}
+	f = &Foundation{cfg: cfg, settings: settings, done: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	// Listen first: a taken port is the likeliest failure, and should come before
+	// anything starts.
+	if f.apiLn, err = listen(settings.APIPort, "API"); err != nil {
+		return nil, err
+	}
+
+	secret, _ := hex.DecodeString(settings.Secret)
+	if f.pg, err = pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort}); err != nil {
+		return nil, fmt.Errorf("start the services' postgres: %w", err)
+	}
+	f.cells = cells.New(cells.Config{Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
+		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger})
+	if err := f.cells.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
+	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: &runtime{cells: f.cells}, Broker: broker,
+		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
+		Segments: cfg.Segments, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	f.cc.SetBaseURL("http://" + f.apiLn.Addr().String())
+	f.api = &http.Server{Handler: f.cc.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		if err := f.api.Serve(f.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.done <- fmt.Errorf("api: %w", err)
+		}
+	}()
+
+	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, err
+	}
+	f.router = router.New(router.Config{Listen: "127.0.0.1:" + strconv.Itoa(settings.RouterPort),
+		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: f.log, Logger: cfg.Logger})
+	if err := f.router.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("router: port %d (kept in %s/foundation.json): %w", settings.RouterPort, dir, err)
+	}
+	f.cc.Reconcile()
+	return f, nil
+}
+
+// Info describes how to reach the foundation.
+func (f *Foundation) Info() Info {
+	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,
+		User: f.settings.User, Password: f.settings.Password, StateDir: f.cfg.StateDir, AccessLog: filepath.Join(f.cfg.StateDir, "access.log")}
+}
+
+// Wait returns when a server of the foundation fails.
+func (f *Foundation) Wait() error { return <-f.done }
+
+// Close stops the router, the API, every app instance (gracefully) and Postgres.
+func (f *Foundation) Close() error {
+	var errs []error
+	if f.router != nil {
+		errs = append(errs, f.router.Close())
+	}
+	if f.api != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, f.api.Shutdown(ctx))
+		cancel()
+	} else if f.apiLn != nil {
+		f.apiLn.Close()
+	}
+	if f.cc != nil {
+		errs = append(errs, f.cc.Close())
+	}
+	if f.cells != nil {
+		errs = append(errs, f.cells.Close())
+	}
+	if f.pg != nil {
+		errs = append(errs, f.pg.Stop())
+	}
+	if f.log != nil {
+		errs = append(errs, f.log.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func listen(port int, what string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return nil, fmt.Errorf("%s port %d is taken (is this foundation already running? try: cf-benchmark foundation status): %w", what, port, err)
+	}
+	return ln, nil
+}
+
+// loadSettings reads the settings, or chooses them (free ports, a password, a secret)
+// and saves them on first start.
+func loadSettings(path string) (Settings, error) {
+	var s Settings
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("%s is damaged: %w", path, err)
+		}
+		return s, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return s, err
+	}
+	s = Settings{User: "admin", Password: randomHex(12), Secret: randomHex(32), AppsDomain: "apps.localhost"}
+	for _, p := range []*int{&s.APIPort, &s.RouterPort, &s.PostgresPort} {
+		if *p, err = freePort(); err != nil {
+			return s, err
+		}
+	}
+	b, _ = json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return s, fmt.Errorf("save foundation settings: %w", err)
+	}
+	return s, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// runtime runs the API's apps with staging and cells.
+type runtime struct {
+	cells *cells.Cells
+}
+
+var _ cc.Runtime = (*runtime)(nil)
+
+func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResult, error) {
+	res, err := staging.Stage(ctx, staging.Request{PackageZip: req.PackageZip, DropletDir: req.DropletDir, Buildpacks: req.Buildpacks,
+		Command: req.Command, MemoryMB: req.MemoryMB, Env: req.Env, Log: req.Log})
+	return cc.StageResult{Buildpack: res.Buildpack, StartCommand: res.StartCommand}, err
+}
+
+func (r *runtime) Run(s cc.RunSpec) {
+	r.cells.Desire(cells.ProcessSpec{ProcessGUID: s.ProcessGUID, AppGUID: s.AppGUID, AppName: s.AppName, ProcessType: s.ProcessType,
+		Dir: s.Dir, Command: s.Command, Env: s.Env, Instances: s.Instances, MemoryMB: s.MemoryMB, DiskMB: s.DiskMB,
+		HealthCheck: cells.HealthCheck{Type: s.HealthCheck, Endpoint: s.HealthPath, Timeout: s.Timeout}, IsolationSegment: s.IsolationSegment})
+}
+
+func (r *runtime) Stop(guid string) { r.cells.Remove(guid) }
+
+func (r *runtime) Instances(guid string) []cc.Instance {
+	var out []cc.Instance
+	now := time.Now()
+	for _, in := range r.cells.Instances(guid) {
+		var uptime time.Duration
+		if in.State == "RUNNING" && !in.Started.IsZero() {
+			uptime = now.Sub(in.Started)
+		}
+		out = append(out, cc.Instance{Index: in.Index, GUID: in.GUID, State: in.State, Host: in.Host, Port: in.Port, Uptime: uptime,
+			CPU: in.CPU, MemBytes: in.MemBytes, DiskBytes: in.DiskBytes, Details: in.Details})
+	}
+	return out
+}
+
+// table resolves the router's hosts through the API's routes to running instances.
+type table struct {
+	cc    *cc.Server
+	cells *cells.Cells
+}
+
+var _ router.Table = (*table)(nil)
+
+func (t *table) Route(host string) (router.Route, bool) {
+	app, ok := t.cc.Lookup(host)
+	if !ok {
+		return router.Route{}, false
+	}
+	r := router.Route{AppGUID: app}
+	for _, in := range t.cells.Instances(app) { // the web process shares the app's guid
+		if in.State == "RUNNING" {
+			r.Backends = append(r.Backends, router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID})
+		}
+	}
+	return r, true
+}
+
+func (t *table) Instance(app string, index int) (router.Backend, bool) {
+	for _, in := range t.cells.Instances(app) {
+		if in.Index == index && in.State == "RUNNING" {
+			return router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID}, true
+		}
+	}
+	return router.Backend{}, false
+}

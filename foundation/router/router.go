@@ -1,0 +1,277 @@
+// Package router is the HTTP router of the local foundation (a one-machine
+// Cloud Foundry). It plays gorouter: it routes by Host header, round-robin,
+// to the running instances of an app, honours X-Cf-App-Instance, passes
+// WebSocket and other HTTP upgrades through, sets the request headers
+// gorouter sets and writes one gorouter-format access-log line per request.
+//
+// Behaviour mirrors github.com/cloudfoundry/gorouter at commit b5be7589
+// (2025-04-17, the last before the code moved into routing-release):
+// handlers/{requestinfo,zipkin,request_id,lookup,reporter,x_forwarded_proto}.go,
+// proxy/proxy.go, proxy/round_tripper/{proxy_round_tripper,error_handler}.go,
+// errorwriter/error_writer.go and accesslog/schema/access_log_record.go,
+// with routing-release defaults except that Zipkin tracing is on
+// (router.tracing.enable_zipkin: true), so B3 headers are kept or generated
+// and logged. Route services, TLS, sticky sessions, context paths,
+// X-Cf-Process-Instance, endpoint pruning and the health-check user agent
+// are left out.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Router.
+type Config struct {
+	Listen string // e.g. 127.0.0.1:0; empty means 127.0.0.1:0
+	Table  Table
+	// AccessLog receives one gorouter-format line per request, newline
+	// included, in a single Write; nil for none. Writes are serialised by
+	// the router.
+	AccessLog io.Writer
+	Clock     func() time.Time // nil = time.Now (tests may pin)
+	Logger    *slog.Logger     // nil = discard
+}
+
+const (
+	defaultListen = "127.0.0.1:0"
+	// shutdownGrace bounds how long Close lets in-flight requests finish.
+	shutdownGrace = 10 * time.Second
+	// unwindGrace bounds how long Close waits for handlers after it has
+	// cancelled their contexts (upgraded connections, stragglers).
+	unwindGrace = 2 * time.Second
+	// frontendIdleTimeout is gorouter's router.frontend_idle_timeout default.
+	frontendIdleTimeout = 900 * time.Second
+	readHeaderTimeout   = 30 * time.Second
+	// spareConnAge is how long Close lets a connection sit without a first
+	// request before closing it. http.Server.Shutdown would wait 5 s for
+	// it, and clients with keep-alive pools (load generators) leave such
+	// spare connections behind.
+	spareConnAge = 500 * time.Millisecond
+)
+
+// Errors returned by Start and Wait.
+var (
+	ErrStarted    = errors.New("router already started")
+	ErrClosed     = errors.New("router closed")
+	ErrNotStarted = errors.New("router not started")
+	ErrNoTable    = errors.New("router config has no table")
+)
+
+// Router is a gorouter look-alike. Create it with New, then Start it; Close
+// stops it. All methods are safe for concurrent use.
+type Router struct {
+	cfg      Config
+	now      func() time.Time
+	logger   *slog.Logger
+	backends *http.Transport
+	proxy    *httputil.ReverseProxy
+	counters counters
+
+	logMu    sync.Mutex // serialises cfg.AccessLog writes
+	active   atomic.Int64
+	newConns sync.Map // net.Conn → time.Time accepted, until its first request
+
+	// baseCtx parents every request context; cancelling it aborts
+	// upgraded connections, which http.Server.Shutdown does not track.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	srv       *http.Server
+	ln        net.Listener
+	stopWatch func() bool
+
+	closeOnce sync.Once
+	closeErr  error
+	drained   chan struct{} // closed when Close has finished draining
+	done      chan struct{} // closed when serving has stopped
+	serveErr  error
+}
+
+// New returns a Router for cfg. It does not listen until Start.
+func New(cfg Config) *Router {
+	rt := &Router{
+		cfg:     cfg,
+		now:     cfg.Clock,
+		logger:  cfg.Logger,
+		drained: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	if rt.now == nil {
+		rt.now = time.Now
+	}
+	if rt.logger == nil {
+		rt.logger = slog.New(slog.DiscardHandler)
+	}
+	rt.baseCtx, rt.cancelBase = context.WithCancel(context.Background())
+	rt.backends = newBackendTransport()
+	rt.proxy = &httputil.ReverseProxy{
+		Director:       rt.director,
+		Transport:      &roundTripper{rt: rt, base: rt.backends},
+		FlushInterval:  -1, // stream: flush after every write
+		BufferPool:     &copyBuffers{},
+		ModifyResponse: modifyResponse,
+		ErrorHandler:   rt.proxyError,
+		ErrorLog:       slog.NewLogLogger(rt.logger.Handler(), slog.LevelWarn),
+	}
+	return rt
+}
+
+// Start listens on cfg.Listen and serves in the background. It returns
+// listen errors. When ctx is cancelled the router closes as by Close.
+func (rt *Router) Start(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	switch {
+	case rt.started:
+		return ErrStarted
+	case rt.closed:
+		return ErrClosed
+	case rt.cfg.Table == nil:
+		return ErrNoTable
+	}
+	addr := rt.cfg.Listen
+	if addr == "" {
+		addr = defaultListen
+	}
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	rt.ln = ln
+	rt.started = true
+	rt.srv = &http.Server{
+		Handler:           http.HandlerFunc(rt.serveHTTP),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       frontendIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(rt.logger.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return rt.baseCtx },
+		ConnState:         rt.connState,
+	}
+	go rt.serve(rt.srv, ln)
+	rt.stopWatch = context.AfterFunc(ctx, func() { _ = rt.Close() })
+	rt.logger.Info("router-started", slog.String("addr", ln.Addr().String()))
+	return nil
+}
+
+func (rt *Router) serve(srv *http.Server, ln net.Listener) {
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+		<-rt.drained
+	}
+	rt.serveErr = err
+	close(rt.done)
+}
+
+// Addr returns the address the router listens on, or "" before Start.
+func (rt *Router) Addr() string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.ln == nil {
+		return ""
+	}
+	return rt.ln.Addr().String()
+}
+
+// Wait blocks until the router has stopped serving and returns why: nil
+// after Close, the serve error otherwise. It returns ErrNotStarted at once
+// if Start has not succeeded.
+func (rt *Router) Wait() error {
+	rt.mu.Lock()
+	started := rt.started
+	rt.mu.Unlock()
+	if !started {
+		return ErrNotStarted
+	}
+	<-rt.done
+	return rt.serveErr
+}
+
+// Close stops accepting connections, lets in-flight requests finish for up
+// to 10 s, then cuts what is left. Upgraded connections (WebSocket, chisel
+// tunnels) never finish on their own, so they are cut as soon as ordinary
+// requests have drained. Close returns once every handler has returned (or
+// a further 2 s have passed); an error means the grace ran out. Calling it
+// again returns the same result.
+func (rt *Router) Close() error {
+	rt.mu.Lock()
+	rt.closed = true
+	started := rt.started
+	rt.mu.Unlock()
+	if !started {
+		return nil
+	}
+	rt.closeOnce.Do(rt.shutdown)
+	<-rt.done
+	return rt.closeErr
+}
+
+func (rt *Router) shutdown() {
+	defer close(rt.drained)
+	rt.stopWatch()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	stop := make(chan struct{})
+	go rt.closeSpareConns(stop)
+	err := rt.srv.Shutdown(ctx)
+	close(stop)
+	rt.cancelBase()
+	if err != nil {
+		_ = rt.srv.Close()
+		rt.closeErr = fmt.Errorf("shutdown: %w", err)
+	}
+	deadline := time.Now().Add(unwindGrace)
+	for rt.active.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := rt.active.Load(); n > 0 {
+		rt.logger.Warn("router-closed-with-active-handlers", slog.Int64("handlers", n))
+	}
+	rt.backends.CloseIdleConnections()
+	rt.logger.Info("router-stopped")
+}
+
+func (rt *Router) connState(c net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		rt.newConns.Store(c, time.Now())
+	case http.StateActive, http.StateHijacked, http.StateClosed:
+		if _, ok := rt.newConns.Load(c); ok {
+			rt.newConns.Delete(c)
+		}
+	}
+}
+
+// closeSpareConns closes, until stop, connections that have waited longer
+// than spareConnAge for a first request.
+func (rt *Router) closeSpareConns(stop <-chan struct{}) {
+	tick := time.NewTicker(spareConnAge / 5)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		rt.newConns.Range(func(k, v any) bool {
+			if time.Since(v.(time.Time)) > spareConnAge {
+				rt.newConns.Delete(k)
+				_ = k.(net.Conn).Close()
+			}
+			return true
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation"
+)
+
+// foundationCmd runs the local foundation. It is a command of the standalone CLI only:
+// a long-running server has no place inside a cf CLI invocation.
+var foundationCmd = &Command{
+	Name:        "foundation",
+	Synopsis:    "start|stop|status [--state-dir DIR] [--detach]",
+	Summary:     "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service",
+	ExampleArgs: "foundation start --detach --state-dir .cfbench/foundation",
+	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		dir := fs.String("state-dir", ".cfbench/foundation", "directory holding the foundation's state, logs and settings")
+		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
+		return func(ctx context.Context, env *Env, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one of start, stop or status")
+			}
+			switch args[0] {
+			case "start":
+				if *detach {
+					return detachFoundation(ctx, env, *dir)
+				}
+				return runFoundation(ctx, env, *dir)
+			case "stop":
+				return stopFoundation(env, *dir)
+			case "status":
+				return foundationStatus(env, *dir)
+			}
+			return usagef("unknown action %q: give one of start, stop or status", args[0])
+		}
+	},
+}
+
+// errNotRunning makes status exit 3, as init scripts do for a stopped service.
+var errNotRunning = errors.New("the foundation is not running")
+
+func pidFile(dir string) string { return filepath.Join(dir, "foundation.pid") }
+
+// runFoundation runs the foundation in the foreground until ctx ends (Ctrl-C, SIGTERM).
+func runFoundation(ctx context.Context, env *Env, dir string) error {
+	if pid, ok := runningPID(dir); ok {
+		return fmt.Errorf("a foundation is already running from %s (pid %d); stop it with: cf-benchmark foundation stop --state-dir %s", dir, pid, dir)
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	f, err := foundation.Start(ctx, foundation.Config{StateDir: dir, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(pidFile(dir))
+	printFoundation(env, f.Info(), "Local foundation running")
+	fmt.Fprintln(env.Stdout, "Stop it with Ctrl-C.")
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(env.Stderr, "stopping the foundation (app instances get SIGTERM, 10 s grace)")
+		return nil
+	case err := <-waitErr(f):
+		return err
+	}
+}
+
+func waitErr(f *foundation.Foundation) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- f.Wait() }()
+	return ch
+}
+
+// detachFoundation starts the foundation in a background process and returns once its
+// API answers.
+func detachFoundation(ctx context.Context, env *Env, dir string) error {
+	if pid, ok := runningPID(dir); ok {
+		return fmt.Errorf("a foundation is already running from %s (pid %d)", dir, pid)
+	}
+	if env.Spawn == nil {
+		return errors.New("cannot start a background process from here")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "foundation.log")
+	pid, err := env.Spawn([]string{"foundation", "start", "--state-dir", dir}, logPath)
+	if err != nil {
+		return fmt.Errorf("start the foundation in the background: %w", err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if p, ok := runningPID(dir); ok && p == pid {
+			if info, err := readInfo(dir); err == nil && answers(info.APIURL) {
+				printFoundation(env, info, fmt.Sprintf("Local foundation running in the background (pid %d, log %s)", pid, logPath))
+				fmt.Fprintf(env.Stdout, "Stop it with: cf-benchmark foundation stop --state-dir %s\n", dir)
+				return nil
+			}
+		}
+		if syscall.Kill(pid, 0) != nil {
+			return fmt.Errorf("the foundation exited during start-up; its log %s ends with:\n%s", logPath, tailFile(logPath, 2000))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the foundation (pid %d) did not answer within 3 minutes; see %s", pid, logPath)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func stopFoundation(env *Env, dir string) error {
+	pid, ok := runningPID(dir)
+	if !ok {
+		fmt.Fprintf(env.Stdout, "No foundation is running from %s.\n", dir)
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop the foundation (pid %d): %w", pid, err)
+	}
+	// App instances get CF's 10 s between SIGTERM and SIGKILL; allow for them.
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			fmt.Fprintf(env.Stdout, "Stopped the foundation (pid %d).\n", pid)
+			return nil
+		}
+	}
+	return fmt.Errorf("the foundation (pid %d) is still running 60 s after SIGTERM", pid)
+}
+
+func foundationStatus(env *Env, dir string) error {
+	pid, ok := runningPID(dir)
+	if !ok {
+		fmt.Fprintf(env.Stdout, "No foundation is running from %s. Start one with: cf-benchmark foundation start --detach --state-dir %s\n", dir, dir)
+		return errNotRunning
+	}
+	info, err := readInfo(dir)
+	if err != nil {
+		return err
+	}
+	state := "answering"
+	if !answers(info.APIURL) {
+		state = "NOT answering (starting up, or stuck: see " + filepath.Join(dir, "foundation.log") + ")"
+	}
+	printFoundation(env, info, fmt.Sprintf("Local foundation running (pid %d), API %s", pid, state))
+	return nil
+}
+
+// runningPID reads the pid file and reports whether that process is alive.
+func runningPID(dir string) (int, bool) {
+	b, err := os.ReadFile(pidFile(dir))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	return pid, true
+}
+
+// readInfo rebuilds a running foundation's Info from its settings file.
+func readInfo(dir string) (foundation.Info, error) {
+	var s foundation.Settings
+	b, err := os.ReadFile(filepath.Join(dir, "foundation.json"))
+	if err != nil {
+		return foundation.Info{}, fmt.Errorf("read the foundation's settings: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return foundation.Info{}, fmt.Errorf("the foundation's settings are damaged: %w", err)
+	}
+	abs, _ := filepath.Abs(dir)
+	return foundation.Info{APIURL: fmt.Sprintf("http://127.0.0.1:%d", s.APIPort), RouterAddr: fmt.Sprintf("127.0.0.1:%d", s.RouterPort),
+		AppsDomain: s.AppsDomain, User: s.User, Password: s.Password, StateDir: abs, AccessLog: filepath.Join(abs, "access.log")}, nil
+}
+
+func answers(apiURL string) bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(apiURL + "/")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func printFoundation(env *Env, in foundation.Info, headline string) {
+	w := env.Stdout
+	fmt.Fprintf(w, "%s\n", headline)
+	fmt.Fprintf(w, "  API:        %s\n", in.APIURL)
+	fmt.Fprintf(w, "  Router:     http://%s  (routes are *.%s: send the Host header, e.g. curl -H 'Host: myapp.%s' http://%s/)\n", in.RouterAddr, in.AppsDomain, in.AppsDomain, in.RouterAddr)
+	fmt.Fprintf(w, "  User:       %s\n", in.User)
+	fmt.Fprintf(w, "  Password:   %s\n", in.Password)
+	fmt.Fprintf(w, "  State:      %s (access log: %s)\n", in.StateDir, in.AccessLog)
+	fmt.Fprintf(w, "Log in with the cf CLI:\n")
+	fmt.Fprintf(w, "  cf api %s\n", in.APIURL)
+	fmt.Fprintf(w, "  cf auth %s %s\n", in.User, in.Password)
+	fmt.Fprintf(w, "  cf target -o cfbench -s apps\n")
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
