@@ -24,10 +24,11 @@ type StepSummary struct {
 	// because every allowed request was in flight (whole step, warm-up included).
 	Missed int64
 	// Omitted estimates, for closed-loop steps, the requests users would have sent had
-	// they not been waiting on slow responses (coordinated omission): for each response
-	// slower than the usual cycle (median latency plus think time), one per cycle it
-	// lasted beyond the first. Percentiles of a step with many omissions understate the
-	// latency an independent arrival would see. 0 for open-loop steps.
+	// they not been stalled on slow responses (coordinated omission): for each response
+	// lasting at least StallCycles usual cycles (median latency plus think time), one
+	// per cycle beyond the first. Ordinary jitter does not count; a stall of many cycles
+	// does, and the percentiles of such a step understate the latency an independent
+	// arrival would see. 0 for open-loop steps.
 	Omitted int64
 }
 
@@ -40,8 +41,11 @@ func (s StepSummary) OmissionShare() float64 {
 }
 
 // OmissionWarnAt is the OmissionShare from which reports warn that a closed loop hid
-// stalls. Ordinary latency tails stay well under it; a stall of many cycles exceeds it.
+// stalls.
 const OmissionWarnAt = 0.05
+
+// StallCycles is how many usual cycles a response must last to count as a stall.
+const StallCycles = 10
 
 // ErrorRate is Errors/Count, 0 when nothing was sent.
 func (s StepSummary) ErrorRate() float64 {
@@ -78,11 +82,12 @@ ORDER BY st.started_at, st.variant, st.idx`
 // StepSummary.Omitted), warm-up excluded.
 const omittedSQL = `
 SELECT st.variant, st.idx,
-       coalesce(sum(greatest(floor(s.latency_us / nullif(m.p50 + coalesce((rv.workload->>'think_time_ns')::bigint, 0) / 1000, 0)) - 1, 0)), 0)::bigint
+       coalesce(sum(floor(s.latency_us / m.cycle) - 1) FILTER (WHERE s.latency_us >= $4 * m.cycle), 0)::bigint
 FROM steps st
 LEFT JOIN run_variants rv ON rv.run_id = st.run_id AND rv.variant = st.variant
 JOIN LATERAL (
-    SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY s2.latency_us)::float8 AS p50
+    SELECT nullif(percentile_disc(0.5) WITHIN GROUP (ORDER BY s2.latency_us)
+                  + coalesce((rv.workload->>'think_time_ns')::bigint, 0) / 1000, 0)::float8 AS cycle
     FROM workers w2 JOIN samples s2 ON s2.worker_id = w2.id AND s2.step = st.idx AND NOT s2.warmup
     WHERE w2.run_id = st.run_id AND w2.variant = st.variant) m ON true
 JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
@@ -136,7 +141,7 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 	}
-	rows, err = s.pool.Query(ctx, omittedSQL, runID, variant, idx)
+	rows, err = s.pool.Query(ctx, omittedSQL, runID, variant, idx, StallCycles)
 	if err != nil {
 		return nil, fmt.Errorf("estimate omissions of run %s: %w", runID, err)
 	}
