@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -138,6 +139,10 @@ type Server struct {
 	runMu   sync.Mutex
 	running map[string]RunSpec
 
+	// hosts maps each route's host.domain (lowercase) to the app it serves, rebuilt on
+	// every change so that the router looks routes up without a lock.
+	hosts atomic.Pointer[map[string]string]
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // builds in flight
@@ -161,6 +166,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, st: st, running: map[string]RunSpec{}}
+	st.changed = s.indexRoutes
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := st.update(func(st *State) error { seed(st, cfg); return nil }); err != nil {
 		return nil, err

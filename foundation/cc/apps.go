@@ -136,7 +136,7 @@ func newApp(st *State, space, name string) *App {
 	now := time.Now().UTC()
 	a := &App{GUID: newGUID(), Name: name, SpaceGUID: space, State: AppStopped, Stack: DefaultStack, Created: now, Updated: now}
 	st.Apps[a.GUID] = a
-	p := &Process{GUID: a.GUID, AppGUID: a.GUID, Type: "web", Instances: defaultInstances, MemoryMB: defaultMemoryMB,
+	p := &Process{GUID: a.GUID, AppGUID: a.GUID, SpaceGUID: space, Type: "web", Instances: defaultInstances, MemoryMB: defaultMemoryMB,
 		DiskMB: defaultDiskMB, HealthCheck: defaultHealthType, Created: now, Updated: now}
 	st.Processes[p.GUID] = p // as on CC, the web process shares the app's guid
 	return a
@@ -754,16 +754,24 @@ func (s *Server) getJob(c *call) error {
 	return c.json(http.StatusOK, s.renderJob(j))
 }
 
-// Lookup resolves a route's host (host.domain, lowercase, no port) to the web process
-// of the first app it is mapped to; the router asks the runtime for its instances.
+// Lookup resolves a route's host (host.domain, no port, any case) to the app whose web
+// process serves it (its guid is the app's). It takes no lock: the router calls it on
+// every request.
 func (s *Server) Lookup(host string) (appGUID string, ok bool) {
-	s.st.read(func(st *State) {
-		for _, r := range st.Routes {
-			if strings.EqualFold(st.routeURL(r), host) && len(r.Apps) > 0 {
-				appGUID, ok = r.Apps[0], true
-				return
-			}
-		}
-	})
+	m := s.hosts.Load()
+	if m == nil {
+		return "", false
+	}
+	appGUID, ok = (*m)[strings.ToLower(host)]
 	return appGUID, ok
+}
+
+func (s *Server) indexRoutes(st *State) {
+	m := make(map[string]string, len(st.Routes))
+	for _, r := range sorted(st.Routes, func(r *Route) time.Time { return r.Created }, func(r *Route) string { return r.GUID }) {
+		if len(r.Apps) > 0 {
+			m[strings.ToLower(st.routeURL(r))] = r.Apps[0]
+		}
+	}
+	s.hosts.Store(&m)
 }

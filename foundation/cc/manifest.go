@@ -213,7 +213,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBin
 	for _, mp := range m.processes() {
 		p := st.process(a.GUID, mp.Type)
 		if p == nil {
-			p = &Process{GUID: newGUID(), AppGUID: a.GUID, Type: mp.Type, Instances: 0, MemoryMB: defaultMemoryMB, DiskMB: defaultDiskMB,
+			p = &Process{GUID: newGUID(), AppGUID: a.GUID, SpaceGUID: a.SpaceGUID, Type: mp.Type, Instances: 0, MemoryMB: defaultMemoryMB, DiskMB: defaultDiskMB,
 				HealthCheck: "process", Created: now}
 			st.Processes[p.GUID] = p
 		}

@@ -63,6 +63,7 @@ type App struct {
 type Process struct {
 	GUID        string    `json:"guid"`
 	AppGUID     string    `json:"app_guid"`
+	SpaceGUID   string    `json:"space_guid"` // the app's; apps do not move
 	Type        string    `json:"type"`
 	Command     string    `json:"command,omitempty"` // "" = the droplet's
 	Instances   int       `json:"instances"`

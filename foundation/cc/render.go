@@ -33,11 +33,11 @@ func (s *Server) renderOrg(o *Org) any {
 }
 
 // quotaGUID is the guid of the one (unlimited) org quota.
-const quotaGUID = "0a0c6b2e-0000-4000-8000-cf0bec0000q1"
+const quotaGUID = "0a0c6b2e-0000-4000-8000-cf0bec0000f1"
 
 func (s *Server) renderSpace(sp *Space) any {
 	return obj{
-		"guid": sp.GUID, "name": sp.Name,
+		"guid": sp.GUID, "name": sp.Name, "suspended": false,
 		"created_at": ts(sp.Created), "updated_at": ts(sp.Updated),
 		"relationships": obj{"organization": rel(sp.OrgGUID), "quota": rel("")},
 		"metadata":      metadata(),
@@ -96,7 +96,7 @@ func (s *Server) renderProcess(p *Process) any {
 		data["endpoint"] = p.HealthPath
 	}
 	return obj{
-		"guid": p.GUID, "type": p.Type, "command": nullString(p.Command),
+		"guid": p.GUID, "type": p.Type, "command": nullString(p.Command), "user": "vcap",
 		"instances": p.Instances, "memory_in_mb": p.MemoryMB, "disk_in_mb": p.DiskMB, "log_rate_limit_in_bytes_per_second": -1,
 		"health_check":           obj{"type": p.HealthCheck, "data": data},
 		"readiness_health_check": obj{"type": "process", "data": obj{"invocation_timeout": nil, "interval": nil}},
@@ -104,7 +104,7 @@ func (s *Server) renderProcess(p *Process) any {
 		"metadata":               metadata(),
 		"created_at":             ts(p.Created), "updated_at": ts(p.Updated), "version": p.GUID,
 		"links": obj{"self": link(s, "/v3/processes/"+p.GUID), "scale": obj{"href": s.url("/v3/processes/" + p.GUID + "/actions/scale"), "method": "POST"},
-			"app": link(s, "/v3/apps/"+p.AppGUID), "stats": link(s, "/v3/processes/"+p.GUID+"/stats")},
+			"app": link(s, "/v3/apps/"+p.AppGUID), "space": link(s, "/v3/spaces/"+p.SpaceGUID), "stats": link(s, "/v3/processes/"+p.GUID+"/stats")},
 	}
 }
 
@@ -151,8 +151,10 @@ func (s *Server) renderPackage(p *Package) any {
 
 func (s *Server) renderBuild(b *Build) any {
 	droplet := any(nil)
+	links := obj{"self": link(s, "/v3/builds/"+b.GUID), "app": link(s, "/v3/apps/"+b.AppGUID)}
 	if b.DropletGUID != "" {
 		droplet = obj{"guid": b.DropletGUID, "href": s.url("/v3/droplets/" + b.DropletGUID)}
+		links["droplet"] = link(s, "/v3/droplets/"+b.DropletGUID)
 	}
 	return obj{
 		"guid": b.GUID, "state": b.State, "error": nullString(b.Error),
@@ -163,7 +165,7 @@ func (s *Server) renderBuild(b *Build) any {
 		"created_by":    obj{"guid": userGUID, "name": "admin", "email": ""},
 		"relationships": obj{"app": rel(b.AppGUID)}, "metadata": metadata(),
 		"created_at": ts(b.Created), "updated_at": ts(b.Updated),
-		"links": obj{"self": link(s, "/v3/builds/"+b.GUID), "app": link(s, "/v3/apps/"+b.AppGUID)},
+		"links": links,
 	}
 }
 
@@ -185,7 +187,8 @@ func (s *Server) renderDroplet(d *Droplet) any {
 func (s *Server) renderRoute(r *Route, url string) any {
 	dests := []obj{}
 	for _, app := range r.Apps {
-		dests = append(dests, obj{"guid": r.GUID + "-" + app[:8], "app": obj{"guid": app, "process": obj{"type": "web"}}, "weight": nil, "port": 8080, "protocol": "http1"})
+		dests = append(dests, obj{"guid": stableGUID("destination", r.GUID, app), "app": obj{"guid": app, "process": obj{"type": "web"}},
+			"weight": nil, "port": 8080, "protocol": "http1", "created_at": ts(r.Created), "updated_at": ts(r.Updated)})
 	}
 	return obj{
 		"guid": r.GUID, "protocol": "http", "host": r.Host, "path": "", "port": nil, "url": url,

@@ -43,6 +43,8 @@ type store struct {
 	mu   sync.Mutex
 	s    *State
 	path string // "" = not persisted
+	// changed, when set, runs under the lock after every successful update.
+	changed func(*State)
 }
 
 // loadStore reads path, or starts empty when it does not exist.
@@ -82,6 +84,9 @@ func (st *store) update(f func(s *State) error) error {
 	defer st.mu.Unlock()
 	if err := f(st.s); err != nil {
 		return err
+	}
+	if st.changed != nil {
+		st.changed(st.s)
 	}
 	return st.saveLocked()
 }
