@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -403,7 +404,7 @@ func (q *query) list(key string) []string {
 // match reports whether value passes filter key (absent filter: always).
 func (q *query) match(key, value string) bool {
 	l := q.list(key)
-	return l == nil || contains(l, value)
+	return l == nil || slices.Contains(l, value)
 }
 
 // paginate sorts items by order_by (name, created_at, updated_at; "-" for descending)

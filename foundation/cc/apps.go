@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,10 +54,10 @@ func (s *Server) includeSpaces(st *State, q *query, apps []*App) obj {
 			orgs = append(orgs, s.renderOrg(o))
 		}
 	}
-	if contains(inc, "space") || contains(inc, "space.organization") {
+	if slices.Contains(inc, "space") || slices.Contains(inc, "space.organization") {
 		out["spaces"] = nonNil(spaces)
 	}
-	if contains(inc, "space.organization") {
+	if slices.Contains(inc, "space.organization") {
 		out["organizations"] = nonNil(orgs)
 	}
 	return out
@@ -366,7 +367,7 @@ func (s *Server) vcapApplication(st *State, a *App, p *Process) obj {
 	org := st.Orgs[sp.OrgGUID]
 	uris := []string{}
 	for _, r := range sorted(st.Routes, func(r *Route) time.Time { return r.Created }, func(r *Route) string { return r.GUID }) {
-		if contains(r.Apps, a.GUID) {
+		if slices.Contains(r.Apps, a.GUID) {
 			uris = append(uris, st.routeURL(r))
 		}
 	}
@@ -728,9 +729,9 @@ func (s *Server) routeList(c *call, q *query, app string) error {
 		for _, r := range sorted(st.Routes, func(r *Route) time.Time { return r.Created }, func(r *Route) string { return r.GUID }) {
 			appOK := q.list("app_guids") == nil
 			for _, g := range q.list("app_guids") {
-				appOK = appOK || contains(r.Apps, g)
+				appOK = appOK || slices.Contains(r.Apps, g)
 			}
-			if (app == "" || contains(r.Apps, app)) && appOK && q.match("space_guids", r.SpaceGUID) && q.match("hosts", r.Host) &&
+			if (app == "" || slices.Contains(r.Apps, app)) && appOK && q.match("space_guids", r.SpaceGUID) && q.match("hosts", r.Host) &&
 				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) {
 				cp := *r
 				out = append(out, &cp)

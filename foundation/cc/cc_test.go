@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ type fakeRuntime struct {
 }
 
 func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, error) {
-	if contains(req.Buildpacks, "php_buildpack") {
+	if slices.Contains(req.Buildpacks, "php_buildpack") {
 		return StageResult{}, errUnsupportedForTest
 	}
 	return StageResult{Buildpack: "binary_buildpack", StartCommand: "./run"}, nil

@@ -3,6 +3,7 @@ package cc
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,7 +268,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBin
 func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 	if m.NoRoute {
 		for _, r := range st.Routes {
-			r.Apps = removeString(r.Apps, a.GUID)
+			r.Apps = slices.DeleteFunc(r.Apps, func(g string) bool { return g == a.GUID })
 		}
 		return nil
 	}
@@ -302,7 +303,7 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 		if route.SpaceGUID != a.SpaceGUID {
 			return unprocessable("For application '%s': The route '%s' belongs to another space.", m.Name, url)
 		}
-		if !contains(route.Apps, a.GUID) {
+		if !slices.Contains(route.Apps, a.GUID) {
 			route.Apps = append(route.Apps, a.GUID)
 		}
 	}

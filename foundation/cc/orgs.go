@@ -2,6 +2,7 @@ package cc
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -171,7 +172,7 @@ func (s *Server) setOrgSegment(c *call) error {
 		}
 		if guid != "" {
 			seg := st.IsolationSegments[guid]
-			if seg == nil || !contains(seg.Orgs, o.GUID) {
+			if seg == nil || !slices.Contains(seg.Orgs, o.GUID) {
 				return nil, unprocessable("Unable to assign isolation segment with guid '%s'. Ensure it has been entitled to the organization.", guid)
 			}
 		}
@@ -269,7 +270,7 @@ func (s *Server) setSpaceSegment(c *call) error {
 		}
 		if guid != "" {
 			seg := st.IsolationSegments[guid]
-			if seg == nil || !contains(seg.Orgs, sp.OrgGUID) {
+			if seg == nil || !slices.Contains(seg.Orgs, sp.OrgGUID) {
 				return nil, unprocessable("Unable to assign isolation segment with guid '%s'. Ensure it has been entitled to the organization that this space belongs to.", guid)
 			}
 		}
@@ -289,7 +290,7 @@ func (s *Server) listSegments(c *call) error {
 		for _, i := range sorted(st.IsolationSegments, func(i *IsolationSegment) time.Time { return i.Created }, func(i *IsolationSegment) string { return i.GUID }) {
 			orgOK := q.list("organization_guids") == nil
 			for _, o := range q.list("organization_guids") {
-				orgOK = orgOK || contains(i.Orgs, o)
+				orgOK = orgOK || slices.Contains(i.Orgs, o)
 			}
 			if q.match("names", i.Name) && q.match("guids", i.GUID) && orgOK {
 				out = append(out, i)
@@ -389,7 +390,7 @@ func (s *Server) entitleOrgs(c *call) error {
 			if st.Orgs[d.GUID] == nil {
 				return nil, unprocessable("Organization with guid '%s' does not exist or you do not have access to it.", d.GUID)
 			}
-			if !contains(seg.Orgs, d.GUID) {
+			if !slices.Contains(seg.Orgs, d.GUID) {
 				seg.Orgs = append(seg.Orgs, d.GUID)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -120,7 +121,7 @@ func (s *Server) listPlans(c *call) error {
 		}
 	}
 	var included obj
-	wantOfferings := contains(q.list("include"), "service_offering") || q.v.Has("fields[service_offering]") || q.v.Has("fields[service_offering.service_broker]")
+	wantOfferings := slices.Contains(q.list("include"), "service_offering") || q.v.Has("fields[service_offering]") || q.v.Has("fields[service_offering.service_broker]")
 	if wantOfferings {
 		included = obj{}
 		var offerings []any
@@ -290,7 +291,7 @@ func (s *Server) listBindings(c *call) error {
 		}
 	})
 	var included obj
-	if contains(q.list("include"), "app") {
+	if slices.Contains(q.list("include"), "app") {
 		included = obj{"apps": nonNil(apps)}
 	}
 	return paginate(c, q, out, func(b *Binding) string { return b.Name }, func(b *Binding) time.Time { return b.Created }, s.renderBinding, included)

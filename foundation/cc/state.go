@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -241,25 +242,6 @@ func (s *State) deleteApp(guid string) {
 		}
 	}
 	for _, r := range s.Routes {
-		r.Apps = removeString(r.Apps, guid)
+		r.Apps = slices.DeleteFunc(r.Apps, func(a string) bool { return a == guid })
 	}
-}
-
-func removeString(list []string, v string) []string {
-	out := list[:0]
-	for _, x := range list {
-		if x != v {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
