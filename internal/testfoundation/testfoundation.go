@@ -1,0 +1,103 @@
+// Package testfoundation gives tests a running local foundation and a go-cfclient logged
+// in to it, and pushes the stub target (a binary app) to it, as the run engine pushes
+// apps and generators.
+package testfoundation
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/go-cfclient/v3/client"
+	"github.com/cloudfoundry/go-cfclient/v3/config"
+	"github.com/cloudfoundry/go-cfclient/v3/operation"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation"
+)
+
+// Start runs a foundation in a fresh state dir for the test (stats sampled every
+// 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with the test.
+func Start(t testing.TB) (*foundation.Foundation, *client.Client) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "testfoundation-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // Postgres's unprivileged user must enter it when tests run as root
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f, err := foundation.Start(ctx, foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	info := f.Info()
+	cfg, err := config.New(info.APIURL, config.UserPassword(info.User, info.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, cl
+}
+
+// StubZip builds cmd/cfbench-stub and zips it as a binary app's package.
+func StubZip(t testing.TB) []byte {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	bin := filepath.Join(t.TempDir(), "cfbench-stub")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/cfbench-stub")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the stub: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	h := &zip.FileHeader{Name: "cfbench-stub", Method: zip.Deflate}
+	h.SetMode(0o755)
+	w, err := zw.CreateHeader(h)
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// PushStub pushes the stub as app name into space of org cfbench with instances and
+// returns the app's guid (also its web process's). It does not wait for it to run.
+func PushStub(t testing.TB, cl *client.Client, bits []byte, space, name string, instances uint) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := &operation.AppManifest{Name: name, Buildpacks: []string{"binary_buildpack"},
+		Routes:             &operation.AppManifestRoutes{{Route: name + ".apps.localhost"}},
+		AppManifestProcess: operation.AppManifestProcess{Command: "./cfbench-stub", Memory: "64M", Instances: &instances}}
+	app, err := operation.NewAppPushOperation(cl, "cfbench", space).Push(ctx, m, bytes.NewReader(bits))
+	if err != nil {
+		t.Fatalf("push %s: %v", name, err)
+	}
+	return app.GUID
+}
