@@ -7,14 +7,24 @@
 // Latency is measured from the intended send time: in the open loop that is the slot of
 // the schedule, so a target that stalls shows its stall in every request that was due
 // meanwhile, however late the generator got to send it (no coordinated omission).
+//
+// Plain http:// targets are loaded with the lean client of package h1: one connection
+// per user (closed loop) or per sender (open loop), each request prepared as bytes once
+// and only stamped with its trace ids. Everything else goes through net/http: https://
+// targets, a target URL with user info or a host that needs IDNA or zone handling, and
+// a request mix with a request h1 cannot send verbatim (a method or header that is not
+// a valid token, a header value with control characters, a URL that does not parse) or
+// one that sets Host, Content-Length, Transfer-Encoding, Trailer, Connection, TE,
+// Upgrade, Expect, Keep-Alive or Proxy-Connection. Both send the same requests, but for
+// header order and the case of header names (X-B3-TraceId where net/http writes
+// X-B3-Traceid), and both measure and classify responses and failures alike; Client
+// says which one a generator uses.
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -114,7 +124,9 @@ func (ph *Phase) stopped() bool {
 type Generator struct {
 	cfg    Config
 	rec    Recorder
-	client *http.Client
+	client *http.Client // net/http, for what lean cannot send
+	lean   *lean        // the h1 client, nil when net/http is used
+	why    string       // why net/http is used
 	urls   []string
 	cum    []int // cumulative weights for picking a request
 	seq    atomic.Uint64
@@ -170,7 +182,47 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 		// A redirect is a response like any other: measure it, do not follow it.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	if l, err := newLean(&g.cfg, g.urls); err != nil {
+		g.why = err.Error()
+	} else {
+		g.lean = l
+	}
 	return g, nil
+}
+
+// Client names the HTTP client the generator uses: "h1", or "net/http (" and why not
+// h1 ")".
+func (g *Generator) Client() string {
+	if g.lean != nil {
+		return "h1"
+	}
+	return "net/http (" + g.why + ")"
+}
+
+// newClient returns a client for one user or sender; release it with putClient.
+func (g *Generator) newClient() client {
+	if g.lean == nil {
+		return stdClient{g}
+	}
+	return g.lean.client(g.cfg.KeepAlive)
+}
+
+// putClient keeps c, with its connection, for the next user or sender.
+func (g *Generator) putClient(c client) {
+	if lc, ok := c.(*leanClient); ok {
+		g.lean.put(lc)
+	}
+}
+
+// withClient runs f with a client whose requests are aborted when ctx ends.
+func (g *Generator) withClient(ctx context.Context, f func(client)) {
+	c := g.newClient()
+	defer g.putClient(c)
+	if _, ok := c.(*leanClient); ok {
+		stop := context.AfterFunc(ctx, c.abort)
+		defer stop()
+	}
+	f(c)
 }
 
 func joinURL(base *url.URL, path string) string {
@@ -213,8 +265,13 @@ func (g *Generator) Run(ctx context.Context, ph Phase) {
 	}
 }
 
-// Close releases idle connections.
-func (g *Generator) Close() { g.client.CloseIdleConnections() }
+// Close releases idle connections; those of requests in flight stay open.
+func (g *Generator) Close() {
+	g.client.CloseIdleConnections()
+	if g.lean != nil {
+		g.lean.closeIdle()
+	}
+}
 
 // RunClosed runs cfg.Users users in a closed loop until ph.End or until ctx is done; see Run.
 func (g *Generator) RunClosed(ctx context.Context, ph Phase) { g.users(ctx, ph, nil) }
@@ -227,23 +284,25 @@ func (g *Generator) users(ctx context.Context, ph Phase, left *atomic.Int64) {
 		rng := rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(u)<<32|uint64(ph.Step)))
 		go func() {
 			defer wg.Done()
-			g.user(ctx, ph, rng, left)
+			g.withClient(ctx, func(c client) { g.user(ctx, ph, rng, left, c) })
 		}()
 	}
 	wg.Wait()
 }
 
-func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *atomic.Int64) {
+func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *atomic.Int64, c client) {
+	var p pause
+	defer p.stop()
 	ready := time.Now()
 	for ctx.Err() == nil && ready.Before(ph.End) && !ph.stopped() {
 		if left != nil && left.Add(-1) < 0 {
 			return
 		}
-		end := g.send(ctx, ph, ready, g.pick(rng))
+		end := g.send(ctx, ph, ready, g.pick(rng), c)
 		ready = end
 		if g.cfg.ThinkTime > 0 {
 			ready = end.Add(g.cfg.ThinkTime)
-			if !wait.Until(ctx, ph.Stop, ready) {
+			if !p.until(ctx, ph.Stop, ready) {
 				return
 			}
 		}
@@ -264,9 +323,11 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 		rng := rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(senders)<<32|uint64(ph.Step)))
 		go func() {
 			defer wg.Done()
-			for slot := range due {
-				g.send(ctx, ph, slot, g.pick(rng))
-			}
+			g.withClient(ctx, func(c client) {
+				for slot := range due {
+					g.send(ctx, ph, slot, g.pick(rng), c)
+				}
+			})
 		}()
 	}
 	defer func() {
@@ -275,6 +336,8 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	}()
 	endTimer := time.NewTimer(time.Until(ph.End))
 	defer endTimer.Stop()
+	var p pause
+	defer p.stop()
 
 	// The first slot: ph.Start, or for a late joiner the first aligned slot from now.
 	slot := ph.Start
@@ -289,12 +352,12 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 		if rate <= 0 {
 			// Paused: look again shortly (the rate may be raised within the phase).
 			slot = time.Now().Add(10 * time.Millisecond)
-			if !slot.Before(ph.End) || !wait.Until(ctx, ph.Stop, slot) {
+			if !slot.Before(ph.End) || !p.until(ctx, ph.Stop, slot) {
 				return
 			}
 			continue
 		}
-		if !slot.Before(ph.End) || !wait.Until(ctx, ph.Stop, slot) {
+		if !slot.Before(ph.End) || !p.until(ctx, ph.Stop, slot) {
 			return
 		}
 		select {
@@ -319,6 +382,36 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	}
 }
 
+// pause is wait.Until with one timer for many waits, so that waiting per request
+// does not allocate. The zero value is ready; stop releases the timer.
+type pause struct{ t *time.Timer }
+
+func (p *pause) until(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return wait.Until(ctx, stop, t) // checks ctx and stop without a timer
+	}
+	if p.t == nil {
+		p.t = time.NewTimer(d)
+	} else {
+		p.t.Reset(d) // since Go 1.23 no stale tick can be left in the channel
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	case <-p.t.C:
+		return true
+	}
+}
+
+func (p *pause) stop() {
+	if p.t != nil {
+		p.t.Stop()
+	}
+}
+
 // slotsBetween counts the slots from first (included) to end (excluded) at rate.
 func slotsBetween(first, end time.Time, rate float64) uint64 {
 	return max(uint64(math.Ceil(end.Sub(first).Seconds()*rate)), 1)
@@ -337,11 +430,10 @@ func (g *Generator) pick(rng *rand.Rand) int {
 	return len(g.cum) - 1
 }
 
-// send issues request i that was due at intended, records it and returns when it ended.
-func (g *Generator) send(ctx context.Context, ph Phase, intended time.Time, i int) time.Time {
-	r := &g.cfg.Requests[i]
+// send issues request i that was due at intended over c, records it and returns when
+// it ended.
+func (g *Generator) send(ctx context.Context, ph Phase, intended time.Time, i int, c client) time.Time {
 	seq := g.seq.Add(1)
-	id := sample.NewTraceID(g.cfg.TraceTag, g.cfg.WorkerID, seq)
 	s := sample.Sample{
 		IntendedUS: intended.Sub(g.cfg.Epoch).Microseconds(),
 		Seq:        uint32(seq),
@@ -351,33 +443,11 @@ func (g *Generator) send(ctx context.Context, ph Phase, intended time.Time, i in
 	if intended.Before(ph.WarmupUntil) {
 		s.Flags |= sample.FlagWarmup
 	}
-	var body io.Reader
-	if r.Body != nil {
-		body = bytes.NewReader(r.Body)
-	}
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, r.Method, g.urls[i], body)
-	if err == nil {
-		for k, v := range r.Header {
-			req.Header[k] = v
-		}
-		traceID := id.String()
-		req.Header["X-B3-Traceid"] = []string{traceID}
-		req.Header["X-B3-Spanid"] = []string{id.SpanID()}
-		if g.cfg.CorrelationHeader != "" {
-			req.Header.Set(g.cfg.CorrelationHeader, traceID)
-		}
-		var resp *http.Response
-		resp, err = g.client.Do(req)
-		if err == nil {
-			var n int64
-			n, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			s.Status = int16(resp.StatusCode)
-			s.Bytes = int32(min(n, 1<<31-1))
-		}
-	}
+	status, n, err := c.do(ctx, i, seq, start.Add(g.cfg.Timeout))
 	end := time.Now()
+	s.Status = int16(status)
+	s.Bytes = int32(min(n, 1<<31-1))
 	s.StartDelayUS = int32(start.Sub(intended).Microseconds())
 	s.LatencyUS = int32(min(end.Sub(intended).Microseconds(), 1<<31-1))
 	if err != nil {
