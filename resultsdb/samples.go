@@ -1,11 +1,11 @@
 package resultsdb
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -77,9 +77,8 @@ type SampleWriter struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
-	flushMu sync.Mutex // one flush at a time; guards pending, spill and enc
+	flushMu sync.Mutex // one flush at a time; guards pending and spill
 	spill   *spillFile
-	enc     bytes.Buffer
 
 	written atomic.Uint64
 	spilled atomic.Uint64
@@ -283,14 +282,12 @@ const sampleColumns = "worker_id, seq, step, request, intended_us, start_delay_u
 // fail the primary key on retry; then it goes through a staging table and only the
 // missing rows are inserted, so a retry never duplicates and never loses.
 func (w *SampleWriter) copy(ctx context.Context, batch [][]sample.Sample) error {
-	w.enc.Reset()
-	encodeSamples(&w.enc, w.worker, batch)
 	conn, err := w.store.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("copy samples: %w", err)
 	}
 	defer conn.Release()
-	_, err = conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(w.enc.Bytes()), "COPY samples ("+sampleColumns+") FROM STDIN (FORMAT binary)")
+	_, err = conn.Conn().PgConn().CopyFrom(ctx, newCopyReader(w.worker, batch), "COPY samples ("+sampleColumns+") FROM STDIN (FORMAT binary)")
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		if err != nil {
@@ -302,7 +299,7 @@ func (w *SampleWriter) copy(ctx context.Context, batch [][]sample.Sample) error 
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE samples_retry (LIKE samples) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(w.enc.Bytes()), "COPY samples_retry ("+sampleColumns+") FROM STDIN (FORMAT binary)"); err != nil {
+		if _, err := tx.Conn().PgConn().CopyFrom(ctx, newCopyReader(w.worker, batch), "COPY samples_retry ("+sampleColumns+") FROM STDIN (FORMAT binary)"); err != nil {
 			return fmt.Errorf("copy samples (retry): %w", err)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO samples SELECT * FROM samples_retry ON CONFLICT DO NOTHING`)
@@ -310,42 +307,79 @@ func (w *SampleWriter) copy(ctx context.Context, batch [][]sample.Sample) error 
 	})
 }
 
-// encodeSamples writes the samples of segs in PostgreSQL's binary COPY format: no
-// per-value allocations, 93 bytes per row on the wire.
-func encodeSamples(b *bytes.Buffer, worker int32, segs [][]sample.Sample) {
-	n := 0
-	for _, seg := range segs {
-		n += len(seg)
-	}
-	b.Grow(19 + n*93 + 2)
-	b.WriteString("PGCOPY\n\xff\r\n\x00")
-	b.Write([]byte{0, 0, 0, 0, 0, 0, 0, 0}) // flags, header extension length
-	var row [93]byte
-	for _, seg := range segs {
-		for i := range seg {
-			s := &seg[i]
-			p := row[:0]
-			p = binary.BigEndian.AppendUint16(p, 11)
-			p = appendInt4(p, uint32(worker))
-			p = appendInt8(p, uint64(s.Seq))
-			p = appendInt2(p, uint16(s.Step))
-			p = appendInt2(p, uint16(s.Request))
-			p = appendInt8(p, uint64(s.IntendedUS))
-			p = appendInt4(p, uint32(s.StartDelayUS))
-			p = appendInt4(p, uint32(s.LatencyUS))
-			p = appendInt2(p, uint16(s.Status))
-			p = appendInt4(p, uint32(s.Bytes))
-			p = appendInt2(p, uint16(s.Err))
-			p = binary.BigEndian.AppendUint32(p, 1)
-			if s.Warmup() {
-				p = append(p, 1)
-			} else {
-				p = append(p, 0)
-			}
-			b.Write(p)
+// copyReader streams the samples of segs in PostgreSQL's binary COPY format, encoding
+// a few hundred rows at a time as the connection asks for them: no per-value
+// allocations, 93 bytes per row on the wire, and no multi-megabyte encode that would
+// keep a generator's other goroutines off the CPU (with GOMAXPROCS=1, until preemption).
+type copyReader struct {
+	worker int32
+	segs   [][]sample.Sample
+	seg    int // next row is segs[seg][row]
+	row    int
+	buf    []byte
+	off    int
+	state  int // 0 header pending, 1 rows, 2 trailer written
+}
+
+func newCopyReader(worker int32, segs [][]sample.Sample) *copyReader {
+	return &copyReader{worker: worker, segs: segs, buf: make([]byte, 0, 256*93)}
+}
+
+func (r *copyReader) Read(p []byte) (int, error) {
+	if r.off == len(r.buf) {
+		if !r.fill() {
+			return 0, io.EOF
 		}
 	}
-	b.Write([]byte{0xff, 0xff})
+	n := copy(p, r.buf[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// fill encodes the next chunk into buf; false when everything was read.
+func (r *copyReader) fill() bool {
+	r.buf, r.off = r.buf[:0], 0
+	switch r.state {
+	case 0:
+		r.buf = append(r.buf, "PGCOPY\n\xff\r\n\x00"...)
+		r.buf = append(r.buf, 0, 0, 0, 0, 0, 0, 0, 0) // flags, header extension length
+		r.state = 1
+		return true
+	case 2:
+		return false
+	}
+	for len(r.buf)+93 <= cap(r.buf) && r.seg < len(r.segs) {
+		if r.row == len(r.segs[r.seg]) {
+			r.seg, r.row = r.seg+1, 0
+			continue
+		}
+		r.buf = appendRow(r.buf, r.worker, &r.segs[r.seg][r.row])
+		r.row++
+	}
+	if r.seg == len(r.segs) {
+		r.buf = append(r.buf, 0xff, 0xff)
+		r.state = 2
+	}
+	return true
+}
+
+func appendRow(p []byte, worker int32, s *sample.Sample) []byte {
+	p = binary.BigEndian.AppendUint16(p, 11)
+	p = appendInt4(p, uint32(worker))
+	p = appendInt8(p, uint64(s.Seq))
+	p = appendInt2(p, uint16(s.Step))
+	p = appendInt2(p, uint16(s.Request))
+	p = appendInt8(p, uint64(s.IntendedUS))
+	p = appendInt4(p, uint32(s.StartDelayUS))
+	p = appendInt4(p, uint32(s.LatencyUS))
+	p = appendInt2(p, uint16(s.Status))
+	p = appendInt4(p, uint32(s.Bytes))
+	p = appendInt2(p, uint16(s.Err))
+	p = binary.BigEndian.AppendUint32(p, 1)
+	if s.Warmup() {
+		return append(p, 1)
+	}
+	return append(p, 0)
 }
 
 func appendInt2(p []byte, v uint16) []byte {
