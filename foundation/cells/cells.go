@@ -1,11 +1,17 @@
 // Package cells runs app instances as local processes for the local foundation, the
-// way a Diego cell runs containers: it converges each process to its desired instance
+// way Diego cells run containers: it converges each process to its desired instance
 // count, health-checks new instances, restarts crashed ones with Diego's backoff,
-// stops them with SIGTERM then SIGKILL, and samples CPU, memory and disk from /proc.
+// stops them with SIGTERM then SIGKILL, and samples CPU, memory and disk.
 //
-// There is no container: an instance is a process group started with /bin/sh -c in
-// the droplet's app directory. Memory limits are not enforced by a cgroup yet (a later
-// change); Config.EnforceMemory kills an instance whose sampled RSS exceeds its limit.
+// An instance is a process group started with /bin/sh -c in the droplet's app
+// directory. Each isolation segment is a cell with its own CPUs (Config.Cells). Where
+// cgroups are writable (v1 or v2, see package cgroup), a cell is a cpuset and each
+// instance runs in its own cgroup below it, like a Garden container: its memory limit
+// is enforced (exceeding it is an OOM kill and a crash, "out of memory"), its CPU
+// shares are proportional to its memory, and its stats come from the cgroup's
+// counters. Elsewhere instances run unconfined, stats come from /proc, and
+// Isolation says why; Config.EnforceMemory then kills an instance whose sampled RSS
+// exceeds its limit.
 package cells
 
 import (
@@ -21,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 )
 
 // Instance states, named as Cloud Controller's process stats name them.
@@ -63,7 +71,9 @@ type ProcessSpec struct {
 	Instances                                  int
 	MemoryMB, DiskMB                           int
 	HealthCheck                                HealthCheck
-	IsolationSegment                           string // "" = default cell; recorded only: the local foundation has one cell
+	// IsolationSegment picks the cell (Config.Cells) by name; "" (the shared
+	// segment) or a name no cell has picks the first.
+	IsolationSegment string
 }
 
 // Config configures Cells. Zero values take the defaults in the field comments.
@@ -81,8 +91,22 @@ type Config struct {
 	// HealthCheckInterval is the pause between startup health checks, default 500ms.
 	HealthCheckInterval time.Duration
 	// EnforceMemory kills an instance whose sampled RSS exceeds its MemoryMB, with the
-	// crash reason "memory limit exceeded". Sampling is coarse, unlike a cgroup.
+	// crash reason "memory limit exceeded". Sampling is coarse, unlike a cgroup, so it
+	// applies only without cgroup isolation; with it the kernel enforces the limit.
 	EnforceMemory bool
+	// Name names the cgroup root, cfbench-<Name> (letters, digits, '-', '_'); default
+	// "cells". A second Cells of the same name on the machine gets cfbench-<Name>.1.
+	// Start removes what a crashed earlier run of the same name left behind.
+	Name string
+	// Cells are the isolation segments, each a cell with its own CPUs, e.g.
+	// {{"apps", []int{0}}, {"loadgen", []int{1}}}. Default: one shared cell "" with
+	// every CPU. Start fails if a cell names a CPU this machine does not offer.
+	Cells []Cell
+	// NoIsolation runs instances without cgroups even where they are usable.
+	NoIsolation bool
+	// CellMemoryMB is each cell's memory capacity, over which Garden spreads a cell's
+	// CPU to compute CPU entitlement; default the machine's total memory.
+	CellMemoryMB int
 	// TmpDir holds each instance's TMPDIR; default a new directory under the system
 	// temp dir, removed by Close.
 	TmpDir string
@@ -119,11 +143,23 @@ type Instance struct {
 	Since   time.Time // when it entered State
 	Started time.Time // when the current process started (uptime = now - Started)
 	CPU     float64   // fraction of one core, averaged since the previous sample
-	// MemBytes is the summed RSS of the instance's process group; DiskBytes the size of
-	// its TMPDIR (the droplet is shared and not counted).
+	// MemBytes is what the instance's cgroup is charged for less inactive page cache,
+	// as Garden reports it (see cgroup.Usage), or without isolation the summed RSS of
+	// its process group; DiskBytes the size of its TMPDIR (the droplet is shared and
+	// not counted).
 	MemBytes, DiskBytes uint64
-	Details             string // e.g. crash reason "exited with status 1" / "memory limit exceeded"
+	Details             string // e.g. crash reason "exited with status 1" / "out of memory"
 	Crashes             int    // crashes of this instance since it was desired (restarts for a changed spec start at 0)
+	// CPUEntitlement is the CPU used over the CPU the instance is entitled to, since
+	// the previous sample: Diego's cpu_entitlement, which Cloud Controller reports as
+	// usage.cpu_entitlement (its percentage / 100). 1.0 is exactly the entitlement;
+	// above it the instance lives on spare CPU it loses under contention. The
+	// entitlement is Garden's: memory limit / Config.CellMemoryMB × the cell's CPUs.
+	CPUEntitlement float64
+	// Cell is the instance's cell (isolation segment) and CellAddr that cell's stable
+	// address, 127.0.1.N for the Nth cell, to report as the stats' host; instances
+	// are reached on Host whatever their cell.
+	Cell, CellAddr string
 }
 
 // Cells runs app instances. Its methods may be called concurrently.
@@ -134,6 +170,8 @@ type Cells struct {
 	path string
 
 	mu       sync.Mutex
+	cells    []*cell // Config.Cells resolved; CPUs and groups are filled in by Start
+	memoryMB int     // a cell's memory capacity, for CPU entitlement
 	procs    map[string]*process
 	ports    map[int]bool
 	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
@@ -142,11 +180,18 @@ type Cells struct {
 	started  bool
 	closed   bool
 
+	isolated  bool
+	isolation string       // Isolation's reason
+	root      *cgroup.Root // nil without isolation
+	// cpusAvailable, if set by a test, stands in for the machine's CPUs.
+	cpusAvailable func() ([]int, error)
+
 	runners   sync.WaitGroup // instance goroutines
 	bg        sync.WaitGroup // stats sampler and context watcher
 	quit      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	closeErr  error // of removing the cgroups; written before done is closed
 }
 
 type process struct {
@@ -182,16 +227,23 @@ func New(cfg Config) *Cells {
 	if cfg.HealthCheckInterval <= 0 {
 		cfg.HealthCheckInterval = defaultHealthInterval
 	}
+	if cfg.Name == "" {
+		cfg.Name = defaultName
+	}
+	cfg.Cells = slices.Clone(cfg.Cells)
 	c := &Cells{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		now:      cfg.Clock,
-		path:     cfg.Path,
-		procs:    map[string]*process{},
-		ports:    map[int]bool{},
-		lastDone: map[instanceKey]chan struct{}{},
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		now:       cfg.Clock,
+		path:      cfg.Path,
+		cells:     newCells(cfg.Cells),
+		memoryMB:  cfg.CellMemoryMB,
+		isolation: "not started",
+		procs:     map[string]*process{},
+		ports:     map[int]bool{},
+		lastDone:  map[instanceKey]chan struct{}{},
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -205,26 +257,36 @@ func New(cfg Config) *Cells {
 	if c.path == "" {
 		c.path = "/usr/local/bin:/usr/bin:/bin"
 	}
+	if c.memoryMB <= 0 {
+		c.memoryMB = machineMemoryMB()
+	}
 	return c
 }
 
-// Start launches the desired instances and the supervisor that samples stats; crash
+// Start sets up the cells (and their cgroups where usable, see Isolation), then
+// launches the desired instances and the supervisor that samples stats; crash
 // restarts run in each instance's goroutine. When ctx ends, everything is stopped as
-// by Close. Start may be called once.
+// by Close. It fails on a configuration the machine cannot honour, such as a cell
+// with a CPU it does not have. Start may be called once.
 func (c *Cells) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started || c.closed {
 		return errors.New("cells: already started or closed")
 	}
+	if err := c.setupIsolation(); err != nil {
+		return fmt.Errorf("cells: %w", err)
+	}
 	c.tmpRoot = c.cfg.TmpDir
 	if c.tmpRoot == "" {
 		dir, err := os.MkdirTemp("", "cells-")
 		if err != nil {
+			c.abandonIsolationLocked()
 			return fmt.Errorf("create instance tmp root: %w", err)
 		}
 		c.tmpRoot, c.ownTmp = dir, true
 	} else if err := os.MkdirAll(c.tmpRoot, 0o755); err != nil {
+		c.abandonIsolationLocked()
 		return fmt.Errorf("create instance tmp root: %w", err)
 	}
 	c.started = true
@@ -248,8 +310,8 @@ func (c *Cells) Start(ctx context.Context) error {
 }
 
 // Desire converges a process to spec: it starts missing indexes 0..Instances-1 and
-// stops extra ones, highest first. A changed command, env, dir, memory or disk
-// restarts every instance (each new one starts once the old one is gone); other
+// stops extra ones, highest first. A changed command, env, dir, memory, disk or
+// isolation segment restarts every instance (each new one starts once the old one is gone); other
 // changes apply to instances started later. Stops are graceful and happen in the
 // background; Close waits for them. Before Start the spec is only recorded.
 func (c *Cells) Desire(spec ProcessSpec) {
@@ -266,6 +328,10 @@ func (c *Cells) Desire(spec ProcessSpec) {
 		c.log.Warn("cells closed, ignoring desired process", "process_guid", spec.ProcessGUID)
 		return
 	}
+	if seg := spec.IsolationSegment; seg != "" && c.cellFor(seg).name != seg {
+		c.log.Warn("no cell for the isolation segment, using the first cell", "process_guid", spec.ProcessGUID,
+			"isolation_segment", seg, "cell", c.cells[0].name)
+	}
 	p, ok := c.procs[spec.ProcessGUID]
 	if !ok {
 		p = &process{insts: map[int]*instance{}}
@@ -280,7 +346,7 @@ func (c *Cells) Desire(spec ProcessSpec) {
 
 func needsRestart(old, cur ProcessSpec) bool {
 	return old.Command != cur.Command || old.Dir != cur.Dir || old.MemoryMB != cur.MemoryMB ||
-		old.DiskMB != cur.DiskMB || !maps.Equal(old.Env, cur.Env)
+		old.DiskMB != cur.DiskMB || !maps.Equal(old.Env, cur.Env) || old.IsolationSegment != cur.IsolationSegment
 }
 
 func (c *Cells) convergeLocked(p *process, restart bool) {
@@ -333,9 +399,10 @@ func (c *Cells) Instances(processGUID string) []Instance {
 		return []Instance{}
 	}
 	if !c.started || c.closed {
+		cl := c.cellFor(p.spec.IsolationSegment)
 		out := make([]Instance, p.spec.Instances)
 		for i := range out {
-			out[i] = Instance{Index: i, State: StateDown, Host: c.cfg.Host}
+			out[i] = Instance{Index: i, State: StateDown, Host: c.cfg.Host, Cell: cl.name, CellAddr: cl.addr}
 		}
 		return out
 	}
@@ -346,8 +413,9 @@ func (c *Cells) Instances(processGUID string) []Instance {
 	return out
 }
 
-// Close stops every instance gracefully and in parallel, waits for them and removes
-// the tmp root it created. It is safe to call more than once.
+// Close stops every instance gracefully and in parallel, waits for them, removes the
+// cgroups and the tmp root it created. It is safe to call more than once; each call
+// returns the error of removing the cgroups, if any.
 func (c *Cells) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -362,6 +430,7 @@ func (c *Cells) Close() error {
 
 		c.runners.Wait()
 		c.bg.Wait()
+		c.closeErr = c.teardownIsolation()
 		if c.ownTmp {
 			if err := os.RemoveAll(c.tmpRoot); err != nil {
 				c.log.Warn("remove instance tmp root", "dir", c.tmpRoot, "err", err)
@@ -370,7 +439,7 @@ func (c *Cells) Close() error {
 		close(c.done)
 	})
 	<-c.done
-	return nil
+	return c.closeErr
 }
 
 // Wait blocks until Cells has shut down (Close, or the end of Start's context). It

@@ -78,6 +78,7 @@ func startCells(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
 	rec := &recorder{}
 	cfg := Config{
+		Name:                testName(t),
 		LogDir:              t.TempDir(),
 		TmpDir:              t.TempDir(),
 		StopGrace:           2 * time.Second,
@@ -497,8 +498,10 @@ func TestStats(t *testing.T) {
 
 func TestEnforceMemory(t *testing.T) {
 	t.Parallel()
+	// Without a cgroup: with one the kernel enforces the limit (TestOutOfMemoryCrashes).
 	e := startCells(t, func(c *Config) {
 		c.EnforceMemory = true
+		c.NoIsolation = true
 		c.RestartBackoff = 10 * time.Second
 	})
 	spec := fixtureSpec("p-fat", 1, map[string]string{"ALLOC_MB": "96"})
@@ -596,4 +599,15 @@ func FuzzParseStat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = parseStat(b) // must not panic
 	})
+}
+
+// testName is a cgroup root name for the test: its name, made safe.
+func testName(t *testing.T) string {
+	b := []byte("t-" + t.Name())
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b[:min(len(b), 100)])
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 )
 
 // instance is one index of a process. Its goroutine (run) owns the OS process; the
@@ -22,6 +24,9 @@ type instance struct {
 	spec  ProcessSpec // as desired when this instance was created; never changes
 	index int
 	prev  <-chan struct{} // closed when the previous instance in this slot is gone
+	cell  *cell
+	// entitled is the CPU, in cores, the instance is entitled to (entitledCores).
+	entitled float64
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -29,22 +34,28 @@ type instance struct {
 
 	// guarded by Cells.mu
 	info       Instance
-	pgid       int       // process group of the running process; 0 when none
-	tmpDir     string    // TMPDIR of the running process
-	killReason string    // why the cell killed the running process, if it did
-	lastTicks  uint64    // CPU ticks at the previous sample
-	lastSample time.Time // wall clock (not Config.Clock) of the previous sample
+	pgid       int           // process group of the running process; 0 when none
+	cg         *cgroup.Group // the running process's container; nil without isolation
+	tmpDir     string        // TMPDIR of the running process
+	killReason string        // why the cell killed the running process, if it did
+	lastCPU    time.Duration // CPU time at the previous sample
+	lastSample time.Time     // wall clock (not Config.Clock) of the previous sample
 }
 
+// newInstance is called under Cells.mu once Start has resolved the cells.
 func newInstance(c *Cells, spec ProcessSpec, index int, prev <-chan struct{}) *instance {
+	cl := c.cellFor(spec.IsolationSegment)
 	return &instance{
-		c:     c,
-		spec:  spec,
-		index: index,
-		prev:  prev,
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-		info:  Instance{Index: index, State: StateDown, Host: c.cfg.Host, Since: c.now()},
+		c:        c,
+		spec:     spec,
+		index:    index,
+		prev:     prev,
+		cell:     cl,
+		entitled: entitledCores(cpuShares(spec.MemoryMB), len(cl.cpus), c.memoryMB),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		info: Instance{Index: index, State: StateDown, Host: c.cfg.Host, Since: c.now(),
+			Cell: cl.name, CellAddr: cl.addr},
 	}
 }
 
@@ -138,9 +149,26 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	started := c.now()
 	in.setState(func(i *Instance) {
 		*i = Instance{Index: in.index, GUID: guid, State: StateStarting, Host: c.cfg.Host, Port: port,
-			Since: started, Started: started, Crashes: i.Crashes}
+			Since: started, Started: started, Crashes: i.Crashes, Cell: in.cell.name, CellAddr: in.cell.addr}
 	})
 	in.cellLog(logw, "Starting instance %s", guid)
+
+	// The container, as Garden makes one per instance: removed once the process and
+	// everything it left behind in it are gone.
+	var cg *cgroup.Group
+	if in.cell.group != nil {
+		cg = in.cell.group.Child(containerName(in.spec.ProcessGUID, in.index, guid))
+		defer func() {
+			if err := cg.Remove(cgroupTimeout); err != nil {
+				c.log.Warn("remove instance container", "process_guid", in.spec.ProcessGUID, "index", in.index, "err", err)
+			}
+		}()
+		if err := createContainer(cg, in.cell, in.spec.MemoryMB); err != nil {
+			d := "failed to create container: " + err.Error()
+			in.cellLog(logw, "%s", d)
+			return in.crash(d), d, time.Time{}
+		}
+	}
 
 	cmd := exec.Command("/bin/sh", "-c", in.spec.Command)
 	cmd.Dir = in.spec.Dir
@@ -150,7 +178,12 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	}
 	// Own process group: stop signals reach every child (npm → sh → node).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if cg != nil {
+		err = startInContainer(cmd, in.spec.Command, cg)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		d := "failed to start: " + err.Error()
 		in.cellLog(logw, "%s", d)
 		return in.crash(d), d, time.Time{}
@@ -158,8 +191,8 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	pid := cmd.Process.Pid
 	c.mu.Lock()
 	in.info.PID = pid
-	in.pgid, in.tmpDir, in.killReason = pid, tmpDir, ""
-	in.lastTicks, in.lastSample = 0, time.Now()
+	in.pgid, in.cg, in.tmpDir, in.killReason = pid, cg, tmpDir, ""
+	in.lastCPU, in.lastSample = 0, time.Now()
 	c.mu.Unlock()
 
 	exited := make(chan error, 1)
@@ -196,7 +229,13 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	c.mu.Lock()
 	details = in.killReason
 	c.mu.Unlock()
-	if details == "" {
+	switch {
+	case details != "":
+	case cg != nil && oomKilled(cg, exitErr):
+		// As Diego reports a container the kernel killed for its memory limit.
+		details = "out of memory"
+		in.cellLog(logw, "Out of memory: the container exceeded its %d MB limit (%s)", in.spec.MemoryMB, exitDetails(exitErr))
+	default:
 		details = exitDetails(exitErr)
 	}
 	in.cellLog(logw, "Exited: %s", details)
@@ -208,7 +247,7 @@ func (in *instance) crash(details string) bool {
 	now := in.c.now()
 	in.setState(func(i *Instance) {
 		i.State, i.Since, i.Details = StateCrashed, now, details
-		i.PID, i.CPU, i.MemBytes, i.DiskBytes = 0, 0, 0, 0
+		i.PID, i.CPU, i.CPUEntitlement, i.MemBytes, i.DiskBytes = 0, 0, 0, 0, 0
 		i.Crashes++
 	})
 	return true
@@ -248,7 +287,7 @@ func (in *instance) terminate(pgid int, exited <-chan error, logw io.Writer) {
 	}
 	now := c.now()
 	in.setState(func(i *Instance) {
-		i.State, i.Since, i.PID, i.CPU, i.MemBytes, i.DiskBytes = StateDown, now, 0, 0, 0, 0
+		i.State, i.Since, i.PID, i.CPU, i.CPUEntitlement, i.MemBytes, i.DiskBytes = StateDown, now, 0, 0, 0, 0, 0
 	})
 }
 
@@ -331,7 +370,7 @@ func (in *instance) setState(update func(*Instance)) {
 	before := in.info.State
 	update(&in.info)
 	if in.info.State != StateRunning && in.info.State != StateStarting {
-		in.pgid, in.tmpDir = 0, ""
+		in.pgid, in.cg, in.tmpDir = 0, nil, ""
 	}
 	info := in.info
 	c.mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It is 100
@@ -118,12 +120,14 @@ func (c *Cells) sampleLoop() {
 	}
 }
 
-// sample updates CPU, memory and disk of every instance with a running process and,
-// with EnforceMemory, kills those over their memory limit.
+// sample updates CPU, memory and disk of every instance with a running process: from
+// its cgroup when isolated, else from /proc. Without isolation and with EnforceMemory
+// it kills those over their memory limit.
 func (c *Cells) sample() {
 	type target struct {
 		in     *instance
 		pgid   int
+		cg     *cgroup.Group
 		tmpDir string
 	}
 	var targets []target
@@ -132,8 +136,10 @@ func (c *Cells) sample() {
 	for _, p := range c.procs {
 		for _, in := range p.insts {
 			if in.pgid != 0 {
-				targets = append(targets, target{in, in.pgid, in.tmpDir})
-				want[in.pgid] = true
+				targets = append(targets, target{in, in.pgid, in.cg, in.tmpDir})
+				if in.cg == nil {
+					want[in.pgid] = true
+				}
 			}
 		}
 	}
@@ -142,9 +148,29 @@ func (c *Cells) sample() {
 		return
 	}
 
-	usage := scanGroups(want)
+	var usage map[int]groupUsage
+	if len(want) > 0 {
+		usage = scanGroups(want)
+	}
+	type reading struct {
+		cpu time.Duration
+		mem uint64
+		ok  bool
+	}
+	readings := make([]reading, len(targets))
 	disk := make([]uint64, len(targets))
 	for i, t := range targets {
+		if t.cg != nil {
+			u, err := t.cg.Usage()
+			if err != nil {
+				// Gone with its process since the targets were listed, most likely.
+				c.log.Debug("read instance cgroup", "cgroup", t.cg.Path(), "err", err)
+			}
+			readings[i] = reading{u.CPU, u.Memory, err == nil}
+		} else {
+			u := usage[t.pgid]
+			readings[i] = reading{time.Duration(u.ticks) * (time.Second / clockTicks), u.rss, true}
+		}
 		disk[i] = dirSize(t.tmpDir)
 	}
 	now := time.Now() // CPU is measured against real time, whatever Config.Clock says
@@ -152,24 +178,27 @@ func (c *Cells) sample() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, t := range targets {
-		in := t.in
-		if in.pgid != t.pgid {
+		in, r := t.in, readings[i]
+		if in.pgid != t.pgid || in.cg != t.cg || !r.ok {
 			continue // restarted or stopped meanwhile
 		}
-		u := usage[t.pgid]
 		if wall := now.Sub(in.lastSample).Seconds(); wall > 0 {
-			// Ticks of children reaped outside the group vanish; never report negative.
-			delta := float64(u.ticks) - float64(in.lastTicks)
-			in.info.CPU = max(delta, 0) / clockTicks / wall
+			// Without a cgroup, CPU of children reaped outside the group vanishes;
+			// never report negative.
+			in.info.CPU = max(r.cpu-in.lastCPU, 0).Seconds() / wall
+			in.info.CPUEntitlement = 0
+			if in.entitled > 0 {
+				in.info.CPUEntitlement = in.info.CPU / in.entitled
+			}
 		}
-		in.lastTicks, in.lastSample = u.ticks, now
-		in.info.MemBytes, in.info.DiskBytes = u.rss, disk[i]
+		in.lastCPU, in.lastSample = r.cpu, now
+		in.info.MemBytes, in.info.DiskBytes = r.mem, disk[i]
 
 		limit := uint64(in.spec.MemoryMB) << 20
-		if c.cfg.EnforceMemory && limit > 0 && u.rss > limit && in.killReason == "" {
+		if c.cfg.EnforceMemory && t.cg == nil && limit > 0 && r.mem > limit && in.killReason == "" {
 			in.killReason = "memory limit exceeded"
 			c.log.Warn("instance over its memory limit, killing it", "process_guid", in.spec.ProcessGUID,
-				"index", in.index, "rss_bytes", u.rss, "limit_bytes", limit)
+				"index", in.index, "rss_bytes", r.mem, "limit_bytes", limit)
 			killGroup(t.pgid, syscall.SIGKILL)
 		}
 	}
