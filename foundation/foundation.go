@@ -8,6 +8,7 @@ package foundation
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,11 +18,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
 	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
@@ -33,8 +37,9 @@ type Config struct {
 	// StateDir holds everything: settings, the API's state, packages, droplets,
 	// instance logs, the access log and the services' Postgres.
 	StateDir string
-	// Segments are the isolation segments (cells) of a fresh foundation.
-	Segments []string
+	// Cells are the cells, one per isolation segment, each with its own CPUs; a fresh
+	// foundation creates a segment (and a space) for each. Default: DefaultCells.
+	Cells []cells.Cell
 	// StatsInterval is how often instance usage is sampled (default 15 s, as Diego).
 	StatsInterval time.Duration
 	// StopGrace is SIGTERM to SIGKILL for instances (default 10 s, as Diego).
@@ -42,9 +47,23 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// DefaultSegments are the cells of a fresh foundation: one for the apps under test, one
-// for load generators.
-var DefaultSegments = []string{"apps", "loadgen"}
+// DefaultCells splits the machine's CPUs between a cell for the apps under test and one
+// for load generators (apps on CPU 0, generators on CPU 1 on a 2-core machine). With one
+// CPU both cells share it.
+func DefaultCells(cpus int) []cells.Cell {
+	apps, load := []int{}, []int{}
+	for c := 0; c < cpus; c++ {
+		if c < max(1, cpus/2) {
+			apps = append(apps, c)
+		} else {
+			load = append(load, c)
+		}
+	}
+	if len(load) == 0 {
+		load = apps
+	}
+	return []cells.Cell{{Name: "apps", CPUs: apps}, {Name: "loadgen", CPUs: load}}
+}
 
 // Settings are chosen on first start and kept in StateDir/foundation.json.
 type Settings struct {
@@ -63,6 +82,9 @@ type Info struct {
 	APIURL, RouterAddr, AppsDomain string
 	User, Password                 string
 	StateDir, AccessLog            string
+	// Isolation says how instances are isolated (cgroups and CPU sets per cell), or
+	// why they are not.
+	Isolation string
 }
 
 // Foundation is a running local foundation. Lifecycle: Start, then Close.
@@ -85,8 +107,8 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if len(cfg.Segments) == 0 {
-		cfg.Segments = DefaultSegments
+	if len(cfg.Cells) == 0 {
+		cfg.Cells = DefaultCells(goruntime.NumCPU())
 	}
 	dir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
@@ -116,15 +138,20 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 	if f.pg, err = pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort}); err != nil {
 		return nil, fmt.Errorf("start the services' postgres: %w", err)
 	}
-	f.cells = cells.New(cells.Config{Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
+	// The cgroup root is named after the state dir, so two foundations never share one.
+	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger})
 	if err := f.cells.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
 	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
-	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: &runtime{cells: f.cells}, Broker: broker,
+	var segments []string
+	for _, c := range cfg.Cells {
+		segments = append(segments, c.Name)
+	}
+	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
-		Segments: cfg.Segments, Logger: cfg.Logger})
+		Segments: segments, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +178,21 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 // Info describes how to reach the foundation.
 func (f *Foundation) Info() Info {
 	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,
-		User: f.settings.User, Password: f.settings.Password, StateDir: f.cfg.StateDir, AccessLog: filepath.Join(f.cfg.StateDir, "access.log")}
+		User: f.settings.User, Password: f.settings.Password, StateDir: f.cfg.StateDir, AccessLog: filepath.Join(f.cfg.StateDir, "access.log"),
+		Isolation: isolation(f.cells, f.cfg.Cells)}
+}
+
+// isolation describes the cells, or why instances run without isolation.
+func isolation(c *cells.Cells, cl []cells.Cell) string {
+	ok, reason := c.Isolation()
+	if !ok {
+		return "NONE: apps and generators share every CPU and have no memory limits (" + reason + ")"
+	}
+	var parts []string
+	for _, x := range cl {
+		parts = append(parts, fmt.Sprintf("%s on CPU %s", x.Name, cgroup.FormatCPUList(x.CPUs)))
+	}
+	return "cgroups (" + reason + "): " + strings.Join(parts, ", ")
 }
 
 // Wait returns when a server of the foundation fails.
@@ -220,6 +261,11 @@ func loadSettings(path string) (Settings, error) {
 	return s, nil
 }
 
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:4])
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -238,9 +284,20 @@ func freePort() (int, error) {
 // runtime runs the API's apps with staging and cells.
 type runtime struct {
 	cells *cells.Cells
+	// noIsolation, when set, goes into every instance's stats details, so that a user
+	// reading cf app sees that the figures come from an unisolated machine.
+	noIsolation string
 }
 
 var _ cc.Runtime = (*runtime)(nil)
+
+func newRuntime(c *cells.Cells) *runtime {
+	r := &runtime{cells: c}
+	if ok, reason := c.Isolation(); !ok {
+		r.noIsolation = "no cgroup isolation: " + reason
+	}
+	return r
+}
 
 func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResult, error) {
 	res, err := staging.Stage(ctx, staging.Request{PackageZip: req.PackageZip, DropletDir: req.DropletDir, Buildpacks: req.Buildpacks,
@@ -264,8 +321,18 @@ func (r *runtime) Instances(guid string) []cc.Instance {
 		if in.State == "RUNNING" && !in.Started.IsZero() {
 			uptime = now.Sub(in.Started)
 		}
-		out = append(out, cc.Instance{Index: in.Index, GUID: in.GUID, State: in.State, Host: in.Host, Port: in.Port, Uptime: uptime,
-			CPU: in.CPU, MemBytes: in.MemBytes, DiskBytes: in.DiskBytes, Details: in.Details})
+		details := in.Details
+		if details == "" {
+			details = r.noIsolation
+		}
+		// The stats host is the cell's address, as on Diego, so that co-located
+		// instances can be told apart; the router reaches instances on in.Host.
+		host := in.CellAddr
+		if host == "" {
+			host = in.Host
+		}
+		out = append(out, cc.Instance{Index: in.Index, GUID: in.GUID, State: in.State, Host: host, Port: in.Port, Uptime: uptime,
+			CPU: in.CPU, CPUEntitlement: in.CPUEntitlement, MemBytes: in.MemBytes, DiskBytes: in.DiskBytes, Details: details})
 	}
 	return out
 }

@@ -289,10 +289,35 @@ func TestFoundationEndToEnd(t *testing.T) {
 		t.Fatalf("%d stats entries, want 3", len(stats.Stats))
 	}
 	for _, s := range stats.Stats {
-		if s.State != "RUNNING" || s.Host != "127.0.0.1" || s.MemoryQuota != 64<<20 || s.IsolationSegment == nil || *s.IsolationSegment != "apps" {
+		if s.State != "RUNNING" || !strings.HasPrefix(s.Host, "127.0.") || s.MemoryQuota != 64<<20 || s.IsolationSegment == nil || *s.IsolationSegment != "apps" {
 			t.Fatalf("stats %+v", s)
 		}
 	}
+	// With cgroups, the apps space's cell and the loadgen space's cell are different
+	// hosts; a generator pushed there shows it.
+	if strings.HasPrefix(info.Isolation, "cgroups") {
+		gen, err := operation.NewAppPushOperation(cl, "cfbench", "loadgen").Push(ctx, &operation.AppManifest{Name: "gen",
+			Buildpacks: []string{"binary_buildpack"}, NoRoute: true,
+			AppManifestProcess: operation.AppManifestProcess{Command: "./cfbench-stub", Memory: "64M", Instances: &one, HealthCheckType: "process"}}, bytes.NewReader(binZip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var genHost string
+		waitFor(t, "the generator to run", func() bool {
+			st, err := cl.Processes.GetStats(ctx, gen.GUID)
+			if err != nil || len(st.Stats) != 1 || st.Stats[0].State != "RUNNING" {
+				return false
+			}
+			genHost = st.Stats[0].Host
+			return true
+		})
+		if genHost == stats.Stats[0].Host || *stats.Stats[0].IsolationSegment != "apps" {
+			t.Fatalf("generator on host %s, app on %s (%s): want different cells", genHost, stats.Stats[0].Host, *stats.Stats[0].IsolationSegment)
+		}
+	} else {
+		t.Logf("no cgroup isolation here (%s): cells not checked", info.Isolation)
+	}
+
 	// X-Cf-App-Instance reaches one instance, and the access log says which.
 	for i := range 3 {
 		if code, _ := get(t, f, "stub.apps.localhost", "/hello", http.Header{"X-Cf-App-Instance": {stub + ":" + string(rune('0'+i))}}); code != 200 {

@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -136,5 +137,37 @@ func TestRunThenExport(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(out, "samples.csv"))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Fatalf("re-export differs from the export at the end of the run (%d vs %d bytes)", len(a), len(b))
+	}
+}
+
+func TestParseCells(t *testing.T) {
+	cases := []struct {
+		in   string
+		want string // name:cpus;…
+		bad  bool
+	}{
+		{"", "", false},
+		{"apps=0,loadgen=1", "apps:[0];loadgen:[1]", false},
+		{"apps=0-1,loadgen=2-3", "apps:[0 1];loadgen:[2 3]", false},
+		{"apps=0,2,loadgen=1,3", "apps:[0 2];loadgen:[1 3]", false},
+		{"0,1", "", true},
+		{"apps=x", "", true},
+		{"=0", "", true},
+	}
+	for _, c := range cases {
+		got, err := parseCells(c.in)
+		if c.bad {
+			if err == nil {
+				t.Errorf("parseCells(%q) accepted it: %v", c.in, got)
+			}
+			continue
+		}
+		var parts []string
+		for _, cell := range got {
+			parts = append(parts, fmt.Sprintf("%s:%v", cell.Name, cell.CPUs))
+		}
+		if err != nil || strings.Join(parts, ";") != c.want {
+			t.Errorf("parseCells(%q) = %q, %v; want %q", c.in, strings.Join(parts, ";"), err, c.want)
+		}
 	}
 }

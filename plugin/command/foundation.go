@@ -16,28 +16,35 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 )
 
 // foundationCmd runs the local foundation. It is a command of the standalone CLI only:
 // a long-running server has no place inside a cf CLI invocation.
 var foundationCmd = &Command{
 	Name:        "foundation",
-	Synopsis:    "start|stop|status [--state-dir DIR] [--detach]",
+	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1]",
 	Summary:     "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service",
 	ExampleArgs: "foundation start --detach --state-dir .cfbench/foundation",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		dir := fs.String("state-dir", ".cfbench/foundation", "directory holding the foundation's state, logs and settings")
 		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
+		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
 		return func(ctx context.Context, env *Env, args []string) error {
 			if len(args) != 1 {
 				return usagef("give one of start, stop or status")
 			}
 			switch args[0] {
 			case "start":
-				if *detach {
-					return detachFoundation(ctx, env, *dir)
+				cells, err := parseCells(*cellsFlag)
+				if err != nil {
+					return usagef("--cells: %v", err)
 				}
-				return runFoundation(ctx, env, *dir)
+				if *detach {
+					return detachFoundation(ctx, env, *dir, *cellsFlag)
+				}
+				return runFoundation(ctx, env, *dir, cells)
 			case "stop":
 				return stopFoundation(env, *dir)
 			case "status":
@@ -54,16 +61,20 @@ var errNotRunning = errors.New("the foundation is not running")
 func pidFile(dir string) string { return filepath.Join(dir, "foundation.pid") }
 
 // runFoundation runs the foundation in the foreground until ctx ends (Ctrl-C, SIGTERM).
-func runFoundation(ctx context.Context, env *Env, dir string) error {
+func runFoundation(ctx context.Context, env *Env, dir string, cells []cells.Cell) error {
 	if pid, ok := runningPID(dir); ok {
 		return fmt.Errorf("a foundation is already running from %s (pid %d); stop it with: cf-benchmark foundation stop --state-dir %s", dir, pid, dir)
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	f, err := foundation.Start(ctx, foundation.Config{StateDir: dir, Logger: logger})
+	f, err := foundation.Start(ctx, foundation.Config{StateDir: dir, Cells: cells, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	// For foundation status, which runs in another process.
+	if err := os.WriteFile(filepath.Join(dir, "isolation.txt"), []byte(f.Info().Isolation+"\n"), 0o644); err != nil {
+		return err
+	}
 	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return err
 	}
@@ -87,7 +98,7 @@ func waitErr(f *foundation.Foundation) <-chan error {
 
 // detachFoundation starts the foundation in a background process and returns once its
 // API answers.
-func detachFoundation(ctx context.Context, env *Env, dir string) error {
+func detachFoundation(ctx context.Context, env *Env, dir, cellsFlag string) error {
 	if pid, ok := runningPID(dir); ok {
 		return fmt.Errorf("a foundation is already running from %s (pid %d)", dir, pid)
 	}
@@ -98,7 +109,11 @@ func detachFoundation(ctx context.Context, env *Env, dir string) error {
 		return err
 	}
 	logPath := filepath.Join(dir, "foundation.log")
-	pid, err := env.Spawn([]string{"foundation", "start", "--state-dir", dir}, logPath)
+	args := []string{"foundation", "start", "--state-dir", dir}
+	if cellsFlag != "" {
+		args = append(args, "--cells", cellsFlag)
+	}
+	pid, err := env.Spawn(args, logPath)
 	if err != nil {
 		return fmt.Errorf("start the foundation in the background: %w", err)
 	}
@@ -186,7 +201,8 @@ func readInfo(dir string) (foundation.Info, error) {
 		return foundation.Info{}, fmt.Errorf("the foundation's settings are damaged: %w", err)
 	}
 	abs, _ := filepath.Abs(dir)
-	return foundation.Info{APIURL: fmt.Sprintf("http://127.0.0.1:%d", s.APIPort), RouterAddr: fmt.Sprintf("127.0.0.1:%d", s.RouterPort),
+	iso, _ := os.ReadFile(filepath.Join(dir, "isolation.txt"))
+	return foundation.Info{Isolation: strings.TrimSpace(string(iso)), APIURL: fmt.Sprintf("http://127.0.0.1:%d", s.APIPort), RouterAddr: fmt.Sprintf("127.0.0.1:%d", s.RouterPort),
 		AppsDomain: s.AppsDomain, User: s.User, Password: s.Password, StateDir: abs, AccessLog: filepath.Join(abs, "access.log")}, nil
 }
 
@@ -208,10 +224,48 @@ func printFoundation(env *Env, in foundation.Info, headline string) {
 	fmt.Fprintf(w, "  User:       %s\n", in.User)
 	fmt.Fprintf(w, "  Password:   %s\n", in.Password)
 	fmt.Fprintf(w, "  State:      %s (access log: %s)\n", in.StateDir, in.AccessLog)
+	if in.Isolation != "" {
+		fmt.Fprintf(w, "  Isolation:  %s\n", in.Isolation)
+		if strings.HasPrefix(in.Isolation, "NONE") {
+			fmt.Fprintf(w, "Warning: without isolation, CPU figures of apps and generators taint each other.\n")
+		}
+	}
 	fmt.Fprintf(w, "Log in with the cf CLI:\n")
 	fmt.Fprintf(w, "  cf api %s\n", in.APIURL)
 	fmt.Fprintf(w, "  cf auth %s %s\n", in.User, in.Password)
 	fmt.Fprintf(w, "  cf target -o cfbench -s apps\n")
+}
+
+// parseCells reads --cells: name=CPUS entries separated by commas, where CPUS is a CPU
+// list (0, 0-3, or 0,2 continuing over the next commas until the next name=).
+func parseCells(s string) ([]cells.Cell, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []cells.Cell
+	for _, tok := range strings.Split(s, ",") {
+		name, list, named := strings.Cut(tok, "=")
+		if !named {
+			if len(out) == 0 {
+				return nil, fmt.Errorf("%q: want name=CPUS, e.g. apps=0,loadgen=1", s)
+			}
+			name, list = "", tok
+		}
+		cpus, err := cgroup.ParseCPUList(list)
+		if err != nil || len(cpus) == 0 {
+			return nil, fmt.Errorf("%q: %q is not a CPU list like 0, 0-3 or 4-7", s, list)
+		}
+		if named {
+			if name == "" {
+				return nil, fmt.Errorf("%q: a cell needs a name", s)
+			}
+			out = append(out, cells.Cell{Name: name, CPUs: cpus})
+		} else {
+			last := &out[len(out)-1]
+			last.CPUs = append(last.CPUs, cpus...)
+		}
+	}
+	return out, nil
 }
 
 func tailFile(path string, n int) string {
