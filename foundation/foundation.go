@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
 	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
@@ -44,7 +46,13 @@ type Config struct {
 	StatsInterval time.Duration
 	// StopGrace is SIGTERM to SIGKILL for instances (default 10 s, as Diego).
 	StopGrace time.Duration
-	Logger    *slog.Logger
+	// ESURL, when set, ships every router access-log line to this Elasticsearch in the
+	// shape CF's Logstash pipeline produces, at most LogQuota lines per LogQuotaWindow
+	// (0: no quota), as hosted logging caps them.
+	ESURL          string
+	LogQuota       int
+	LogQuotaWindow time.Duration
+	Logger         *slog.Logger
 }
 
 // DefaultCells splits the machine's CPUs between a cell for the apps under test and one
@@ -98,6 +106,7 @@ type Foundation struct {
 	apiLn    net.Listener
 	router   *router.Router
 	log      *os.File
+	shipper  *logship.Shipper
 	done     chan error
 }
 
@@ -166,13 +175,45 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return nil, err
 	}
+	var accessLog io.Writer = f.log
+	if cfg.ESURL != "" {
+		f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
+		f.shipper.Start(context.WithoutCancel(ctx))
+		// The file first: a shipper that fails must not cost the file its lines.
+		accessLog = io.MultiWriter(f.log, shipperWriter{f.shipper})
+	}
 	f.router = router.New(router.Config{Listen: "127.0.0.1:" + strconv.Itoa(settings.RouterPort),
-		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: f.log, Logger: cfg.Logger})
+		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: accessLog, Logger: cfg.Logger})
 	if err := f.router.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("router: port %d (kept in %s/foundation.json): %w", settings.RouterPort, dir, err)
 	}
 	f.cc.Reconcile()
 	return f, nil
+}
+
+// shipperWriter keeps the access-log file going when the shipper refuses a line (after
+// Close, or over its buffer): io.MultiWriter stops at the first error.
+type shipperWriter struct{ s *logship.Shipper }
+
+func (w shipperWriter) Write(p []byte) (int, error) {
+	w.s.Write(p) // refusals are counted in the shipper's Stats
+	return len(p), nil
+}
+
+// apps labels shipped log lines with the API's app names, spaces and orgs.
+type apps struct{ cc *cc.Server }
+
+func (a apps) App(guid string) (logship.AppInfo, bool) {
+	m, ok := a.cc.AppMeta(guid)
+	return logship.AppInfo{Name: m.Name, SpaceName: m.SpaceName, SpaceGUID: m.SpaceGUID, OrgName: m.OrgName, OrgGUID: m.OrgGUID}, ok
+}
+
+// LogShipping reports the shipper's counters; ok is false when logs are not shipped.
+func (f *Foundation) LogShipping() (logship.Stats, bool) {
+	if f.shipper == nil {
+		return logship.Stats{}, false
+	}
+	return f.shipper.Stats(), true
 }
 
 // Info describes how to reach the foundation.
@@ -203,6 +244,9 @@ func (f *Foundation) Close() error {
 	var errs []error
 	if f.router != nil {
 		errs = append(errs, f.router.Close())
+	}
+	if f.shipper != nil {
+		errs = append(errs, f.shipper.Close())
 	}
 	if f.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -776,3 +776,22 @@ func (s *Server) indexRoutes(st *State) {
 	}
 	s.hosts.Store(&m)
 }
+
+// AppMeta is an app's name and where it lives.
+type AppMeta struct {
+	Name, SpaceName, SpaceGUID, OrgName, OrgGUID string
+}
+
+// AppMeta looks an app up by guid, as log pipelines label lines with it.
+func (s *Server) AppMeta(guid string) (m AppMeta, ok bool) {
+	s.st.read(func(st *State) {
+		a := st.Apps[guid]
+		if a == nil {
+			return
+		}
+		sp := st.Spaces[a.SpaceGUID]
+		org := st.Orgs[sp.OrgGUID]
+		m, ok = AppMeta{Name: a.Name, SpaceName: sp.Name, SpaceGUID: sp.GUID, OrgName: org.Name, OrgGUID: org.GUID}, true
+	})
+	return m, ok
+}

@@ -24,12 +24,14 @@ import (
 // a long-running server has no place inside a cf CLI invocation.
 var foundationCmd = &Command{
 	Name:        "foundation",
-	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1]",
+	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--es-url URL [--log-quota N/1h]]",
 	Summary:     "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service",
 	ExampleArgs: "foundation start --detach --state-dir .cfbench/foundation",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		dir := fs.String("state-dir", ".cfbench/foundation", "directory holding the foundation's state, logs and settings")
 		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
+		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them")
+		quotaFlag := fs.String("log-quota", "", "start: ship at most N lines per window, like hosted logging (e.g. 1000/1h); the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
 		return func(ctx context.Context, env *Env, args []string) error {
 			if len(args) != 1 {
@@ -37,14 +39,28 @@ var foundationCmd = &Command{
 			}
 			switch args[0] {
 			case "start":
-				cells, err := parseCells(*cellsFlag)
-				if err != nil {
+				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL}
+				var err error
+				if cfg.Cells, err = parseCells(*cellsFlag); err != nil {
 					return usagef("--cells: %v", err)
 				}
-				if *detach {
-					return detachFoundation(ctx, env, *dir, *cellsFlag)
+				if cfg.LogQuota, cfg.LogQuotaWindow, err = parseQuota(*quotaFlag); err != nil {
+					return usagef("--log-quota: %v", err)
 				}
-				return runFoundation(ctx, env, *dir, cells)
+				if *quotaFlag != "" && *esURL == "" {
+					return usagef("--log-quota limits what is shipped to Elasticsearch: give --es-url too")
+				}
+				if *detach {
+					// The background process gets the same flags.
+					var args []string
+					fs.Visit(func(f *flag.Flag) {
+						if f.Name != "detach" && f.Name != "state-dir" {
+							args = append(args, "--"+f.Name, f.Value.String())
+						}
+					})
+					return detachFoundation(ctx, env, *dir, args)
+				}
+				return runFoundation(ctx, env, cfg)
 			case "stop":
 				return stopFoundation(env, *dir)
 			case "status":
@@ -61,12 +77,14 @@ var errNotRunning = errors.New("the foundation is not running")
 func pidFile(dir string) string { return filepath.Join(dir, "foundation.pid") }
 
 // runFoundation runs the foundation in the foreground until ctx ends (Ctrl-C, SIGTERM).
-func runFoundation(ctx context.Context, env *Env, dir string, cells []cells.Cell) error {
+func runFoundation(ctx context.Context, env *Env, cfg foundation.Config) error {
+	dir := cfg.StateDir
 	if pid, ok := runningPID(dir); ok {
 		return fmt.Errorf("a foundation is already running from %s (pid %d); stop it with: cf-benchmark foundation stop --state-dir %s", dir, pid, dir)
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	f, err := foundation.Start(ctx, foundation.Config{StateDir: dir, Cells: cells, Logger: logger})
+	cfg.Logger = logger
+	f, err := foundation.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -98,7 +116,7 @@ func waitErr(f *foundation.Foundation) <-chan error {
 
 // detachFoundation starts the foundation in a background process and returns once its
 // API answers.
-func detachFoundation(ctx context.Context, env *Env, dir, cellsFlag string) error {
+func detachFoundation(ctx context.Context, env *Env, dir string, flags []string) error {
 	if pid, ok := runningPID(dir); ok {
 		return fmt.Errorf("a foundation is already running from %s (pid %d)", dir, pid)
 	}
@@ -109,11 +127,7 @@ func detachFoundation(ctx context.Context, env *Env, dir, cellsFlag string) erro
 		return err
 	}
 	logPath := filepath.Join(dir, "foundation.log")
-	args := []string{"foundation", "start", "--state-dir", dir}
-	if cellsFlag != "" {
-		args = append(args, "--cells", cellsFlag)
-	}
-	pid, err := env.Spawn(args, logPath)
+	pid, err := env.Spawn(append([]string{"foundation", "start", "--state-dir", dir}, flags...), logPath)
 	if err != nil {
 		return fmt.Errorf("start the foundation in the background: %w", err)
 	}
@@ -234,6 +248,23 @@ func printFoundation(env *Env, in foundation.Info, headline string) {
 	fmt.Fprintf(w, "  cf api %s\n", in.APIURL)
 	fmt.Fprintf(w, "  cf auth %s %s\n", in.User, in.Password)
 	fmt.Fprintf(w, "  cf target -o cfbench -s apps\n")
+}
+
+// parseQuota reads --log-quota N/WINDOW (e.g. 1000/1h); "" is no quota.
+func parseQuota(s string) (int, time.Duration, error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	n, w, ok := strings.Cut(s, "/")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil || count < 1 {
+		return 0, 0, fmt.Errorf("%q: want lines per window, like 1000/1h", s)
+	}
+	window, err := time.ParseDuration(w)
+	if err != nil || window <= 0 {
+		return 0, 0, fmt.Errorf("%q: the window %q is not a duration like 1h or 15m", s, w)
+	}
+	return count, window, nil
 }
 
 // parseCells reads --cells: name=CPUS entries separated by commas, where CPUS is a CPU
