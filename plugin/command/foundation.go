@@ -30,6 +30,7 @@ var foundationCmd = &Command{
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		dir := fs.String("state-dir", ".cfbench/foundation", "directory holding the foundation's state, logs and settings")
 		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
+		metrics := fs.Duration("metrics-interval", 15*time.Second, "start: how often instance usage is sampled, like Diego's container metrics (stats are up to this old)")
 		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them")
 		quotaFlag := fs.String("log-quota", "", "start: ship at most N lines per window, like hosted logging (e.g. 1000/1h); the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
@@ -39,7 +40,10 @@ var foundationCmd = &Command{
 			}
 			switch args[0] {
 			case "start":
-				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL}
+				if *metrics <= 0 {
+					return usagef("--metrics-interval must be positive")
+				}
+				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL, StatsInterval: *metrics}
 				var err error
 				if cfg.Cells, err = parseCells(*cellsFlag); err != nil {
 					return usagef("--cells: %v", err)
