@@ -25,7 +25,7 @@ func (s *Server) listApps(c *call) error {
 			sp := st.Spaces[a.SpaceGUID]
 			if q.match("names", a.Name) && q.match("guids", a.GUID) && q.match("space_guids", a.SpaceGUID) &&
 				(sp == nil || q.match("organization_guids", sp.OrgGUID)) && q.match("stacks", a.Stack) && q.match("lifecycle_type", "buildpack") {
-				out = append(out, a)
+				out = append(out, clone(a))
 			}
 		}
 		included = s.includeSpaces(st, q, out)
@@ -433,7 +433,19 @@ func (s *Server) appEnv(c *call) error {
 	return c.json(http.StatusOK, resp)
 }
 
-func (s *Server) listProcesses(c *call) error {
+func (s *Server) listProcesses(c *call) error { return s.processList(c, "") }
+
+func (s *Server) appProcesses(c *call) error {
+	var found bool
+	s.st.read(func(st *State) { found = st.Apps[c.r.PathValue("guid")] != nil })
+	if !found {
+		return notFound("App")
+	}
+	return s.processList(c, c.r.PathValue("guid"))
+}
+
+// processList lists processes, of app when set.
+func (s *Server) processList(c *call, app string) error {
 	q, err := c.query()
 	if err != nil {
 		return err
@@ -442,30 +454,9 @@ func (s *Server) listProcesses(c *call) error {
 	s.st.read(func(st *State) {
 		for _, p := range sorted(st.Processes, func(p *Process) time.Time { return p.Created }, func(p *Process) string { return p.GUID }) {
 			a := st.Apps[p.AppGUID]
-			if a != nil && q.match("app_guids", p.AppGUID) && q.match("guids", p.GUID) && q.match("types", p.Type) && q.match("space_guids", a.SpaceGUID) {
-				out = append(out, p)
-			}
-		}
-	})
-	return paginate(c, q, out, func(p *Process) string { return p.Type }, func(p *Process) time.Time { return p.Created }, s.renderProcess, nil)
-}
-
-func (s *Server) appProcesses(c *call) error {
-	var found bool
-	s.st.read(func(st *State) { found = st.Apps[c.r.PathValue("guid")] != nil })
-	if !found {
-		return notFound("App")
-	}
-	q, err := c.query()
-	if err != nil {
-		return err
-	}
-	q.v.Set("app_guids", c.r.PathValue("guid"))
-	var out []*Process
-	s.st.read(func(st *State) {
-		for _, p := range sorted(st.Processes, func(p *Process) time.Time { return p.Created }, func(p *Process) string { return p.GUID }) {
-			if p.AppGUID == c.r.PathValue("guid") && q.match("types", p.Type) {
-				out = append(out, p)
+			if a != nil && (app == "" || p.AppGUID == app) && q.match("app_guids", p.AppGUID) && q.match("guids", p.GUID) &&
+				q.match("types", p.Type) && q.match("space_guids", a.SpaceGUID) {
+				out = append(out, clone(p))
 			}
 		}
 	})

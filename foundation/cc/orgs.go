@@ -97,7 +97,7 @@ func (s *Server) listOrgs(c *call) error {
 	s.st.read(func(st *State) {
 		for _, o := range sorted(st.Orgs, func(o *Org) time.Time { return o.Created }, func(o *Org) string { return o.GUID }) {
 			if q.match("names", o.Name) && q.match("guids", o.GUID) {
-				out = append(out, o)
+				out = append(out, clone(o))
 			}
 		}
 	})
@@ -138,7 +138,7 @@ func (s *Server) listDomains(c *call) error {
 	s.st.read(func(st *State) {
 		for _, d := range sorted(st.Domains, func(d *Domain) time.Time { return d.Created }, func(d *Domain) string { return d.GUID }) {
 			if q.match("names", d.Name) && q.match("guids", d.GUID) {
-				out = append(out, d)
+				out = append(out, clone(d))
 			}
 		}
 	})
@@ -197,7 +197,7 @@ func (s *Server) listSpaces(c *call) error {
 	s.st.read(func(st *State) {
 		for _, sp := range sorted(st.Spaces, func(s *Space) time.Time { return s.Created }, func(s *Space) string { return s.GUID }) {
 			if q.match("names", sp.Name) && q.match("guids", sp.GUID) && q.match("organization_guids", sp.OrgGUID) {
-				out = append(out, sp)
+				out = append(out, clone(sp))
 			}
 		}
 	})
@@ -293,7 +293,7 @@ func (s *Server) listSegments(c *call) error {
 				orgOK = orgOK || slices.Contains(i.Orgs, o)
 			}
 			if q.match("names", i.Name) && q.match("guids", i.GUID) && orgOK {
-				out = append(out, i)
+				out = append(out, clone(i))
 			}
 		}
 	})
@@ -343,7 +343,7 @@ func (s *Server) segmentOrgs(c *call) error {
 		if seg = st.IsolationSegments[c.r.PathValue("guid")]; seg != nil {
 			for _, g := range seg.Orgs {
 				if o := st.Orgs[g]; o != nil && q.match("names", o.Name) {
-					out = append(out, o)
+					out = append(out, clone(o))
 				}
 			}
 		}

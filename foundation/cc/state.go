@@ -127,6 +127,13 @@ func sorted[T any](m map[string]*T, created func(*T) time.Time, guid func(*T) st
 	return out
 }
 
+// clone copies a resource so that it can be rendered after the lock is released; the
+// copy shares maps and slices, which updates replace rather than change in place.
+func clone[T any](v *T) *T {
+	c := *v
+	return &c
+}
+
 // Lookups by name, used by handlers and the manifest.
 
 func (s *State) orgByName(name string) *Org {
