@@ -3,6 +3,9 @@
 # same run, written as Markdown to stdout and to BENCH_GO_OUT:
 #   - sample ingestion: the sample writer's binary COPY vs psql's \copy of the same rows
 #     (resultsdb BenchmarkIngest; goal: at least 80% of psql's rate);
+#   - export: rows/s of a run's samples through a chisel tunnel on loopback vs psql's
+#     \copy (select …) to a file straight from the database (collectors/export
+#     BenchmarkExport; goal: at least 80% of psql's rate);
 #   - the local foundation's router vs talking to the app directly (foundation/router
 #     BenchmarkRouter), when that package exists.
 # Each figure is the median of BENCH_GO_COUNT runs.
@@ -18,6 +21,8 @@ trap 'rm -f "$raw"' EXIT
 
 echo "bench-go: ingestion (resultsdb BenchmarkIngest, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'Ingest' -benchtime 3x -count "$COUNT" ./resultsdb >>"$raw"
+echo "bench-go: export (collectors/export BenchmarkExport, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench 'Export' -benchtime 3x -count "$COUNT" ./collectors/export >>"$raw"
 if [ -d foundation/router ]; then
 	echo "bench-go: router (foundation/router BenchmarkRouter, $COUNT runs)" >&2
 	CGO_ENABLED=0 $GO test -run '^$' -bench 'Router' -benchtime 2s -count "$COUNT" ./foundation/router >>"$raw"
@@ -41,6 +46,10 @@ report() {
 	echo "| benchmark | ours | peer | ratio | goal |"
 	echo "|---|---:|---:|---:|---|"
 	echo "| sample ingestion, rows/s (1 Mi rows per run, same server) | $(printf '%.0f' "${w:-0}") (binary COPY writer) | $(printf '%.0f' "${p:-0}") (psql \\copy of CSV) | $(ratio "$w" "$p") | ≥ 0.80× |"
+	local et ep
+	et=$(median 'Export/tunnel' 'rows/s')
+	ep=$(median 'Export/psql' 'rows/s')
+	echo "| export of samples, rows/s (1 Mi rows per run, same server) | $(printf '%.0f' "${et:-0}") (COPY to CSV through a chisel tunnel on loopback) | $(printf '%.0f' "${ep:-0}") (psql \\copy (select …) to a file, direct) | $(ratio "$et" "$ep") | ≥ 0.80× |"
 	if [ -d foundation/router ]; then
 		local r d
 		r=$(median 'Router/router' 'ns/op')

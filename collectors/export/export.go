@@ -1,54 +1,32 @@
 // Package export writes the tables of one run to CSV files with COPY … TO STDOUT, streamed
 // straight to disk so memory stays flat whatever the size, plus a manifest.json with the
 // run's metadata, row counts and SHA-256 checksums.
+//
+// Every table is read in the order of a key unique within the run. When the connection
+// drops mid-table (a tunnel restarting, a flaky network) the exporter reconnects, cuts
+// the file back to its last whole CSV record and asks for the rows after that record's
+// key, so the finished file is byte for byte the file an uninterrupted export writes.
+// Types and units of every column are in COLUMNS.md.
 package export
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/jackc/pgx/v5"
 )
 
 // Tables lists the exportable tables in the order they are written.
 var Tables = []string{"runs", "steps", "workers", "worker_steps", "samples", "container_metrics", "router_requests", "app_timings"}
-
-// queries select one run's rows of each table. Column units are in the names (_us, _bytes,
-// _s); trace ids are 32 hex digits, as sent in X-B3-TraceId. %[1]s is the run id literal.
-var queries = map[string]string{
-	"runs": `SELECT id, name, spec_file, status, reason, epoch, started_at, ended_at, lpad(to_hex(trace_tag), 8, '0') AS trace_tag
-		FROM runs WHERE id = %[1]s`,
-	"steps": `SELECT variant, idx AS step, instances, users, started_at, warmup_until, ends_at, ended_at, stop_reason
-		FROM steps WHERE run_id = %[1]s ORDER BY started_at, variant, idx`,
-	"workers": `SELECT id AS worker_id, variant, app_name, instance_index, instance_guid, host, started_at, heartbeat_at, stopped_at,
-		sent, stored, spilled, missed, dropped
-		FROM workers WHERE run_id = %[1]s ORDER BY id`,
-	"worker_steps": `SELECT ws.worker_id, w.variant, ws.step, ws.joined_at, ws.skew_us, ws.late_join, ws.sent, ws.missed, ws.done_at
-		FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id WHERE w.run_id = %[1]s ORDER BY w.variant, ws.step, ws.worker_id`,
-	"samples": `SELECT w.variant, s.worker_id, s.seq,
-		lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id >> 12), 4, '0') || '4' || lpad(to_hex(s.worker_id & 4095), 3, '0')
-			|| lpad(to_hex(s.seq), 16, '0') AS trace_id,
-		s.step, s.request, s.intended_us, s.start_delay_us, s.latency_us, s.status, s.bytes,
-		(ARRAY['', 'other', 'timeout', 'refused', 'reset', 'tls', 'dns', 'canceled'])[s.error + 1] AS error, s.warmup
-		FROM samples s JOIN workers w ON w.id = s.worker_id JOIN runs r ON r.id = w.run_id
-		WHERE w.run_id = %[1]s ORDER BY s.worker_id, s.seq`,
-	"container_metrics": `SELECT at, app_name, app_guid, process_type, instance_index, state, cpu, cpu_entitlement,
-		mem_bytes, mem_quota_bytes, disk_bytes, host, isolation_segment, uptime_s
-		FROM container_metrics WHERE run_id = %[1]s ORDER BY at, app_name, instance_index`,
-	"router_requests": `SELECT replace(trace_id::text, '-', '') AS trace_id, at, app_guid, app_index, status, response_time_us, gorouter_time_us
-		FROM router_requests WHERE run_id = %[1]s ORDER BY trace_id`,
-	"app_timings": `SELECT replace(trace_id::text, '-', '') AS trace_id, app_name, instance_index, at, pool_wait_us, query_us, total_us
-		FROM app_timings WHERE run_id = %[1]s ORDER BY trace_id`,
-}
 
 // File describes one exported table.
 type File struct {
@@ -57,6 +35,8 @@ type File struct {
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	// Resumed counts the times the table's stream was cut and taken up again.
+	Resumed int `json:"resumed,omitempty"`
 }
 
 // Manifest is written as manifest.json beside the CSV files.
@@ -71,14 +51,60 @@ type Manifest struct {
 	Files         []File     `json:"files"`
 }
 
-// Export writes the given tables (all when empty; runs always) of run runID into dir, which
-// is created.
-// Files are written under a temporary name and renamed when complete, so a file with the
-// final name is always whole.
+// Options tune ExportWith; the zero value exports every table and resumes after lost
+// connections with the defaults.
+type Options struct {
+	// Tables to export (all when empty; runs always goes along).
+	Tables []string
+	// Connect opens a connection for one table's COPY, and again to resume it after the
+	// connection was lost; the exporter closes it. The default opens one with the
+	// store's configuration, so through a tunnel the new connection goes through the
+	// tunnel again, which reconnects by itself.
+	Connect func(ctx context.Context) (*pgx.Conn, error)
+	// MaxAttempts bounds consecutive attempts at a table that write no new record before
+	// the export gives up (default 8). Attempts that make progress reset the count.
+	MaxAttempts int
+	// Backoff is the first wait before a new attempt; it doubles up to 8 s (default 250 ms).
+	Backoff time.Duration
+	// Progress, when set, is called from the exporting goroutine as a table grows (about
+	// every MiB of whole records) and once when it is complete, with the data rows and
+	// bytes written so far.
+	Progress func(table string, rows, bytes int64)
+	// Logger receives a warning for every resumed stream. Nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults(store *resultsdb.Store) {
+	if o.Connect == nil {
+		cfg := store.Pool().Config().ConnConfig
+		o.Connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cfg.Copy()) }
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 250 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Export writes the given tables (all when empty; runs always) of run runID into dir,
+// which is created, with the default Options.
 func Export(ctx context.Context, store *resultsdb.Store, runID, dir string, tables []string) (*Manifest, error) {
+	return ExportWith(ctx, store, runID, dir, Options{Tables: tables})
+}
+
+// ExportWith writes the tables of run runID into dir, which is created. store reads the
+// run's metadata; the tables are streamed over connections from opts.Connect. Files are
+// written under a temporary name and renamed when complete, so a file with the final name
+// is always whole.
+func ExportWith(ctx context.Context, store *resultsdb.Store, runID, dir string, opts Options) (*Manifest, error) {
 	if !resultsdb.ValidRunID(runID) {
 		return nil, fmt.Errorf("run id %q: want the form 20060102-150405-abcd", runID)
 	}
+	tables := opts.Tables
 	for _, t := range tables {
 		if !slices.Contains(Tables, t) {
 			return nil, fmt.Errorf("table %q: want one of %v", t, Tables)
@@ -89,6 +115,7 @@ func Export(ctx context.Context, store *resultsdb.Store, runID, dir string, tabl
 	} else if !slices.Contains(tables, "runs") {
 		tables = append([]string{"runs"}, tables...) // the run's own row always goes along
 	}
+	opts.defaults(store)
 	run, err := store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -102,9 +129,9 @@ func Export(ctx context.Context, store *resultsdb.Store, runID, dir string, tabl
 		if !slices.Contains(tables, t) {
 			continue
 		}
-		f, err := exportTable(ctx, store, runID, t, dir)
+		f, err := exportTable(ctx, &opts, runID, t, dir)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("export %s: %w", t, err)
 		}
 		m.Files = append(m.Files, *f)
 	}
@@ -112,63 +139,155 @@ func Export(ctx context.Context, store *resultsdb.Store, runID, dir string, tabl
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "manifest.json"), func(w io.Writer) error {
-		_, err := w.Write(append(body, '\n'))
-		return err
-	}); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, "manifest.json"), append(body, '\n')); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func exportTable(ctx context.Context, store *resultsdb.Store, runID, table, dir string) (*File, error) {
-	f := &File{Table: table, Name: table + ".csv"}
-	conn, err := store.Pool().Acquire(ctx)
+// sessionSQL makes every connection print values the same way, whatever the server's or
+// role's defaults: a resumed stream must continue byte for byte.
+const sessionSQL = `SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres';
+	SET extra_float_digits = 1; SET standard_conforming_strings = on; SET client_encoding = 'UTF8'`
+
+func exportTable(ctx context.Context, opts *Options, runID, name, dir string) (*File, error) {
+	def := tableDefs[name]
+	tmp, err := os.CreateTemp(dir, "."+name+".csv.*")
 	if err != nil {
-		return nil, fmt.Errorf("export %s: %w", table, err)
+		return nil, err
 	}
-	defer conn.Release()
-	// COPY takes no parameters; the run id was checked against its strict pattern above.
-	sql := fmt.Sprintf("COPY ("+queries[table]+") TO STDOUT (FORMAT csv, HEADER)", "'"+runID+"'")
-	err = writeFileAtomic(filepath.Join(dir, f.Name), func(w io.Writer) error {
-		h := sha256.New()
-		cw := &countingWriter{w: io.MultiWriter(w, h)}
-		tag, err := conn.Conn().PgConn().CopyTo(ctx, cw, sql)
-		if err != nil {
-			return err
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	tf := newTableFile(tmp)
+	if opts.Progress != nil {
+		tf.progress = func(rows, bytes int64) { opts.Progress(name, rows, bytes) }
+	}
+	f := &File{Table: name, Name: name + ".csv"}
+	failures, delay := 0, opts.Backoff
+	for {
+		records, committed := tf.records, tf.committed
+		var sql string
+		switch records {
+		case 0: // not even the header is whole: start over
+			sql = def.copySQL(runID, true, nil)
+		case 1: // the header only
+			sql = def.copySQL(runID, false, nil)
+		default:
+			after, err := def.keyLiterals(tf.last)
+			if err != nil {
+				return nil, fmt.Errorf("resume after the last record written: %w", err)
+			}
+			sql = def.copySQL(runID, false, after)
 		}
-		f.Rows, f.Bytes, f.SHA256 = tag.RowsAffected(), cw.n, hex.EncodeToString(h.Sum(nil))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("export %s: %w", table, err)
+		rows, err := copyOnce(ctx, opts.Connect, sql, tf)
+		if err == nil {
+			// A cross-check of the record tracking: the records this attempt added are
+			// the rows COPY says it sent (and the header, if it asked for one).
+			if got := tf.records - records - b2i(records == 0); got != rows {
+				return nil, fmt.Errorf("COPY sent %d rows but %d records were written", rows, got)
+			}
+			break
+		}
+		var lost *lostError
+		if !errors.As(err, &lost) {
+			return nil, err
+		}
+		if tf.committed > committed {
+			failures, delay = 0, opts.Backoff
+		}
+		failures++
+		if failures >= opts.MaxAttempts {
+			return nil, fmt.Errorf("gave up after %d attempts without progress: %w", failures, lost.err)
+		}
+		opts.Logger.Warn("export: connection lost; resuming after the last whole row", "table", name,
+			"rows", max(tf.records-1, 0), "attempt", failures, "retry_in", delay, "err", lost.err)
+		if err := tf.rewind(); err != nil {
+			return nil, err
+		}
+		f.Resumed++
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 8*time.Second)
+	}
+	if err := tf.finish(); err != nil {
+		return nil, err
+	}
+	f.Rows, f.Bytes, f.SHA256 = max(tf.records-1, 0), tf.committed, tf.sum()
+	if tf.progress != nil {
+		tf.progress(f.Rows, f.Bytes)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, f.Name)); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
+// lostError is a lost connection (or one that could not be opened): worth another attempt.
+type lostError struct{ err error }
+
+func (e *lostError) Error() string { return "connection lost: " + e.err.Error() }
+func (e *lostError) Unwrap() error { return e.err }
+
+// copyOnce runs one COPY into w on a new connection and returns the rows COPY reports.
+// Errors that another attempt may cure are *lostError.
+func copyOnce(ctx context.Context, connect func(context.Context) (*pgx.Conn, error), sql string, w io.Writer) (int64, error) {
+	conn, err := connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if permanentConnectError(err) {
+			return 0, err
+		}
+		return 0, &lostError{err}
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, sessionSQL); err != nil {
+		return 0, classify(ctx, conn, err)
+	}
+	tag, err := conn.PgConn().CopyTo(ctx, w, sql)
+	if err != nil {
+		return 0, classify(ctx, conn, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+func classify(ctx context.Context, conn *pgx.Conn, err error) error {
+	var fe *fileError
+	switch {
+	case errors.As(err, &fe):
+		return fe.err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case conn.PgConn().IsClosed():
+		return &lostError{err}
+	}
+	return err // the server answered with an error: asking again gives the same answer
 }
 
-func writeFileAtomic(path string, fill func(io.Writer) error) error {
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func writeFileAtomic(path string, body []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	if err := fill(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
+	if _, err := tmp.Write(body); err != nil {
 		tmp.Close()
 		return err
 	}

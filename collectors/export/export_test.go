@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +21,10 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
+func TestMain(m *testing.M) {
+	captureStderr()
+	testpg.Main(m)
+}
 
 func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	ctx := context.Background()
@@ -157,4 +162,215 @@ func TestSpecTablesAreExportable(t *testing.T) {
 			t.Errorf("spec table %q is not exportable", tb)
 		}
 	}
+}
+
+// TestFilesHaveTheDocumentedColumns: every file's header is its definition's columns,
+// COLUMNS.md documents exactly those, and every key column is an output column.
+func TestFilesHaveTheDocumentedColumns(t *testing.T) {
+	ctx := context.Background()
+	store, err := resultsdb.Open(ctx, testpg.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run := seedRun(t, store, 3)
+	dir := t.TempDir()
+	if _, err := Export(ctx, store, run.ID, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("COLUMNS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string][]string{}
+	var section string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if name, ok := strings.CutPrefix(line, "## "); ok {
+			section = strings.TrimSuffix(name, ".csv")
+		}
+		if m := regexp.MustCompile("^\\| `([a-z_]+)` \\|").FindStringSubmatch(line); m != nil {
+			documented[section] = append(documented[section], m[1])
+		}
+	}
+	for _, table := range Tables {
+		def := tableDefs[table]
+		var names []string
+		for _, c := range def.cols {
+			names = append(names, c.name)
+		}
+		if header := readCSV(t, filepath.Join(dir, table+".csv"))[0]; !slices.Equal(header, names) {
+			t.Errorf("%s.csv header %v, want %v", table, header, names)
+		}
+		if !slices.Equal(documented[table], names) {
+			t.Errorf("COLUMNS.md documents %s as %v, the file has %v", table, documented[table], names)
+		}
+		if len(def.key) != len(def.keyCols) {
+			t.Errorf("%s: %d key expressions, %d key columns", table, len(def.key), len(def.keyCols))
+		}
+		for _, k := range def.keyCols {
+			if !slices.Contains(names, k) {
+				t.Errorf("%s: key column %s is not exported", table, k)
+			}
+		}
+	}
+}
+
+// TestSpreadsheetFormulasAreNeutralised: text cells that a spreadsheet would run as a
+// formula start with ', numbers (negative ones too) stay numbers.
+func TestSpreadsheetFormulasAreNeutralised(t *testing.T) {
+	ctx := context.Background()
+	store, err := resultsdb.Open(ctx, testpg.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run := seedRun(t, store, 10)
+	dir := t.TempDir()
+	if _, err := Export(ctx, store, run.ID, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	cell := func(table string, row int, col string) string {
+		t.Helper()
+		recs := readCSV(t, filepath.Join(dir, table+".csv"))
+		i := slices.Index(recs[0], col)
+		if i < 0 || row >= len(recs) {
+			t.Fatalf("%s has no row %d column %s", table, row, col)
+		}
+		return recs[row][i]
+	}
+	for _, c := range []struct {
+		table string
+		row   int
+		col   string
+		want  string
+	}{
+		{"runs", 1, "name", "'@demo"},
+		{"runs", 1, "reason", "'+reason"},
+		{"runs", 1, "status", "completed"},
+		{"steps", 1, "variant", "'-v"},
+		{"steps", 2, "variant", "'=HYPERLINK(\"http://evil\",\"x\")"},
+		{"steps", 3, "variant", "two\nlines, \"quoted\""},
+		{"steps", 4, "variant", "x plain"},
+		{"steps", 1, "stop_reason", "''already quoted"},
+		{"steps", 1, "started_at", "2026-11-22 13:05:01.123456+00"},
+		{"workers", 1, "app_name", "'+gen"},
+		{"workers", 1, "host", "'\thost"},
+		{"worker_steps", 1, "skew_us", "-1500"},
+		{"worker_steps", 1, "late_join", "false"},
+		{"worker_steps", 2, "late_join", "true"},
+		{"samples", 1, "variant", "x plain"},
+		{"samples", 1, "start_delay_us", "-3"},
+		{"samples", 1, "warmup", "true"},
+		{"samples", 1, "error", "timeout"},
+		{"samples", 11, "variant", "'=HYPERLINK(\"http://evil\",\"x\")"},
+		{"container_metrics", 1, "app_name", "'=app"},
+		{"container_metrics", 1, "cpu", "-0.25"},
+		{"container_metrics", 1, "mem_bytes", "-1"},
+		{"container_metrics", 1, "id", "1"},
+		{"router_requests", 1, "app_guid", "'@guid"},
+		{"router_requests", 1, "gorouter_time_us", "-2"},
+	} {
+		if got := cell(c.table, c.row, c.col); got != c.want {
+			t.Errorf("%s row %d %s = %q, want %q", c.table, c.row, c.col, got, c.want)
+		}
+	}
+}
+
+func TestKeyLiteralsReadBackWhatWasWritten(t *testing.T) {
+	for _, c := range []struct {
+		table, record string
+		want          []string
+		err           bool
+	}{
+		{"steps", "'=x,3,4,1,,,,,\n", []string{"'=x'", "3"}, false},
+		{"steps", "\"''it's\n\"\"q\"\"\",0,4,1,,,,,\n", []string{"'''it''s\n\"q\"'", "0"}, false},
+		{"steps", "v,x,4,1,,,,,\n", nil, true},
+		{"samples", "v,7,123,abc,0,0,0,0,0,0,0,\"\",true\n", []string{"7", "123"}, false},
+		{"router_requests", "0123456789abcdef0123456789abcdef,,,,,,\n", []string{"'0123456789abcdef0123456789abcdef'::uuid"}, false},
+		{"router_requests", "0123'; drop table runs; --,,,,,,\n", nil, true},
+		{"runs", "20261122-130501-3f9a,n,f,s,r,,,,0000abcd\n", []string{"'20261122-130501-3f9a'"}, false},
+		{"samples", "v,7,123\n", nil, true},
+	} {
+		got, err := tableDefs[c.table].keyLiterals([]byte(c.record))
+		if (err != nil) != c.err || !slices.Equal(got, c.want) {
+			t.Errorf("%s keyLiterals(%q) = %q, %v; want %q (error %t)", c.table, c.record, got, err, c.want, c.err)
+		}
+	}
+}
+
+// FuzzTableFile feeds a CSV stream to a tableFile in arbitrary pieces, cuts it after an
+// arbitrary byte, rewinds, and continues with the records not yet whole: the file must
+// end up as the stream, the checksum and record count must match it.
+func FuzzTableFile(f *testing.F) {
+	f.Add([]byte("a,b\n1,\"x\ny\"\n2,\"\"\"\"\n"), uint16(7), uint16(13), uint8(3))
+	f.Add([]byte("h\n\"\n\n\"\n"), uint16(3), uint16(4), uint8(1))
+	f.Fuzz(func(t *testing.T, seed []byte, cutAt, chunk uint16, fields uint8) {
+		stream, recs := csvStream(seed, int(fields)%5+1)
+		tmp, err := os.CreateTemp(t.TempDir(), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tmp.Close()
+		tf := newTableFile(tmp)
+		feed := func(b []byte) {
+			step := int(chunk)%17 + 1
+			for len(b) > 0 {
+				n := min(step, len(b))
+				tf.Write(b[:n])
+				b = b[n:]
+			}
+		}
+		cut := int(cutAt) % (len(stream) + 1)
+		feed(stream[:cut])
+		if err := tf.rewind(); err != nil {
+			t.Fatal(err)
+		}
+		if tf.committed > int64(cut) || !bytes.HasPrefix(stream, stream[:tf.committed]) {
+			t.Fatalf("committed %d after %d bytes", tf.committed, cut)
+		}
+		if tf.records > 0 && !bytes.HasSuffix(stream[:tf.committed], tf.last) {
+			t.Fatalf("last record %q does not end the committed bytes", tf.last)
+		}
+		feed(stream[tf.committed:]) // what a resumed COPY sends: the records after the last whole one
+		if err := tf.finish(); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := os.ReadFile(tmp.Name())
+		sum := sha256.Sum256(body)
+		if !bytes.Equal(body, stream) || tf.sum() != hex.EncodeToString(sum[:]) || tf.records != int64(len(recs)) {
+			t.Fatalf("file %q (%d records, sum %s), want %q (%d records)", body, tf.records, tf.sum(), stream, len(recs))
+		}
+		// The last record parses back to the values written.
+		if len(recs) > 0 {
+			got, err := parseRecord(tf.last)
+			if err != nil || !slices.Equal(got, recs[len(recs)-1]) {
+				t.Fatalf("parseRecord(%q) = %q, %v; want %q", tf.last, got, err, recs[len(recs)-1])
+			}
+		}
+	})
+}
+
+// csvStream turns fuzz bytes into CSV records as PostgreSQL writes them (fields quoted
+// when they hold a comma, quote, CR or LF, or are empty) and returns them with the
+// records' values.
+func csvStream(seed []byte, fields int) ([]byte, [][]string) {
+	var b bytes.Buffer
+	var recs [][]string
+	var rec []string
+	vals := strings.Split(string(seed), "|")
+	for i, v := range vals {
+		rec = append(rec, v)
+		if strings.ContainsAny(v, ",\"\r\n") || v == "" {
+			b.WriteString(`"` + strings.ReplaceAll(v, `"`, `""`) + `"`)
+		} else {
+			b.WriteString(v)
+		}
+		if (i+1)%fields == 0 || i == len(vals)-1 {
+			b.WriteByte('\n')
+			recs, rec = append(recs, rec), nil
+		} else {
+			b.WriteByte(',')
+		}
+	}
+	return b.Bytes(), recs
 }

@@ -1,0 +1,97 @@
+// Command cfbench-tunnel is the tunnel app cf-benchmark pushes to Cloud Foundry (binary
+// buildpack, manifests/tunnel.yml) and binds to the results database: a chisel server on
+// $PORT, behind the router, that lets the CLI reach that one database and nothing else.
+//
+// It reads the database's host and port from the binding (VCAP_SERVICES) or DATABASE_URL,
+// the per-run credentials from CFBENCH_TUNNEL_AUTH (user:password, the password at least
+// 16 characters) and its key from CFBENCH_TUNNEL_KEY (a "ck-…" key, or a seed), and logs
+// its key's fingerprint, which clients pin. It never logs the credentials.
+//
+// Outside Cloud Foundry:
+//
+//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_TUNNEL_AUTH=u:p… CFBENCH_TUNNEL_KEY=ck-… cfbench-tunnel
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/tunnel"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil))
+}
+
+// run is the whole command; it serves until ctx ends (SIGTERM). started, when not nil,
+// receives the server once it listens (for tests).
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*tunnel.Server)) int {
+	fs := flag.NewFlagSet("cfbench-tunnel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.String("port", getenv("PORT"), "port to listen on, on all interfaces (default $PORT)")
+	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cfbench-tunnel [--port PORT] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_TUNNEL_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_TUNNEL_KEY=\"a long random seed\" cfbench-tunnel\n\nOptions:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "cfbench-tunnel:", err)
+		return 1
+	}
+	if *port == "" {
+		return fail(errors.New("no port: PORT is not set (Cloud Foundry sets it) and --port is not given"))
+	}
+	if n, err := strconv.Atoi(*port); err != nil || n < 1 || n > 65535 {
+		return fail(fmt.Errorf("port %q is not a port number", *port))
+	}
+	auth, key := getenv("CFBENCH_TUNNEL_AUTH"), getenv("CFBENCH_TUNNEL_KEY")
+	if auth == "" {
+		return fail(errors.New("CFBENCH_TUNNEL_AUTH is not set: give the per-run user:password (cf set-env cfbench-tunnel CFBENCH_TUNNEL_AUTH …)"))
+	}
+	if key == "" {
+		return fail(errors.New("CFBENCH_TUNNEL_KEY is not set: give the server key, a ck-… key or a long random seed, so that its fingerprint stays the same across restarts"))
+	}
+	dsn, err := cfenv.ResultsDSN(getenv, *service)
+	if err != nil {
+		return fail(err)
+	}
+	remote, err := tunnel.DBRemote(dsn)
+	if err != nil {
+		return fail(err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := tunnel.NewServer(tunnel.ServerConfig{Addr: net.JoinHostPort("0.0.0.0", *port), Remote: remote, Auth: auth, Key: key, Logger: logger})
+	if err != nil {
+		return fail(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return fail(err)
+	}
+	if started != nil {
+		started(srv)
+	}
+	<-ctx.Done()
+	srv.Close()
+	if err := srv.Wait(); err != nil {
+		return fail(fmt.Errorf("stop: %w", err))
+	}
+	return 0
+}

@@ -1,0 +1,272 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// kind is how a column is written, and how a key column's value is read back to resume.
+type kind int
+
+const (
+	kindInt     kind = iota // integer, written as is (negative numbers stay numbers)
+	kindFloat               // double precision
+	kindBool                // true/false, which pandas reads as booleans
+	kindTime                // timestamptz, ISO 8601 in UTC: 2026-11-22 13:05:01.123456+00
+	kindText                // free text (names, reasons): neutralised for spreadsheets
+	kindToken               // generated text of a fixed alphabet (ids, hex, enums): written as is
+	kindUUIDHex             // a uuid column written as 32 hex digits
+)
+
+// column is one output column: its header name and the SQL giving its value.
+type column struct {
+	name string
+	expr string
+	kind kind
+}
+
+// tableDef says how one table is exported.
+type tableDef struct {
+	cols []column
+	// from is the FROM clause and the WHERE condition selecting the run's rows; %[1]s is
+	// the run id literal.
+	from string
+	// key is the ORDER BY: SQL expressions unique within the run, each of them the value
+	// of the output column at the same position of keyCols (which is how a resumed
+	// stream finds where it stopped). They are qualified: a bare name in ORDER BY would
+	// mean the output column, which may be neutralised or reformatted.
+	key     []string
+	keyCols []string
+}
+
+func col(name string, kind kind) column { return column{name: name, expr: name, kind: kind} }
+
+// tableDefs: units are in the column names (_us, _bytes, _s); COLUMNS.md documents them.
+var tableDefs = map[string]*tableDef{
+	"runs": {
+		cols: []column{col("id", kindToken), col("name", kindText), col("spec_file", kindText), col("status", kindToken),
+			col("reason", kindText), col("epoch", kindTime), col("started_at", kindTime), col("ended_at", kindTime),
+			{"trace_tag", "lpad(to_hex(trace_tag), 8, '0')", kindToken}},
+		from: `FROM runs r WHERE r.id = %[1]s`,
+		key:  []string{"r.id"}, keyCols: []string{"id"},
+	},
+	"steps": {
+		cols: []column{col("variant", kindText), {"step", "idx", kindInt}, col("instances", kindInt), col("users", kindInt),
+			col("started_at", kindTime), col("warmup_until", kindTime), col("ends_at", kindTime), col("ended_at", kindTime),
+			col("stop_reason", kindText)},
+		from: `FROM steps st WHERE st.run_id = %[1]s`,
+		key:  []string{"st.variant", "st.idx"}, keyCols: []string{"variant", "step"},
+	},
+	"workers": {
+		cols: []column{{"worker_id", "id", kindInt}, col("variant", kindText), col("app_name", kindText), col("instance_index", kindInt),
+			col("instance_guid", kindText), col("host", kindText), col("started_at", kindTime), col("heartbeat_at", kindTime),
+			col("stopped_at", kindTime), col("sent", kindInt), col("stored", kindInt), col("spilled", kindInt), col("missed", kindInt),
+			col("dropped", kindInt)},
+		from: `FROM workers w WHERE w.run_id = %[1]s`,
+		key:  []string{"w.id"}, keyCols: []string{"worker_id"},
+	},
+	"worker_steps": {
+		cols: []column{{"worker_id", "ws.worker_id", kindInt}, {"variant", "w.variant", kindText}, {"step", "ws.step", kindInt},
+			{"joined_at", "ws.joined_at", kindTime}, {"skew_us", "ws.skew_us", kindInt}, {"late_join", "ws.late_join", kindBool},
+			{"sent", "ws.sent", kindInt}, {"missed", "ws.missed", kindInt}, {"done_at", "ws.done_at", kindTime}},
+		from: `FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id WHERE w.run_id = %[1]s`,
+		key:  []string{"ws.worker_id", "ws.step"}, keyCols: []string{"worker_id", "step"},
+	},
+	"samples": {
+		cols: []column{{"variant", "w.variant", kindText}, {"worker_id", "s.worker_id", kindInt}, {"seq", "s.seq", kindInt},
+			{"trace_id", `lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id >> 12), 4, '0') || '4' || ` +
+				`lpad(to_hex(s.worker_id & 4095), 3, '0') || lpad(to_hex(s.seq), 16, '0')`, kindToken},
+			{"step", "s.step", kindInt}, {"request", "s.request", kindInt}, {"intended_us", "s.intended_us", kindInt},
+			{"start_delay_us", "s.start_delay_us", kindInt}, {"latency_us", "s.latency_us", kindInt}, {"status", "s.status", kindInt},
+			{"bytes", "s.bytes", kindInt},
+			{"error", `(ARRAY['', 'other', 'timeout', 'refused', 'reset', 'tls', 'dns', 'canceled'])[s.error + 1]`, kindToken},
+			{"warmup", "s.warmup", kindBool}},
+		from: `FROM samples s JOIN workers w ON w.id = s.worker_id JOIN runs r ON r.id = w.run_id WHERE w.run_id = %[1]s`,
+		key:  []string{"s.worker_id", "s.seq"}, keyCols: []string{"worker_id", "seq"},
+	},
+	"container_metrics": {
+		cols: []column{col("id", kindInt), col("at", kindTime), col("app_name", kindText), col("app_guid", kindText),
+			col("process_type", kindText), col("instance_index", kindInt), col("state", kindText), col("cpu", kindFloat),
+			col("cpu_entitlement", kindFloat), col("mem_bytes", kindInt), col("mem_quota_bytes", kindInt), col("disk_bytes", kindInt),
+			col("host", kindText), col("isolation_segment", kindText), col("uptime_s", kindInt)},
+		from: `FROM container_metrics cm WHERE cm.run_id = %[1]s`,
+		key:  []string{"cm.id"}, keyCols: []string{"id"},
+	},
+	"router_requests": {
+		cols: []column{{"trace_id", "trace_id", kindUUIDHex}, col("at", kindTime), col("app_guid", kindText), col("app_index", kindInt),
+			col("status", kindInt), col("response_time_us", kindInt), col("gorouter_time_us", kindInt)},
+		from: `FROM router_requests rr WHERE rr.run_id = %[1]s`,
+		key:  []string{"rr.trace_id"}, keyCols: []string{"trace_id"},
+	},
+	"app_timings": {
+		cols: []column{{"trace_id", "trace_id", kindUUIDHex}, col("app_name", kindText), col("instance_index", kindInt), col("at", kindTime),
+			col("pool_wait_us", kindInt), col("query_us", kindInt), col("total_us", kindInt)},
+		from: `FROM app_timings t WHERE t.run_id = %[1]s`,
+		key:  []string{"t.trace_id"}, keyCols: []string{"trace_id"},
+	},
+}
+
+// selectExpr is the SQL writing column c.
+func (c column) selectExpr() string {
+	switch c.kind {
+	case kindText:
+		// A cell that starts with = + - @ tab or CR is a formula to a spreadsheet: a
+		// leading ' makes it text. Values that start with ' get one too, so the prefix
+		// can always be taken off again (resuming reads keys back from the file).
+		return fmt.Sprintf(`CASE WHEN left(%[1]s, 1) IN ('=', '+', '-', '@', E'\t', E'\r', '''') THEN '''' || %[1]s ELSE %[1]s END AS %[2]s`, c.expr, c.name)
+	case kindBool:
+		return c.expr + "::text AS " + c.name // true/false rather than t/f
+	case kindUUIDHex:
+		return "replace(" + c.expr + "::text, '-', '') AS " + c.name
+	}
+	if c.expr == c.name {
+		return c.name
+	}
+	return c.expr + " AS " + c.name
+}
+
+// selectSQL is the query for the run's rows after the key values after (all rows when
+// nil), in key order. The run id is a literal: COPY takes no parameters, and callers
+// checked it against its strict pattern.
+func (d *tableDef) selectSQL(runID string, after []string) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, c := range d.cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.selectExpr())
+	}
+	b.WriteString(" ")
+	fmt.Fprintf(&b, d.from, quoteLiteral(runID))
+	if after != nil {
+		fmt.Fprintf(&b, " AND (%s) > (%s)", strings.Join(d.key, ", "), strings.Join(after, ", "))
+	}
+	b.WriteString(" ORDER BY " + strings.Join(d.key, ", "))
+	return b.String()
+}
+
+func (d *tableDef) copySQL(runID string, header bool, after []string) string {
+	opts := "FORMAT csv"
+	if header {
+		opts += ", HEADER"
+	}
+	return "COPY (" + d.selectSQL(runID, after) + ") TO STDOUT (" + opts + ")"
+}
+
+// keyLiterals reads the key values of a record written by this table's COPY and returns
+// them as SQL literals.
+func (d *tableDef) keyLiterals(record []byte) ([]string, error) {
+	fields, err := parseRecord(record)
+	if err != nil {
+		return nil, err
+	}
+	if len(fields) != len(d.cols) {
+		return nil, fmt.Errorf("record has %d fields, want %d", len(fields), len(d.cols))
+	}
+	lits := make([]string, len(d.keyCols))
+	for i, name := range d.keyCols {
+		j := d.colIndex(name)
+		v, c := fields[j], d.cols[j]
+		switch c.kind {
+		case kindInt:
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				return nil, fmt.Errorf("key %s: %q is not an integer", name, v)
+			}
+			lits[i] = v
+		case kindText:
+			lits[i] = quoteLiteral(strings.TrimPrefix(v, "'"))
+		case kindToken:
+			lits[i] = quoteLiteral(v)
+		case kindUUIDHex:
+			if len(v) != 32 || strings.Trim(v, "0123456789abcdef") != "" {
+				return nil, fmt.Errorf("key %s: %q is not 32 hex digits", name, v)
+			}
+			lits[i] = "'" + v + "'::uuid"
+		default:
+			return nil, fmt.Errorf("key %s: no literal for its kind", name)
+		}
+	}
+	return lits, nil
+}
+
+func (d *tableDef) colIndex(name string) int {
+	for i, c := range d.cols {
+		if c.name == name {
+			return i
+		}
+	}
+	panic("export: no column " + name) // the definitions above are wrong; a test checks them
+}
+
+// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings is on).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// parseRecord splits one CSV record as PostgreSQL writes it (fields quoted with ", a
+// quote inside doubled, one trailing newline) into its fields. Unlike encoding/csv it
+// keeps a CR inside a quoted field.
+func parseRecord(rec []byte) ([]string, error) {
+	if len(rec) == 0 || rec[len(rec)-1] != '\n' {
+		return nil, errors.New("record does not end with a newline")
+	}
+	rec = rec[:len(rec)-1]
+	var fields []string
+	var f []byte
+	for i := 0; ; {
+		f = f[:0]
+		if i < len(rec) && rec[i] == '"' {
+			i++
+			for {
+				if i >= len(rec) {
+					return nil, errors.New("unterminated quoted field")
+				}
+				if rec[i] == '"' {
+					if i+1 < len(rec) && rec[i+1] == '"' {
+						f = append(f, '"')
+						i += 2
+						continue
+					}
+					i++
+					break
+				}
+				f = append(f, rec[i])
+				i++
+			}
+			if i < len(rec) && rec[i] != ',' {
+				return nil, errors.New("text after a quoted field")
+			}
+		} else {
+			for i < len(rec) && rec[i] != ',' {
+				if rec[i] == '"' || rec[i] == '\n' {
+					return nil, errors.New("quote or newline in an unquoted field")
+				}
+				f = append(f, rec[i])
+				i++
+			}
+		}
+		fields = append(fields, string(f))
+		if i >= len(rec) {
+			return fields, nil
+		}
+		i++ // the comma
+	}
+}
+
+// permanentConnectError reports whether the server refused a connection for a reason
+// another attempt will not change (authentication, a missing database). Network errors,
+// and the server starting up or out of connections, are worth another attempt.
+func permanentConnectError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "53", "57", "08": // insufficient resources, operator intervention, connection exception
+		return false
+	}
+	return true
+}

@@ -1,0 +1,335 @@
+package tunnel
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	chclient "github.com/jpillora/chisel/client"
+	chshare "github.com/jpillora/chisel/share"
+	"github.com/jpillora/chisel/share/ccrypto"
+	"github.com/jpillora/chisel/share/cnet"
+	"github.com/jpillora/chisel/share/settings"
+	"golang.org/x/crypto/ssh"
+)
+
+// ClientConfig configures a Client. Server, Auth, Fingerprint and Remote are required.
+type ClientConfig struct {
+	// Server is the tunnel app's URL: https://cfbench-tunnel.apps.example.com, or
+	// http://127.0.0.1:PORT (ws:// and wss:// work too). It must not carry credentials.
+	Server string
+	// Host, when set, is sent as the Host header instead of the URL's host: it reaches
+	// the tunnel app through a router by its route (e.g. the local foundation's router
+	// with Host cfbench-tunnel.apps.localhost).
+	Host string
+	// Auth is "user:password", as given to the server.
+	Auth string
+	// Fingerprint is the server key's fingerprint (base64 SHA-256, 44 characters), as
+	// Server.Fingerprint or KeyFingerprint gives it. A server with another key is refused.
+	Fingerprint string
+	// Remote is the host:port the server forwards to, as the server sees it: the results
+	// database's host and port from its binding.
+	Remote string
+	// KeepAlive is the SSH keepalive interval (default 25 s).
+	KeepAlive time.Duration
+	// MinRetry and MaxRetry bound the backoff between reconnection attempts after the
+	// tunnel drops (defaults 250 ms and 10 s). The client retries for ever, until Close.
+	MinRetry, MaxRetry time.Duration
+	// Timeout bounds Start: the first handshake and the wait for the tunnel (default 30 s).
+	Timeout time.Duration
+	// Logger receives chisel's client lines (connecting, connected, retrying) at Info.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Client is the CLI's side of the tunnel: a local listener on 127.0.0.1 whose every
+// connection goes through the tunnel to Remote. Lifecycle: NewClient, Start (which fails
+// fast on a wrong fingerprint, credentials or remote), then Close and Wait. While running
+// it reconnects by itself, with backoff, when the tunnel drops; a connection accepted
+// meanwhile waits for the tunnel (up to chisel's SSH_WAIT, 35 s) before it fails.
+//
+// chisel's client logs through loggers it forks before this package can configure them:
+// its proxy prints one "Listening" line (and "Stream error" lines when a channel fails)
+// to the process's standard error. Those lines name the local and remote addresses,
+// never credentials.
+type Client struct {
+	cfg        ClientConfig
+	user, pass string
+	httpURL    string // for chisel's client, which wants http(s)
+	wsURL      string // for the first handshake
+	headers    http.Header
+	log        *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+	local   string
+	ch      *chclient.Client
+}
+
+// NewClient checks cfg. Errors never quote the credentials.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	user, pass, err := splitAuth(cfg.Auth, 1)
+	if err != nil {
+		return nil, fmt.Errorf("tunnel client: %w", err)
+	}
+	if raw, err := base64.StdEncoding.DecodeString(cfg.Fingerprint); err != nil || len(raw) != 32 {
+		return nil, errors.New("tunnel client: the fingerprint must be the server key's base64 SHA-256 (44 characters, as the tunnel app logs it)")
+	}
+	if err := checkRemote(cfg.Remote); err != nil {
+		return nil, fmt.Errorf("tunnel client: %w", err)
+	}
+	u, err := url.Parse(cfg.Server)
+	if err != nil || u.Host == "" {
+		return nil, errors.New("tunnel client: the server must be a URL like https://cfbench-tunnel.apps.example.com")
+	}
+	if u.User != nil {
+		return nil, errors.New("tunnel client: the server URL must not carry credentials (give them as the tunnel auth)")
+	}
+	var secure bool
+	switch u.Scheme {
+	case "http", "ws":
+	case "https", "wss":
+		secure = true
+	default:
+		return nil, fmt.Errorf("tunnel client: server URL scheme %q: want http or https", u.Scheme)
+	}
+	if u.Port() == "" {
+		u.Host = net.JoinHostPort(u.Hostname(), map[bool]string{false: "80", true: "443"}[secure])
+	}
+	hu, wu := *u, *u
+	hu.Scheme, wu.Scheme = map[bool]string{false: "http", true: "https"}[secure], map[bool]string{false: "ws", true: "wss"}[secure]
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 25 * time.Second
+	}
+	if cfg.MinRetry <= 0 {
+		cfg.MinRetry = 250 * time.Millisecond
+	}
+	if cfg.MaxRetry < cfg.MinRetry {
+		cfg.MaxRetry = max(cfg.MinRetry, 10*time.Second)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	h := http.Header{}
+	if cfg.Host != "" {
+		// gorilla/websocket, which chisel dials with, sends a "Host" entry as the
+		// request's Host rather than as a header line.
+		h.Set("Host", cfg.Host)
+	}
+	return &Client{cfg: cfg, user: user, pass: pass, httpURL: hu.String(), wsURL: wu.String(), headers: h, log: orDiscard(cfg.Logger)}, nil
+}
+
+// Start checks the server with one handshake — its key against the fingerprint, the
+// credentials, and that it allows Remote — then opens the local listener and starts
+// chisel's client, and returns once the tunnel is up. It returns ErrFingerprint, ErrAuth
+// or ErrDenied (wrapped) when the server refuses; then nothing keeps running.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("tunnel client: already started")
+	}
+	c.started = true
+	c.mu.Unlock()
+	if err := c.handshake(ctx); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("tunnel client: %w", err)
+	}
+	local := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ch, err := chclient.NewClient(&chclient.Config{
+		Server:           c.httpURL,
+		Auth:             c.cfg.Auth,
+		Fingerprint:      c.cfg.Fingerprint,
+		KeepAlive:        c.cfg.KeepAlive,
+		MaxRetryCount:    -1,
+		MinRetryInterval: c.cfg.MinRetry,
+		MaxRetryInterval: c.cfg.MaxRetry,
+		Remotes:          []string{local + ":" + c.cfg.Remote},
+		Headers:          c.headers,
+	})
+	if err != nil {
+		return fmt.Errorf("tunnel client: %w", err)
+	}
+	ch.Logger.SetOutput(logWriter{log: c.log, level: slog.LevelInfo})
+	if err := ch.Start(ctx); err != nil {
+		return fmt.Errorf("tunnel client: %w", err)
+	}
+	c.mu.Lock()
+	c.ch = ch // from here Close stops it
+	c.mu.Unlock()
+	ready, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	if !ch.Ready(ready) {
+		ch.Close()
+		ch.Wait()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("tunnel client: no tunnel to %s within %s", c.httpURL, c.cfg.Timeout)
+	}
+	c.mu.Lock()
+	c.local = local
+	c.mu.Unlock()
+	return nil
+}
+
+// handshake does what chisel's client does on connecting, once, to tell a permanent
+// refusal from a transient failure (chisel's client would retry for ever).
+func (c *Client) handshake(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	d := websocket.Dialer{HandshakeTimeout: c.cfg.Timeout, Subprotocols: []string{chshare.ProtocolVersion}}
+	ws, resp, err := d.DialContext(ctx, c.wsURL, c.headers)
+	if err != nil {
+		if resp != nil {
+			return fmt.Errorf("tunnel client: %s answered HTTP %d, not a tunnel (wrong URL or Host?)", c.httpURL, resp.StatusCode)
+		}
+		return fmt.Errorf("tunnel client: reach %s: %w", c.httpURL, err)
+	}
+	conn := cnet.NewWebSocketConn(ws)
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	var keyOK bool
+	var got string
+	sc, chans, reqs, err := ssh.NewClientConn(conn, "", &ssh.ClientConfig{
+		User:          c.user,
+		Auth:          []ssh.AuthMethod{ssh.Password(c.pass)},
+		ClientVersion: "SSH-" + chshare.ProtocolVersion + "-client",
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			got = ccrypto.FingerprintKey(key)
+			if subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.Fingerprint)) != 1 {
+				return ErrFingerprint
+			}
+			keyOK = true
+			return nil
+		},
+	})
+	switch {
+	case err != nil && errors.Is(err, ErrFingerprint):
+		return fmt.Errorf("tunnel client: %w (the server's is %s)", ErrFingerprint, got)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("tunnel client: handshake with %s: %w", c.httpURL, ctx.Err())
+	case err != nil && keyOK:
+		return fmt.Errorf("tunnel client: %w", ErrAuth)
+	case err != nil:
+		return fmt.Errorf("tunnel client: handshake with %s: %w", c.httpURL, err)
+	}
+	defer sc.Close()
+	go ssh.DiscardRequests(reqs)
+	go func() {
+		for ch := range chans {
+			ch.Reject(ssh.Prohibited, "")
+		}
+	}()
+	r, err := settings.DecodeRemote(c.cfg.Remote)
+	if err != nil {
+		return fmt.Errorf("tunnel client: remote: %w", err)
+	}
+	ok, reply, err := sc.SendRequest("config", true, settings.EncodeConfig(settings.Config{Version: chshare.BuildVersion, Remotes: settings.Remotes{r}}))
+	if err != nil {
+		return fmt.Errorf("tunnel client: handshake with %s: %w", c.httpURL, err)
+	}
+	if !ok {
+		return fmt.Errorf("tunnel client: %w: %s (%s)", ErrDenied, c.cfg.Remote, strings.TrimSpace(string(reply)))
+	}
+	return nil
+}
+
+// LocalAddr is the local listener's address, 127.0.0.1:PORT ("" before Start).
+func (c *Client) LocalAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.local
+}
+
+// DSN rewrites a postgres:// URL (the database as the tunnel app sees it) to reach it
+// through the tunnel: its host and port become the local listener's, and host, hostaddr
+// and port parameters that would override them are dropped. Errors never quote the URL.
+// TLS to the database still works end to end, except sslmode=verify-full, which checks
+// the name 127.0.0.1 against the server's certificate.
+func (c *Client) DSN(base string) (string, error) {
+	local := c.LocalAddr()
+	if local == "" {
+		return "", errors.New("tunnel client: not started")
+	}
+	u, err := parseDSN(base)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	if q.Has("host") || q.Has("hostaddr") || q.Has("port") {
+		q.Del("host")
+		q.Del("hostaddr")
+		q.Del("port")
+		u.RawQuery = q.Encode()
+	}
+	u.Host = local
+	return u.String(), nil
+}
+
+// DBRemote is the host:port of a postgres:// URL (port 5432 when it names none): the
+// remote a tunnel to that database forwards to. Errors never quote the URL.
+func DBRemote(dsn string) (string, error) {
+	u, err := parseDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	remote := net.JoinHostPort(u.Hostname(), port)
+	if err := checkRemote(remote); err != nil {
+		return "", errors.New("results db URL: malformed host or port")
+	}
+	return remote, nil
+}
+
+func parseDSN(dsn string) (*url.URL, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Hostname() == "" {
+		return nil, errors.New("results db: want a postgres://user:password@host:port/db URL")
+	}
+	if strings.Contains(u.Host, ",") {
+		return nil, errors.New("results db: a tunnel reaches one host; the URL names several")
+	}
+	return u, nil
+}
+
+// Close stops the client and its listener. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	ch := c.ch
+	c.mu.Unlock()
+	if ch != nil {
+		return ch.Close()
+	}
+	return nil
+}
+
+// Wait blocks until a started client has stopped.
+func (c *Client) Wait() error {
+	c.mu.Lock()
+	ch := c.ch
+	c.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	return ch.Wait()
+}

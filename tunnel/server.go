@@ -1,0 +1,303 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	chserver "github.com/jpillora/chisel/server"
+	"github.com/jpillora/chisel/share/ccrypto"
+)
+
+// ServerConfig configures a Server. Every field but KeepAlive and Logger is required.
+type ServerConfig struct {
+	// Addr is the address to listen on, e.g. "0.0.0.0:"+$PORT on Cloud Foundry.
+	Addr string
+	// Remote is the one host:port clients may reach: the bound results database.
+	Remote string
+	// Auth is "user:password", generated per run; the password has at least 16
+	// characters (chisel does not throttle guesses).
+	Auth string
+	// Key is the server's key: chisel's inline "ck-…" form (NewKey) or a seed. A stable
+	// key gives a stable fingerprint, which clients pin.
+	Key string
+	// KeepAlive is the SSH keepalive interval (default 25 s; the router drops idle
+	// WebSockets after 15 minutes).
+	KeepAlive time.Duration
+	// Logger receives the server's own records and chisel's server lines (failed logins,
+	// non-chisel WebSocket clients) at Warn. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the tunnel app's side: a chisel server that lets one user reach one
+// host:port. Lifecycle: NewServer, Start, then Close and Wait. Close drops every tunnel at
+// once, like a crash of the app would; a client reconnects to a restarted server with the
+// same key.
+//
+// Why a relay: chisel's own Close stops accepting but leaves established tunnels running
+// (their WebSockets are hijacked connections the HTTP server no longer tracks), and chisel
+// does not take a listener from outside. So the server listens on Addr itself and relays
+// each connection (splice(2) on Linux, no copy through user space) to chisel on a private
+// loopback port, and Close closes those connections.
+//
+// Logs: the server's own records go to Logger; chisel's lines about failed logins go to
+// Logger at Warn; chisel's per-session lines (open and close with the user name and the
+// remotes asked for, channels denied by the ACL) come from loggers chisel forks per
+// session and go to the process's standard error. None of them carries a password.
+type Server struct {
+	cfg         ServerConfig
+	log         *slog.Logger
+	ch          *chserver.Server
+	fingerprint string
+
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	ln       net.Listener
+	internal string // chisel's loopback address
+	conns    map[net.Conn]struct{}
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewServer checks cfg and prepares the chisel server. The user is kept in memory, never
+// in a file, and chisel's allow-all Auth option is not used.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Addr == "" {
+		return nil, errors.New("tunnel server: no listen address")
+	}
+	if err := checkRemote(cfg.Remote); err != nil {
+		return nil, fmt.Errorf("tunnel server: %w", err)
+	}
+	user, pass, err := splitAuth(cfg.Auth, minPassword)
+	if err != nil {
+		return nil, fmt.Errorf("tunnel server: %w", err)
+	}
+	fp, err := KeyFingerprint(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("tunnel server: %w", err)
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 25 * time.Second
+	}
+	chcfg := &chserver.Config{KeepAlive: cfg.KeepAlive}
+	if ccrypto.IsChiselKey([]byte(cfg.Key)) {
+		chcfg.KeyFile = cfg.Key // chisel takes an inline ck- key in KeyFile
+	} else {
+		chcfg.KeySeed = cfg.Key
+	}
+	ch, err := chserver.NewServer(chcfg)
+	if err != nil {
+		return nil, errors.New("tunnel server: chisel refused the key") // its message may quote the key file
+	}
+	// With no user at all chisel lets everyone in: the user goes in before Start.
+	if err := ch.AddUser(user, pass, remoteACL(cfg.Remote)); err != nil {
+		return nil, fmt.Errorf("tunnel server: %w", err)
+	}
+	s := &Server{cfg: cfg, log: orDiscard(cfg.Logger), ch: ch, fingerprint: fp, conns: map[net.Conn]struct{}{}}
+	ch.Logger.SetOutput(logWriter{log: s.log, level: slog.LevelWarn})
+	return s, nil
+}
+
+// Fingerprint is the fingerprint of the server's key, for clients to pin.
+func (s *Server) Fingerprint() string { return s.fingerprint }
+
+// Start listens on Addr and serves until ctx ends or Close. It returns once the listener
+// is bound. A Server starts once; to restart, make a new one with the same config.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return errors.New("tunnel server: already started")
+	}
+	ctx, stop := context.WithCancel(ctx)
+	// chisel prints its start-up lines (fingerprint, the private address) through its
+	// top-level logger: mute it for those, then let it report failed logins.
+	s.ch.Info = false
+	var err error
+	for range 5 { // chisel cannot report the port it got: pick one; retry if taken meanwhile
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		s.internal = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = s.ch.StartContext(ctx, "127.0.0.1", strconv.Itoa(port)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		stop()
+		s.closed = true // a Server starts once
+		return fmt.Errorf("tunnel server: start chisel: %w", err)
+	}
+	s.ch.Info = true // before the first connection reaches chisel: that goes through the relay below
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		stop()
+		s.ch.Close()
+		s.ch.Wait()
+		s.closed = true
+		return fmt.Errorf("tunnel server: %w", err)
+	}
+	s.ln, s.stop, s.started = ln, stop, true
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		<-ctx.Done()
+		s.Close()
+	}()
+	go s.accept(ctx)
+	s.log.Info("tunnel server listening", "addr", ln.Addr().String(), "remote", s.cfg.Remote, "fingerprint", s.fingerprint)
+	return nil
+}
+
+// Addr is the address the server listens on (nil before Start).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+func (s *Server) accept(ctx context.Context) {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return
+			}
+			// Out of file descriptors and the like: wait and go on, as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("tunnel server: accept failed; retrying", "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.wg.Add(1)
+		go s.relay(c)
+	}
+}
+
+// relay joins an accepted connection with one to chisel until either side ends.
+func (s *Server) relay(c net.Conn) {
+	defer s.wg.Done()
+	up, err := net.Dial("tcp", s.internal)
+	if err != nil {
+		c.Close()
+		if !s.isClosed() {
+			s.log.Warn("tunnel server: reach chisel", "err", err)
+		}
+		return
+	}
+	if !s.track(c, up) {
+		c.Close()
+		up.Close()
+		return
+	}
+	defer s.untrack(c, up)
+	start := time.Now()
+	s.log.Debug("tunnel connection opened", "client", c.RemoteAddr().String())
+	var in int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in, _ = io.Copy(up, c)
+		up.Close()
+		c.Close()
+	}()
+	out, _ := io.Copy(c, up)
+	c.Close()
+	up.Close()
+	<-done
+	s.log.Debug("tunnel connection closed", "client", c.RemoteAddr().String(), "duration", time.Since(start).Round(time.Millisecond),
+		"bytes_in", in, "bytes_out", out)
+}
+
+func (s *Server) track(cs ...net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	for _, c := range cs {
+		s.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (s *Server) untrack(cs ...net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		delete(s.conns, c)
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops listening and drops every tunnel. It is safe to call more than once and
+// from any goroutine.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	started := s.started
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	s.mu.Unlock()
+	if started {
+		return s.ch.Close()
+	}
+	return nil
+}
+
+// Wait blocks until a started server has stopped (after Close or the end of Start's
+// context) and every connection is gone.
+func (s *Server) Wait() error {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	s.wg.Wait()
+	return s.ch.Wait()
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
