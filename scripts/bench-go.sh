@@ -55,6 +55,9 @@ report() {
 		r=$(median 'Router/router' 'ns/op')
 		d=$(median 'Router/direct' 'ns/op')
 		echo "| router, ns per request (parallel keep-alive clients) | $(printf '%.0f' "${r:-0}") (through the router) | $(printf '%.0f' "${d:-0}") (direct to the app) | $(ratio "$r" "$d") | the router adds little |"
+		r=$(median 'Router/router-latency' 'p50-µs')
+		d=$(median 'Router/direct-latency' 'p50-µs')
+		echo "| router, p50 latency µs (one request at a time) | $(printf '%.0f' "${r:-0}") (through the router) | $(printf '%.0f' "${d:-0}") (direct to the app) | +$(awk -v a="${r:-0}" -v b="${d:-0}" 'BEGIN{printf "%.0f µs", a - b}') | the router adds little |"
 	fi
 }
 mkdir -p "$(dirname "$OUT")"
