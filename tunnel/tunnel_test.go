@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/gorilla/websocket"
 	chshare "github.com/jpillora/chisel/share"
 	"github.com/jpillora/chisel/share/cnet"
@@ -29,7 +29,7 @@ import (
 
 // stderrCapture holds everything written to os.Stderr during the tests: chisel's forked
 // loggers write there, out of reach of a slog handler.
-var stderrCapture syncBuffer
+var stderrCapture testlog.Buffer
 
 // tunnelsRan is set when a test opened a session, whose lines stderrCapture must then
 // hold.
@@ -83,27 +83,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // capture returns a debug-level logger and a check that its output holds no secret.
 func capture(t *testing.T) *slog.Logger {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &testlog.Buffer{}
 	t.Cleanup(func() {
 		out := buf.String()
 		secrets.Lock()

@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -25,7 +25,7 @@ import (
 
 // stderrCopy receives what chisel's forked loggers print: they write to os.Stderr,
 // which TestMain replaces with a pipe before any of them exists.
-var stderrCopy syncBuffer
+var stderrCopy testlog.Buffer
 
 func TestMain(m *testing.M) {
 	r, w, err := os.Pipe()
@@ -36,23 +36,6 @@ func TestMain(m *testing.M) {
 	os.Stderr = w
 	go io.Copy(io.MultiWriter(&stderrCopy, orig), r)
 	testpg.Main(m)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -139,7 +122,7 @@ func TestExportThroughTheTunnelApp(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	var appLog syncBuffer
+	var appLog testlog.Buffer
 	appCtx, stopApp := context.WithCancel(ctx)
 	up := make(chan *tunnel.Server, 1)
 	exited := make(chan int, 1)

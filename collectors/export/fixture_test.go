@@ -1,16 +1,15 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/sample"
 )
@@ -94,7 +93,7 @@ func seedRun(t testing.TB, store *resultsdb.Store, perWorker int) *resultsdb.Run
 // test binary's standard error into the benchmark result lines, which chisel's lines
 // would break.
 var stderrCapture struct {
-	buf syncBuffer
+	buf testlog.Buffer
 	w   *os.File
 }
 
@@ -120,21 +119,4 @@ func capturedStderr(t *testing.T) string {
 	}
 	t.Fatal("standard error capture is stuck")
 	return ""
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
@@ -107,7 +108,7 @@ func TestExportThroughTunnelSurvivesThreeKills(t *testing.T) {
 		t.Fatalf("direct export wrote %d samples, want %d", wantSamples.Rows, 1<<20)
 	}
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
