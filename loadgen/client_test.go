@@ -279,13 +279,16 @@ func TestKeepAlive(t *testing.T) {
 				g.Run(context.Background(), Phase{End: time.Now().Add(time.Minute)})
 				// A second phase reuses the first one's connections.
 				g.Run(context.Background(), Phase{End: time.Now().Add(time.Minute)})
-				wantConns, wantClosing := int32(users), int32(0)
+				// With keep-alive each user opens at most one connection for both phases
+				// (a user that started late may have found the count used up and opened
+				// none); without it, every request has its own.
+				minConns, maxConns, wantClosing := int32(1), int32(users), int32(0)
 				if !keepAlive {
-					wantConns, wantClosing = 2*count, 2*count
+					minConns, maxConns, wantClosing = 2*count, 2*count, 2*count
 				}
-				if conns.Load() != wantConns || closing.Load() != wantClosing {
-					t.Fatalf("keep-alive %v: %d connections, %d requests with Connection: close; want %d and %d",
-						keepAlive, conns.Load(), closing.Load(), wantConns, wantClosing)
+				if n := conns.Load(); n < minConns || n > maxConns || closing.Load() != wantClosing {
+					t.Fatalf("keep-alive %v: %d connections, %d requests with Connection: close; want %d to %d and %d",
+						keepAlive, n, closing.Load(), minConns, maxConns, wantClosing)
 				}
 			})
 		}
