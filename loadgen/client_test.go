@@ -190,28 +190,42 @@ func TestClientChoice(t *testing.T) {
 
 // stallServer answers nothing until the test ends.
 func stallServer(t *testing.T) *httptest.Server {
+	srv, _ := countingStallServer(t)
+	return srv
+}
+
+// countingStallServer never answers; arrived receives one value per request.
+func countingStallServer(t *testing.T) (*httptest.Server, <-chan struct{}) {
 	t.Helper()
 	done := make(chan struct{})
+	arrived := make(chan struct{}, 1024)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		select {
 		case <-done:
 		case <-r.Context().Done():
 		}
 	}))
 	t.Cleanup(func() { close(done); srv.Close() })
-	return srv
+	return srv, arrived
 }
 
 func TestCancelAbortsRequestsInFlight(t *testing.T) {
 	for _, client := range clients {
 		t.Run(client, func(t *testing.T) {
 			t.Parallel()
-			srv := stallServer(t)
+			srv, arrived := countingStallServer(t)
 			rec := &collector{}
 			g, _ := newGen(t, srv.URL, 3, []Request{{Method: "GET", Path: "/", Weight: 1}}, rec)
 			useClient(t, g, client)
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(100*time.Millisecond, cancel)
+			// Cancel once all three users have a request in flight.
+			go func() {
+				for range 3 {
+					<-arrived
+				}
+				cancel()
+			}()
 			g.RunClosed(ctx, Phase{End: time.Now().Add(time.Minute)})
 			if len(rec.s) != 3 {
 				t.Fatalf("%d samples, want one per user", len(rec.s))
