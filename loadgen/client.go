@@ -97,7 +97,7 @@ func (c *leanClient) close() { c.conn.Close() }
 
 // lean is the generator's plan for the h1 client.
 type lean struct {
-	addr   string
+	addr   string // dialled: the target's host:port, or Config.ConnectTo
 	dialer net.Dialer
 	reqs   []*h1.Request
 
@@ -143,6 +143,9 @@ func newLean(cfg *Config, urls []string) (*lean, error) {
 	l := &lean{
 		addr:   net.JoinHostPort(t.Hostname(), port),
 		dialer: net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second},
+	}
+	if cfg.ConnectTo != "" {
+		l.addr = cfg.ConnectTo // the Host header below stays the URL's
 	}
 	for i, r := range cfg.Requests {
 		u, err := url.Parse(urls[i])

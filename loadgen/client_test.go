@@ -3,9 +3,11 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -306,5 +308,163 @@ func TestKeepAlive(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// hostRecorder is a loopback target that counts the Host headers it reads.
+type hostRecorder struct {
+	mu    sync.Mutex
+	hosts map[string]int
+}
+
+func (h *hostRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.hosts[r.Host]++
+	h.mu.Unlock()
+}
+
+func (h *hostRecorder) seen() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.hosts)
+}
+
+// runConnectTo has g send count requests (Count model) and checks that each
+// succeeded.
+func runConnectTo(t *testing.T, g *Generator, rec *collector, count int) {
+	t.Helper()
+	g.cfg.Model, g.cfg.Count = Count, count
+	g.Run(context.Background(), Phase{End: time.Now().Add(time.Minute)})
+	if len(rec.s) != count {
+		t.Fatalf("%d samples, want %d", len(rec.s), count)
+	}
+	for _, s := range rec.s {
+		if s.Err != sample.ErrNone || s.Status != 200 {
+			t.Fatalf("sample %+v: want 200 without error", s)
+		}
+	}
+}
+
+// TestConnectToDialsItsAddressWithTheURLsHost: a target whose host does not resolve is
+// reached at ConnectTo, as the local foundation's routes are through its router, and
+// the server reads the URL's host as net/http writes it (with the port when the URL has
+// one) from either client.
+func TestConnectToDialsItsAddressWithTheURLsHost(t *testing.T) {
+	targets := map[string]string{ // target -> Host header
+		"http://unresolvable.invalid:80/":  "unresolvable.invalid:80",
+		"http://unresolvable.invalid":      "unresolvable.invalid",
+		"http://unresolvable.invalid:8080": "unresolvable.invalid:8080",
+	}
+	for _, client := range clients {
+		for target, host := range targets {
+			t.Run(client+" "+target, func(t *testing.T) {
+				t.Parallel()
+				h := &hostRecorder{hosts: map[string]int{}}
+				srv := httptest.NewServer(h)
+				defer srv.Close()
+				u, _ := url.Parse(target)
+				rec := &collector{}
+				g, err := New(Config{Target: u, Requests: []Request{{Method: "GET", Path: "/", Weight: 1}}, Users: 2,
+					KeepAlive: true, Timeout: 5 * time.Second, ConnectTo: srv.Listener.Addr().String()}, rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				useClient(t, g, client)
+				runConnectTo(t, g, rec, 5)
+				if got := h.seen(); !reflect.DeepEqual(got, map[string]int{host: 5}) {
+					t.Fatalf("server read Host headers %v, want %q 5 times", got, host)
+				}
+			})
+		}
+	}
+}
+
+// TestConnectToOverHTTPS: an https target goes through net/http, which dials ConnectTo
+// and still names the URL's host to TLS (SNI) and in the Host header.
+func TestConnectToOverHTTPS(t *testing.T) {
+	t.Parallel()
+	h := &hostRecorder{hosts: map[string]int{}}
+	var (
+		mu  sync.Mutex
+		sni = map[string]int{}
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	srv.TLS = &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		mu.Lock()
+		sni[hello.ServerName]++
+		mu.Unlock()
+		return nil, nil
+	}}
+	srv.StartTLS()
+	defer srv.Close()
+
+	u, _ := url.Parse("https://unresolvable.invalid/")
+	rec := &collector{}
+	g, err := New(Config{Target: u, Requests: []Request{{Method: "GET", Path: "/", Weight: 1}}, Users: 2,
+		KeepAlive: false, Timeout: 5 * time.Second, ConnectTo: srv.Listener.Addr().String()}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.lean != nil {
+		t.Fatalf("an https target uses %s, want net/http", g.Client())
+	}
+	// The test server's certificate is not for unresolvable.invalid; the name sent is
+	// what is checked here, from the server's side.
+	g.client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	runConnectTo(t, g, rec, 4)
+	if got := h.seen(); !reflect.DeepEqual(got, map[string]int{"unresolvable.invalid": 4}) {
+		t.Fatalf("server read Host headers %v, want unresolvable.invalid 4 times", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Without keep-alive every request has its own connection and handshake.
+	if !reflect.DeepEqual(sni, map[string]int{"unresolvable.invalid": 4}) {
+		t.Fatalf("TLS server names %v, want unresolvable.invalid in all 4 handshakes", sni)
+	}
+}
+
+func TestConnectToIsChecked(t *testing.T) {
+	u, _ := url.Parse("http://stub.apps.localhost/")
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:41234", true},
+		{"[::1]:80", true},
+		{"router.local:443", true},
+		{"127.0.0.1", false},
+		{"127.0.0.1:", false},
+		{":8080", false},
+		{"127.0.0.1:http", false},
+		{"127.0.0.1:0", false},
+		{"127.0.0.1:65536", false},
+		{"127.0.0.1:-1", false},
+		{"::1:80", false},
+		{"http://127.0.0.1:80", false},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			g, err := New(Config{Target: u, Requests: []Request{{Method: "GET", Path: "/", Weight: 1}}, Users: 1,
+				Timeout: time.Second, ConnectTo: tc.addr}, &collector{})
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("New rejected connect-to %q: %v", tc.addr, err)
+			case !tc.ok && err == nil:
+				g.Close()
+				t.Fatalf("New accepted connect-to %q", tc.addr)
+			case !tc.ok && !strings.Contains(err.Error(), "connect-to"):
+				t.Fatalf("error %q does not name the connect-to address", err)
+			}
+			if g != nil {
+				g.Close()
+			}
+		})
 	}
 }

@@ -19,6 +19,11 @@
 // header order and the case of header names (X-B3-TraceId where net/http writes
 // X-B3-Traceid), and both measure and classify responses and failures alike; Client
 // says which one a generator uses.
+//
+// Config.ConnectTo makes both clients dial another address than the target URL's, as
+// curl --connect-to does: the local foundation's app routes do not resolve by DNS and
+// are reached through the router's port, with the URL's host in the Host header and as
+// the TLS server name.
 package loadgen
 
 import (
@@ -30,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +99,10 @@ type Config struct {
 	TraceTag          uint32        // the run's trace tag
 	WorkerID          uint32        // this instance's worker id
 	Epoch             time.Time     // the run's zero point for sample offsets
+	// ConnectTo, when set, is the "host:port" every connection dials instead of the
+	// target URL's host and port; the Host header and the TLS server name stay the
+	// URL's. Empty: dial the URL's host, resolved by DNS.
+	ConnectTo string
 }
 
 // Phase is one ramp step as a generator sees it.
@@ -150,6 +160,11 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 	case cfg.Timeout <= 0:
 		return nil, errors.New("loadgen: timeout must be positive")
 	}
+	if cfg.ConnectTo != "" {
+		if err := checkConnectTo(cfg.ConnectTo); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
@@ -169,10 +184,18 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 		g.urls = append(g.urls, joinURL(cfg.Target, r.Path))
 	}
 	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if to := cfg.ConnectTo; to != "" {
+		// The Transport has no proxy, so it dials only the target. It does TLS itself
+		// over this connection with the URL's host as server name: no DialTLSContext.
+		dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, to)
+		}
+	}
 	g.client = &http.Client{
 		Timeout: cfg.Timeout,
 		Transport: &http.Transport{
-			DialContext:         dialer.DialContext,
+			DialContext:         dial,
 			DisableKeepAlives:   !cfg.KeepAlive,
 			DisableCompression:  true,
 			MaxIdleConnsPerHost: conns,
@@ -223,6 +246,21 @@ func (g *Generator) withClient(ctx context.Context, f func(client)) {
 		defer stop()
 	}
 	f(c)
+}
+
+// checkConnectTo checks Config.ConnectTo: a host and a numeric port 1 to 65535.
+func checkConnectTo(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("loadgen: connect-to address %q: want host:port: %w", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("loadgen: connect-to address %q: want host:port, the host is missing", addr)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("loadgen: connect-to address %q: want host:port with a numeric port 1 to 65535", addr)
+	}
+	return nil
 }
 
 func joinURL(base *url.URL, path string) string {

@@ -26,6 +26,11 @@ type Workload struct {
 	Timeout           time.Duration `json:"timeout_ns"`
 	CorrelationHeader string        `json:"correlation_header,omitempty"`
 	Requests          []Request     `json:"requests"`
+	// ConnectTo is the "host:port" generators dial instead of the target URL's (see
+	// loadgen.Config.ConnectTo). The engine sets it from the platform, e.g. the local
+	// foundation's router, whose app routes do not resolve by DNS; empty on a real
+	// foundation. Not part of the spec.
+	ConnectTo string `json:"connect_to,omitempty"`
 }
 
 // Request is one entry of the weighted request mix.
@@ -80,7 +85,7 @@ func (w *Workload) config(target string, tag, workerID uint32, epoch time.Time) 
 		return loadgen.Config{}, fmt.Errorf("target url: %w", err)
 	}
 	cfg := loadgen.Config{Target: u, Users: w.Users, ThinkTime: w.ThinkTime, Count: w.Count, MaxInFlight: w.MaxInFlight,
-		KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader,
+		KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader, ConnectTo: w.ConnectTo,
 		TraceTag: tag, WorkerID: workerID, Epoch: epoch}
 	switch w.Model {
 	case spec.ModelOpen:
