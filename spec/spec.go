@@ -249,10 +249,11 @@ const (
 	TableContainerMetrics = "container_metrics"
 	TableRouterRequests   = "router_requests"
 	TableAppTimings       = "app_timings"
+	TableRunEvents        = "run_events"
 )
 
 // AllTables is the default of Export.Tables; callers must not modify it.
-var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests, TableAppTimings}
+var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests, TableAppTimings, TableRunEvents}
 
 // Export says where and what to export after a run.
 type Export struct {

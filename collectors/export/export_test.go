@@ -69,7 +69,7 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "router_requests": 0, "app_timings": 0}
+	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "router_requests": 0, "app_timings": 0, "run_events": 0}
 	if len(m.Files) != len(wantRows) {
 		t.Fatalf("manifest lists %d files, want %d", len(m.Files), len(wantRows))
 	}
@@ -282,9 +282,10 @@ func TestKeyLiteralsReadBackWhatWasWritten(t *testing.T) {
 		want          []string
 		err           bool
 	}{
-		{"steps", "'=x,3,4,1,,,,,\n", []string{"'=x'", "3"}, false},
-		{"steps", "\"''it's\n\"\"q\"\"\",0,4,1,,,,,\n", []string{"'''it''s\n\"q\"'", "0"}, false},
-		{"steps", "v,x,4,1,,,,,\n", nil, true},
+		{"steps", "'=x,3,4,1,,,,,,\n", []string{"'=x'", "3"}, false},
+		{"steps", "\"''it's\n\"\"q\"\"\",0,4,1,,,,,,\n", []string{"'''it''s\n\"q\"'", "0"}, false},
+		{"steps", "v,x,4,1,,,,,,\n", nil, true},
+		{"run_events", "12,,v,,check,warn,m\n", []string{"12"}, false},
 		{"samples", "v,7,123,abc,0,0,0,0,0,0,0,\"\",true\n", []string{"7", "123"}, false},
 		{"router_requests", "0123456789abcdef0123456789abcdef,,,,,,\n", []string{"'0123456789abcdef0123456789abcdef'::uuid"}, false},
 		{"router_requests", "0123'; drop table runs; --,,,,,,\n", nil, true},

@@ -57,9 +57,15 @@ var tableDefs = map[string]*tableDef{
 	"steps": {
 		cols: []column{col("variant", kindText), {"step", "idx", kindInt}, col("instances", kindInt), col("users", kindInt),
 			col("started_at", kindTime), col("warmup_until", kindTime), col("ends_at", kindTime), col("ended_at", kindTime),
-			col("stop_reason", kindText)},
+			col("stop_reason", kindText), col("instances_seen", kindInt)},
 		from: `FROM steps st WHERE st.run_id = %[1]s`,
 		key:  []string{"st.variant", "st.idx"}, keyCols: []string{"variant", "step"},
+	},
+	"run_events": {
+		cols: []column{col("id", kindInt), col("at", kindTime), col("variant", kindText), col("step", kindInt),
+			col("kind", kindToken), col("level", kindToken), col("message", kindText)},
+		from: `FROM run_events ev WHERE ev.run_id = %[1]s`,
+		key:  []string{"ev.id"}, keyCols: []string{"id"},
 	},
 	"workers": {
 		cols: []column{{"worker_id", "id", kindInt}, col("variant", kindText), col("app_name", kindText), col("instance_index", kindInt),

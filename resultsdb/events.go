@@ -1,0 +1,93 @@
+package resultsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Event is one thing that happened during a run besides the samples: a check that
+// tripped, a scale seen or done, why the ramp stopped. Kind is free text ("check",
+// "scale", "stop", "info"); Level is "info", "warn" or "fail" (the database refuses
+// others).
+type Event struct {
+	RunID string
+	// At is when it happened; the zero time means now, on the database's clock.
+	At time.Time
+	// Variant is "" for an event of the whole run.
+	Variant string
+	// Step is the 0-based ramp step, -1 when the event belongs to none. Any negative
+	// value is stored as none and read back as -1.
+	Step    int
+	Kind    string
+	Level   string
+	Message string
+}
+
+// AddEvent stores e after every event already stored for its run.
+func (s *Store) AddEvent(ctx context.Context, e Event) error {
+	var at *time.Time
+	if !e.At.IsZero() {
+		at = &e.At
+	}
+	var variant *string
+	if e.Variant != "" {
+		variant = &e.Variant
+	}
+	var step *int
+	if e.Step >= 0 {
+		step = &e.Step
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO run_events (run_id, at, variant, step, kind, level, message)
+		VALUES ($1, coalesce($2, now()), $3, $4, $5, $6, $7)`,
+		e.RunID, at, variant, step, e.Kind, e.Level, e.Message)
+	if err != nil {
+		return fmt.Errorf("add %s event to run %s: %w", e.Kind, e.RunID, err)
+	}
+	return nil
+}
+
+// Events returns the run's events in the order they were added; none is not an error.
+func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), kind, level, message
+		FROM run_events WHERE run_id = $1 ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("read events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		e := Event{RunID: runID}
+		if err := rows.Scan(&e.At, &e.Variant, &e.Step, &e.Kind, &e.Level, &e.Message); err != nil {
+			return nil, fmt.Errorf("read events of run %s: %w", runID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// ErrStepNotFound is returned when a run has no step of the given variant and index.
+var ErrStepNotFound = errors.New("step not found")
+
+// SetInstancesSeen records that n generator instances were alive during the step. The
+// stored value only grows: the engine may report every poll, and a step's figure is the
+// most instances it saw at once.
+func (s *Store) SetInstancesSeen(ctx context.Context, runID, variant string, step, n int) error {
+	if n < 0 {
+		return fmt.Errorf("set instances seen in step %d of %s: negative count %d", step, variant, n)
+	}
+	// greatest ignores NULL, so the first report sets the value.
+	tag, err := s.pool.Exec(ctx, `UPDATE steps SET instances_seen = greatest(instances_seen, $4)
+		WHERE run_id = $1 AND variant = $2 AND idx = $3`, runID, variant, step, n)
+	if err != nil {
+		return fmt.Errorf("set instances seen in step %d of %s: %w", step, variant, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set instances seen in step %d of %s in run %s: %w", step, variant, runID, ErrStepNotFound)
+	}
+	return nil
+}
