@@ -160,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 	}
 	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
-		Segments: segments, Logger: cfg.Logger})
+		Segments: segments, RouterURL: "http://" + routerAddr(settings), Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 		// The file first: a shipper that fails must not cost the file its lines.
 		accessLog = io.MultiWriter(f.log, shipperWriter{f.shipper})
 	}
-	f.router = router.New(router.Config{Listen: "127.0.0.1:" + strconv.Itoa(settings.RouterPort),
+	f.router = router.New(router.Config{Listen: routerAddr(settings),
 		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: accessLog, Logger: cfg.Logger})
 	if err := f.router.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("router: port %d (kept in %s/foundation.json): %w", settings.RouterPort, dir, err)
@@ -269,6 +269,9 @@ func (f *Foundation) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// routerAddr is where the router listens; the API advertises it in its root document.
+func routerAddr(s Settings) string { return "127.0.0.1:" + strconv.Itoa(s.RouterPort) }
 
 func listen(port int, what string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))

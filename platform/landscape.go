@@ -1,7 +1,8 @@
 // Package platform is the run engine's view of a Cloud Foundry, real or local, through
 // the Cloud Controller v3 API only (go-cfclient): the landscape a run needs (org, spaces
-// for apps and generators, their isolation segments), and later pushing, scaling and
-// watching apps.
+// for apps and generators, their isolation segments), and, through CF, pushing apps
+// (from manifests or single binaries), scaling and watching them, their env, service
+// instances and bindings, and how clients reach their routes.
 package platform
 
 import (

@@ -125,7 +125,12 @@ type Config struct {
 	AppsDomain string
 	// Segments are the isolation segments (cells) to create on first start.
 	Segments []string
-	Logger   *slog.Logger
+	// RouterURL (http://127.0.0.1:PORT), when set, is advertised in the root document
+	// as the non-standard link cfbench_router: the apps domain does not resolve by DNS,
+	// so clients reach routes there with the route as Host header. A real CC has no
+	// such link.
+	RouterURL string
+	Logger    *slog.Logger
 }
 
 // Server serves the API. BaseURL must be set before the first request.

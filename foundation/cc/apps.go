@@ -433,6 +433,90 @@ func (s *Server) appEnv(c *call) error {
 	return c.json(http.StatusOK, resp)
 }
 
+// renderEnvVars is the body of GET and PATCH /v3/apps/:guid/environment_variables.
+func (s *Server) renderEnvVars(a *App) any {
+	vars := obj{}
+	for k, v := range a.Env {
+		vars[k] = v
+	}
+	return obj{"var": vars, "links": obj{"self": link(s, "/v3/apps/"+a.GUID+"/environment_variables"), "app": link(s, "/v3/apps/"+a.GUID)}}
+}
+
+func (s *Server) appEnvVars(c *call) error {
+	var resp any
+	s.st.read(func(st *State) {
+		if a := st.Apps[c.r.PathValue("guid")]; a != nil {
+			resp = s.renderEnvVars(a)
+		}
+	})
+	if resp == nil {
+		return notFound("App")
+	}
+	return c.json(http.StatusOK, resp)
+}
+
+// updateAppEnvVars merges the request's variables into the app's; a null value removes
+// one. As on CF, running instances see the change only after a restart.
+func (s *Server) updateAppEnvVars(c *call) error {
+	var body struct {
+		Var map[string]json.RawMessage `json:"var"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	set, unset := map[string]string{}, []string{}
+	for k, raw := range body.Var {
+		if p := envNameProblem(k); p != "" {
+			return unprocessable("Var %s", p)
+		}
+		if string(raw) == "null" {
+			unset = append(unset, k)
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return unprocessable("Non-string value in environment variable for key '%s', value '%s'", k, raw)
+		}
+		set[k] = v
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		a := st.Apps[c.r.PathValue("guid")]
+		if a == nil {
+			return nil, notFound("App")
+		}
+		// A new map: rendered copies of the app share the old one.
+		env := make(map[string]string, len(a.Env)+len(set))
+		for k, v := range a.Env {
+			env[k] = v
+		}
+		for k, v := range set {
+			env[k] = v
+		}
+		for _, k := range unset {
+			delete(env, k)
+		}
+		a.Env, a.Updated = env, time.Now().UTC()
+		return s.renderEnvVars(a), nil
+	})
+}
+
+// envNameProblem says why CC rejects an environment variable name ("" = it does not):
+// the names it reserves.
+func envNameProblem(k string) string {
+	u := strings.ToUpper(k)
+	switch {
+	case k == "":
+		return "key must be a minimum length of 1"
+	case strings.HasPrefix(u, "VCAP_"):
+		return "cannot start with VCAP_"
+	case strings.HasPrefix(u, "VMC"):
+		return "cannot start with VMC_"
+	case u == "PORT":
+		return "cannot set PORT"
+	}
+	return ""
+}
+
 func (s *Server) listProcesses(c *call) error { return s.processList(c, "") }
 
 func (s *Server) appProcesses(c *call) error {

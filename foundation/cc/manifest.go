@@ -91,6 +91,11 @@ func parseManifest(r io.Reader) (*manifest, error) {
 		if a.Buildpack != "" && len(a.Buildpacks) > 0 {
 			return nil, unprocessable("For application '%s': Buildpack and buildpacks cannot both be given", a.Name)
 		}
+		for k := range a.Env {
+			if p := envNameProblem(k); p != "" {
+				return nil, unprocessable("For application '%s': Env %s", a.Name, p)
+			}
+		}
 	}
 	return &m, nil
 }
@@ -204,11 +209,16 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBin
 	if m.Stack != "" {
 		a.Stack = m.Stack
 	}
-	if len(m.Env) > 0 && a.Env == nil {
-		a.Env = map[string]string{}
-	}
-	for k, v := range m.Env {
-		a.Env[k] = fmt.Sprint(v)
+	if len(m.Env) > 0 {
+		// A new map: rendered copies of the app share the old one.
+		env := make(map[string]string, len(a.Env)+len(m.Env))
+		for k, v := range a.Env {
+			env[k] = v
+		}
+		for k, v := range m.Env {
+			env[k] = fmt.Sprint(v)
+		}
+		a.Env = env
 	}
 	a.Updated = now
 	for _, mp := range m.processes() {
@@ -272,17 +282,21 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 		}
 		return nil
 	}
+	// As CC: listed routes are mapped (others stay mapped); without routes, random-route
+	// and default-route map one only to an app that has none. Nothing asked: no route
+	// (the cf CLI asks for default-route itself).
 	hosts := []string{}
 	for _, r := range m.Routes {
 		hosts = append(hosts, strings.ToLower(r.Route))
 	}
-	if len(hosts) == 0 && (m.DefaultRoute || m.RandomRoute || len(m.Routes) == 0) {
+	if len(m.Routes) == 0 && !st.hasRoutes(a.GUID) {
 		d := st.defaultDomain()
-		host := strings.ToLower(a.Name)
 		if m.RandomRoute {
-			host += "-" + newGUID()[:8]
+			hosts = append(hosts, strings.ToLower(a.Name)+"-"+newGUID()[:8]+"."+d.Name)
 		}
-		hosts = append(hosts, host+"."+d.Name)
+		if m.DefaultRoute {
+			hosts = append(hosts, strings.ToLower(a.Name)+"."+d.Name)
+		}
 	}
 	now := time.Now().UTC()
 	for _, url := range hosts {
@@ -308,6 +322,16 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 		}
 	}
 	return nil
+}
+
+// hasRoutes reports whether any route is mapped to app.
+func (st *State) hasRoutes(app string) bool {
+	for _, r := range st.Routes {
+		if slices.Contains(r.Apps, app) {
+			return true
+		}
+	}
+	return false
 }
 
 func (st *State) defaultDomain() *Domain {

@@ -42,6 +42,8 @@ func (s *Server) routes() {
 	s.handle("POST /v3/apps/{guid}/actions/stop", s.stopApp)
 	s.handle("POST /v3/apps/{guid}/actions/restart", s.restartApp)
 	s.handle("GET /v3/apps/{guid}/env", s.appEnv)
+	s.handle("GET /v3/apps/{guid}/environment_variables", s.appEnvVars)
+	s.handle("PATCH /v3/apps/{guid}/environment_variables", s.updateAppEnvVars)
 	s.handle("GET /v3/apps/{guid}/processes", s.appProcesses)
 	s.handle("GET /v3/apps/{guid}/processes/{type}", s.appProcess)
 	s.handle("GET /v3/apps/{guid}/processes/{type}/stats", s.appProcessStats)

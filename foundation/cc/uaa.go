@@ -141,7 +141,8 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// root answers GET / with the links clients discover the API and UAA by.
+// root answers GET / with the links clients discover the API and UAA by, and the
+// local router by (cfbench_router, when configured).
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
 		c := &call{s: s, w: w, r: r}
@@ -149,8 +150,7 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	self := map[string]any{"href": s.baseURL}
-	c := &call{s: s, w: w, r: r}
-	c.json(http.StatusOK, map[string]any{"links": map[string]any{
+	links := map[string]any{
 		"self":                self,
 		"bits_service":        nil,
 		"cloud_controller_v2": nil,
@@ -165,7 +165,12 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 		"log_cache":           nil,
 		"log_stream":          nil,
 		"app_ssh":             nil,
-	}})
+	}
+	if s.cfg.RouterURL != "" {
+		links["cfbench_router"] = map[string]any{"href": strings.TrimRight(s.cfg.RouterURL, "/")}
+	}
+	c := &call{s: s, w: w, r: r}
+	c.json(http.StatusOK, map[string]any{"links": links})
 }
 
 // v3root answers GET /v3 with links to the resources served.

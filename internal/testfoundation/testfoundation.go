@@ -50,8 +50,9 @@ func Start(t testing.TB) (*foundation.Foundation, *client.Client) {
 	return f, cl
 }
 
-// StubZip builds cmd/cfbench-stub and zips it as a binary app's package.
-func StubZip(t testing.TB) []byte {
+// StubBinary builds cmd/cfbench-stub for linux/amd64, statically, as a binary app
+// needs it, and returns its path (cfbench-stub in a temp dir of the test).
+func StubBinary(t testing.TB) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -61,11 +62,17 @@ func StubZip(t testing.TB) []byte {
 	bin := filepath.Join(t.TempDir(), "cfbench-stub")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/cfbench-stub")
 	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the stub: %v\n%s", err, out)
 	}
-	b, err := os.ReadFile(bin)
+	return bin
+}
+
+// StubZip builds cmd/cfbench-stub and zips it as a binary app's package.
+func StubZip(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(StubBinary(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,324 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/go-cfclient/v3/client"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+)
+
+// TestCF runs the run engine's operations against one local foundation: services,
+// pushes from a manifest and from a binary, scaling, env, routes and failures. The
+// subtests run in order and build on each other (the db instance, the web app).
+func TestCF(t *testing.T) {
+	f, cl := testfoundation.Start(t)
+	c := New(cl)
+	if c.Client() != cl {
+		t.Fatal("Client() is not the client given to New")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := testfoundation.StubBinary(t)
+	opts := client.NewSpaceListOptions()
+	opts.Names.EqualTo("apps")
+	space, err := cl.Spaces.Single(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var db string // the service instance bound by the apps below
+	t.Run("EnsureServiceInstance", func(t *testing.T) {
+		cases := []struct {
+			name, instance, offering, plan string
+			created                        bool
+			err                            string // substring of the error, "" for success
+		}{
+			{"missing, not creatable", "db", "", "", false, "Try: cf services, or cf marketplace then cf create-service OFFERING PLAN db"},
+			{"unknown offering", "db", "mysql", "db", false, `service offering "mysql" is not in the marketplace. Try: cf marketplace`},
+			{"unknown plan", "db", "postgres", "huge", false, `has no plan "huge" (it has db). Try: cf marketplace -e postgres`},
+			{"created", "db", "postgres", "db", true, ""},
+			{"existing", "db", "postgres", "db", false, ""},
+			{"existing, no offering given", "db", "", "", false, ""},
+			{"the only plan", "db2", "postgres", "", true, ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				guid, created, err := c.EnsureServiceInstance(ctx, space.GUID, tc.instance, tc.offering, tc.plan)
+				if tc.err != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.err) {
+						t.Fatalf("err = %v, want one saying %q", err, tc.err)
+					}
+					return
+				}
+				if err != nil || created != tc.created || guid == "" {
+					t.Fatalf("= %q, created %v, %v; want created %v", guid, created, err, tc.created)
+				}
+				if tc.instance == "db" {
+					if db != "" && guid != db {
+						t.Fatalf("guid %s, want the instance made before, %s", guid, db)
+					}
+					db = guid
+				}
+			})
+		}
+		if _, _, err := c.EnsureServiceInstance(ctx, space.GUID, "nope", "", ""); !errors.Is(err, ErrNoServiceInstance) {
+			t.Fatalf("err = %v, want ErrNoServiceInstance", err)
+		}
+	})
+	if db == "" {
+		t.Fatal("no service instance to bind")
+	}
+
+	// A directory-based manifest, as a user writes one: the binary in app/, the
+	// manifest beside it.
+	dir := t.TempDir()
+	copyFile(t, bin, filepath.Join(dir, "app", "cfbench-stub"))
+	manifest := writeFile(t, dir, "manifest.yml", `applications:
+- name: web
+  path: app
+  memory: 64M
+  instances: 1
+  buildpacks: [binary_buildpack]
+  command: ./cfbench-stub
+  env: {FROM_MANIFEST: m, OVERRIDDEN: manifest, NUMBER: 42}
+  routes:
+  - route: web.apps.localhost
+  services: [db]
+`)
+	var web *App
+	t.Run("PushManifest", func(t *testing.T) {
+		var err error
+		web, err = c.PushManifest(ctx, "cfbench", "apps", manifest, "", map[string]string{"OVERRIDDEN": "overlay", "EXTRA": "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if web.Name != "web" || web.GUID == "" || web.ProcessGUID == "" || web.Instances != 1 {
+			t.Fatalf("pushed %+v", web)
+		}
+		if err := c.WaitRunning(ctx, web.ProcessGUID, 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		env, err := c.AppEnv(ctx, web.GUID)
+		want := map[string]string{"FROM_MANIFEST": "m", "OVERRIDDEN": "overlay", "NUMBER": "42", "EXTRA": "x"}
+		if err != nil || !maps.Equal(env, want) {
+			t.Fatalf("AppEnv = %v, %v; want %v", env, err, want)
+		}
+		// What the instances get: the same variables and the binding.
+		full, err := cl.Applications.GetEnvironment(ctx, web.GUID)
+		if err != nil || full.EnvVars["OVERRIDDEN"] != "overlay" || !strings.Contains(string(full.SystemEnvVars["VCAP_SERVICES"]), `"instance_name":"db"`) {
+			t.Fatalf("app environment %+v, %v", full, err)
+		}
+		found, err := c.FindApp(ctx, space.GUID, "web")
+		if err != nil || found == nil || *found != *web {
+			t.Fatalf("FindApp = %+v, %v; want %+v", found, err, web)
+		}
+		if none, err := c.FindApp(ctx, space.GUID, "nope"); none != nil || err != nil {
+			t.Fatalf("FindApp of a missing app = %+v, %v", none, err)
+		}
+	})
+	if web == nil {
+		t.Fatal("no app pushed")
+	}
+
+	t.Run("RouteTarget", func(t *testing.T) {
+		target, err := c.RouteTarget(ctx, web.GUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if target.URL != "http://web.apps.localhost" || target.ConnectTo != f.Info().RouterAddr {
+			t.Fatalf("target %+v, want http://web.apps.localhost through %s", target, f.Info().RouterAddr)
+		}
+		// The router routes by Host header: dial ConnectTo, ask for the URL.
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, target.ConnectTo)
+			}}}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Get(target.URL + "/hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s/hello through %s = %d %s", target.URL, target.ConnectTo, resp.StatusCode, body)
+		}
+	})
+
+	t.Run("Scale", func(t *testing.T) {
+		for _, n := range []int{3, 1} {
+			if err := c.Scale(ctx, web.ProcessGUID, n); err != nil {
+				t.Fatal(err)
+			}
+			desired, stats, err := c.Instances(ctx, web.ProcessGUID)
+			if err != nil || desired != n || len(stats) != n {
+				t.Fatalf("after scaling to %d: desired %d, %d stats, %v", n, desired, len(stats), err)
+			}
+			if err := c.WaitRunning(ctx, web.ProcessGUID, n, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.WaitRunning(ctx, web.ProcessGUID, 2, time.Minute); err == nil || !strings.Contains(err.Error(), "fewer than the 2 awaited. Try: cf scale web -i 2") {
+			t.Fatalf("waiting for more instances than desired: %v", err)
+		}
+		if err := c.Scale(ctx, web.ProcessGUID, -1); err == nil {
+			t.Fatal("scaled to -1 instances")
+		}
+	})
+
+	t.Run("BindingCredentials", func(t *testing.T) {
+		creds, err := c.BindingCredentials(ctx, web.GUID, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uri, _ := creds["uri"].(string); !strings.HasPrefix(uri, "postgres") {
+			t.Fatalf("credentials %v: no postgres uri", creds)
+		}
+	})
+
+	t.Run("PushBinary", func(t *testing.T) {
+		idle, err := c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "idle", Binary: bin, Memory: "64M"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if desired, stats, err := c.Instances(ctx, idle.ProcessGUID); err != nil || desired != 0 || idle.Instances != 0 || len(stats) != 0 {
+			t.Fatalf("an app pushed with 0 instances: desired %d (app says %d), stats %+v, %v", desired, idle.Instances, stats, err)
+		}
+		gen, err := c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "gen", Binary: bin, Memory: "64M", Instances: 1,
+			Env: map[string]string{"ROLE": "generator"}, Services: []string{"db"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitRunning(ctx, gen.ProcessGUID, 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RouteTarget(ctx, gen.GUID); err == nil || !strings.Contains(err.Error(), "has no HTTP route. Try: cf map-route") {
+			t.Fatalf("RouteTarget of an app without a route: %v", err)
+		}
+		if creds, err := c.BindingCredentials(ctx, gen.GUID, db); err != nil || creds["uri"] == nil {
+			t.Fatalf("credentials %v, %v", creds, err)
+		}
+		if _, err := c.BindingCredentials(ctx, web.GUID, "not-an-instance"); err == nil || !strings.Contains(err.Error(), "Try: cf bind-service") {
+			t.Fatalf("credentials of a missing binding: %v", err)
+		}
+
+		if err := c.SetAppEnv(ctx, gen.GUID, map[string]string{"LATER": "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if env, err := c.AppEnv(ctx, gen.GUID); err != nil || !maps.Equal(env, map[string]string{"ROLE": "generator", "LATER": "1"}) {
+			t.Fatalf("AppEnv after SetAppEnv = %v, %v", env, err)
+		}
+		if err := c.SetAppEnv(ctx, gen.GUID, map[string]string{"VCAP_SERVICES": "{}"}); err == nil {
+			t.Fatal("SetAppEnv set VCAP_SERVICES")
+		}
+		if err := c.Restart(ctx, gen.GUID); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitRunning(ctx, gen.ProcessGUID, 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StopApp(ctx, gen.GUID); err != nil {
+			t.Fatal(err)
+		}
+		if _, stats, err := c.Instances(ctx, gen.ProcessGUID); err != nil || len(stats) != 1 || stats[0].State != "DOWN" {
+			t.Fatalf("stats of a stopped app: %+v, %v", stats, err)
+		}
+		err = c.WaitRunning(ctx, gen.ProcessGUID, 1, 300*time.Millisecond)
+		if !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), "0 of 1 awaited instances of app gen running") || !strings.Contains(err.Error(), "#0 DOWN") {
+			t.Fatalf("waiting for a stopped app: %v", err)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		twoApps := writeFile(t, t.TempDir(), "manifest.yml", "applications:\n- name: one\n- name: two\n")
+		badField := writeFile(t, t.TempDir(), "manifest.yml", "applications:\n- name: bad\n  instances: many\n")
+		unbound := writeFile(t, dir, "unbound.yml", "applications:\n- name: unbound\n  path: app\n  services: [missing-db]\n")
+		notELF := writeFile(t, t.TempDir(), "run.sh", "#!/bin/sh\necho hi\n")
+		cases := []struct {
+			name string
+			push func() (*App, error)
+			want []string // substrings of the error
+			is   error
+		}{
+			{"two apps, none named", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "", nil) },
+				[]string{twoApps, "lists 2 apps (one, two): name the one to push"}, nil},
+			{"no such app", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "three", nil) },
+				[]string{`has no app "three" (it lists one, two)`}, nil},
+			{"bad field", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", badField, "", nil) },
+				[]string{badField, `app "bad": instances: want a whole number of at least 0, got "many" (line 3)`}, nil},
+			{"missing manifest", func() (*App, error) {
+				return c.PushManifest(ctx, "cfbench", "apps", filepath.Join(dir, "nope.yml"), "", nil)
+			},
+				[]string{"read manifest"}, os.ErrNotExist},
+			{"unbound service", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", unbound, "", nil) },
+				[]string{"push unbound: bind missing-db", "Try: cf services"}, ErrNoServiceInstance},
+			{"unknown space", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "nowhere", manifest, "", nil) },
+				[]string{`space "nowhere" not found in org cfbench. Try: cf spaces`}, nil},
+			{"not ELF", func() (*App, error) {
+				return c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "script", Binary: notELF})
+			}, []string{notELF + " is not a linux/amd64 executable: build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0"}, ErrNotLinuxAmd64},
+			{"bad health check", func() (*App, error) {
+				return c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "hc", Binary: bin, HealthCheck: "http"})
+			}, []string{`health check "http": want process or port`}, nil},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				app, err := tc.push()
+				if err == nil {
+					t.Fatalf("pushed %+v", app)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("err = %v\n\twant it to say %q", err, w)
+					}
+				}
+				if tc.is != nil && !errors.Is(err, tc.is) {
+					t.Errorf("err = %v, want %v", err, tc.is)
+				}
+			})
+		}
+		// Nothing was pushed by the refused pushes.
+		for _, name := range []string{"one", "bad", "unbound", "script", "hc"} {
+			if a, err := c.FindApp(ctx, space.GUID, name); a != nil || err != nil {
+				t.Errorf("app %s exists after a refused push: %+v, %v", name, a, err)
+			}
+		}
+	})
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

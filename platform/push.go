@@ -1,0 +1,421 @@
+package platform
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cloudfoundry/go-cfclient/v3/client"
+	"github.com/cloudfoundry/go-cfclient/v3/resource"
+	"gopkg.in/yaml.v3"
+)
+
+// App is a pushed app and its web process.
+type App struct {
+	Name, GUID, ProcessGUID string
+	// Instances is the web process's desired instance count.
+	Instances int
+}
+
+// PushManifest pushes app appName ("" = the manifest's only app; with several, an
+// error names them) from a CF app manifest file (cf CLI manifest v1: name, path,
+// memory, disk_quota, instances, buildpacks, command, env, routes, no-route,
+// random-route, health-check-type, stack, services, processes) into org/space, with
+// env overlaid on the manifest's env. path is resolved against the manifest's
+// directory (default: that directory); a directory is zipped with its file modes, so
+// executables stay executable (without what the cf CLI always leaves out: .git,
+// manifest.yml, …; .cfignore is not read), and a zip file (.zip, .jar, .war) is
+// uploaded as is. Manifest services are bound: they must exist in the space. Without
+// routes, no-route or random-route the app gets its default route, as with cf push.
+//
+// It returns once the app is staged and started: its instances may not run yet (see
+// WaitRunning). A manifest that cannot be pushed is a *ManifestError naming file, app
+// and field; nothing is pushed then.
+func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, env map[string]string) (*App, error) {
+	data, err := os.ReadFile(manifestPath)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	apps, err := parseManifest(manifestPath, data)
+	if err != nil {
+		return nil, err
+	}
+	a, err := pick(manifestPath, apps, appName)
+	if err != nil {
+		return nil, err
+	}
+	src := filepath.Dir(manifestPath)
+	if a.Path != "" {
+		src = a.Path
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(filepath.Dir(manifestPath), src)
+		}
+	}
+	bits, err := appBits(src)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", a.Name, err)
+	}
+	body, err := a.applyBody(env)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", a.Name, err)
+	}
+	return c.push(ctx, org, space, a.Name, body, a.Services, bits)
+}
+
+// BinaryApp is an app pushed from one executable with the binary buildpack.
+type BinaryApp struct {
+	Org, Space, Name string
+	// Binary is the path of a linux/amd64 executable.
+	Binary string
+	// Command starts the app; default "./" + the binary's file name.
+	Command string
+	// Memory and Disk are CF sizes (256M, 1G); "" = the foundation's default.
+	Memory, Disk string
+	// Instances is the web process's instance count; 0 pushes and stages the app with
+	// no instance running (generators wait so until a run scales them).
+	Instances int
+	Env       map[string]string
+	// RouteHost is the host of the app's route on the org's default domain; "" = no
+	// route.
+	RouteHost string
+	// HealthCheck is "process" or "port"; "" = port with a route, process without.
+	HealthCheck string
+	// Services are service instance names in the space to bind.
+	Services []string
+}
+
+// PushBinary pushes b as PushManifest pushes a manifest's app, and returns when it is
+// staged and started. The binary must be an ELF x86-64 executable: it is checked
+// before anything is pushed.
+func (c *CF) PushBinary(ctx context.Context, b BinaryApp) (*App, error) {
+	if b.Org == "" || b.Space == "" || b.Name == "" || b.Binary == "" {
+		return nil, fmt.Errorf("push binary app %q: org, space, name and binary must be given", b.Name)
+	}
+	if err := checkBinary(b.Binary); err != nil {
+		return nil, fmt.Errorf("push %s: %w", b.Name, err)
+	}
+	base := filepath.Base(b.Binary)
+	app := map[string]any{"name": b.Name, "buildpacks": []string{"binary_buildpack"}, "command": "./" + base, "instances": b.Instances}
+	if b.Command != "" {
+		app["command"] = b.Command
+	}
+	for key, size := range map[string]string{"memory": b.Memory, "disk_quota": b.Disk} {
+		if size == "" {
+			continue
+		}
+		if _, err := megabytes(size); err != nil {
+			return nil, fmt.Errorf("push %s: %s: %w", b.Name, key, err)
+		}
+		app[key] = size
+	}
+	if b.Instances < 0 {
+		return nil, fmt.Errorf("push %s: instances %d: want at least 0", b.Name, b.Instances)
+	}
+	if len(b.Env) > 0 {
+		app["env"] = b.Env
+	}
+	switch b.HealthCheck {
+	case "":
+		app["health-check-type"] = "port"
+		if b.RouteHost == "" {
+			app["health-check-type"] = "process"
+		}
+	case "process", "port":
+		app["health-check-type"] = b.HealthCheck
+	default:
+		return nil, fmt.Errorf("push %s: health check %q: want process or port", b.Name, b.HealthCheck)
+	}
+	if len(b.Services) > 0 {
+		app["services"] = b.Services
+	}
+	if b.RouteHost == "" {
+		app["no-route"] = true
+	} else {
+		route, err := c.defaultRoute(ctx, b.Org, b.RouteHost)
+		if err != nil {
+			return nil, fmt.Errorf("push %s: %w", b.Name, err)
+		}
+		app["routes"] = []map[string]string{{"route": route}}
+	}
+	body, err := yaml.Marshal(map[string]any{"applications": []any{app}})
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", b.Name, err)
+	}
+	bin, err := os.ReadFile(b.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", b.Name, err)
+	}
+	bits, err := zipFiles(zipEntry{name: base, mode: 0o755, body: bin})
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", b.Name, err)
+	}
+	return c.push(ctx, b.Org, b.Space, b.Name, body, b.Services, bits)
+}
+
+// defaultRoute is host on org's default domain.
+func (c *CF) defaultRoute(ctx context.Context, org, host string) (string, error) {
+	orgGUID, err := c.org(ctx, org)
+	if err != nil {
+		return "", err
+	}
+	d, err := c.cl.Organizations.GetDefaultDomain(ctx, orgGUID)
+	if err != nil {
+		return "", fmt.Errorf("read the default domain of org %s (Try: cf domains): %w", org, err)
+	}
+	return host + "." + d.Name, nil
+}
+
+// ErrNotLinuxAmd64 marks a binary that cannot run on a CF cell.
+var ErrNotLinuxAmd64 = errors.New("not a linux/amd64 executable")
+
+// checkBinary makes sure path is an ELF x86-64 executable, which cells run.
+func checkBinary(path string) error {
+	fix := "build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build"
+	f, err := elf.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%s is %w: %s", path, ErrNotLinuxAmd64, fix)
+	}
+	defer f.Close()
+	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 || (f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN) {
+		return fmt.Errorf("%s is %w (ELF %s %s %s): %s", path, ErrNotLinuxAmd64, f.Class, f.Machine, f.Type, fix)
+	}
+	return nil
+}
+
+// ignored are the names the cf CLI never uploads.
+var ignored = []string{".cfignore", ".DS_Store", ".git", ".gitignore", ".hg", ".svn", "_darcs", "manifest.yaml", "manifest.yml"}
+
+// appBits is what a push uploads from src: a directory zipped, or a zip file as is.
+func appBits(src string) ([]byte, error) {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("app path: %w", err)
+	}
+	if !fi.IsDir() {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return nil, fmt.Errorf("app path: %w", err)
+		}
+		if _, err := zip.NewReader(bytes.NewReader(b), int64(len(b))); err != nil {
+			return nil, fmt.Errorf("app path %s is neither a directory nor a zip archive (.zip, .jar, .war)", src)
+		}
+		return b, nil
+	}
+	var entries []zipEntry
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == src {
+			return nil
+		}
+		if slices.Contains(ignored, d.Name()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := zipEntry{name: filepath.ToSlash(rel), mode: info.Mode()}
+		switch {
+		case d.IsDir():
+			e.name += "/"
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			e.body = []byte(target)
+		case info.Mode().IsRegular():
+			if e.body, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		default:
+			return nil // sockets, devices: nothing an app needs
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zip %s: %w", src, err)
+	}
+	if !slices.ContainsFunc(entries, func(e zipEntry) bool { return !strings.HasSuffix(e.name, "/") }) {
+		return nil, fmt.Errorf("app path %s has no files to push", src)
+	}
+	return zipFiles(entries...)
+}
+
+type zipEntry struct {
+	name string // slash-separated; a directory ends in /
+	mode fs.FileMode
+	body []byte // a symlink's target
+}
+
+func zipFiles(entries ...zipEntry) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		h := &zip.FileHeader{Name: path.Clean(e.name), Method: zip.Deflate}
+		if strings.HasSuffix(e.name, "/") {
+			h.Name += "/"
+			h.Method = zip.Store
+		}
+		h.SetMode(e.mode)
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(e.body); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// push applies an app's manifest (body, one app named name) to the space, uploads
+// bits, stages them and starts (or restarts) the app, as the cf CLI's push does.
+func (c *CF) push(ctx context.Context, org, space, name string, body []byte, services []string, bits []byte) (*App, error) {
+	_, spaceGUID, err := c.space(ctx, org, space)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", name, err)
+	}
+	for _, s := range services {
+		if _, err := c.instance(ctx, spaceGUID, s); err != nil {
+			return nil, fmt.Errorf("push %s: bind %s: %w", name, s, err)
+		}
+	}
+	job, err := c.cl.Manifests.ApplyManifest(ctx, spaceGUID, string(body))
+	if err != nil {
+		return nil, fmt.Errorf("push %s: apply manifest: %w", name, err)
+	}
+	if err := c.waitJob(ctx, job); err != nil {
+		return nil, fmt.Errorf("push %s: apply manifest: %w", name, err)
+	}
+	app, err := c.cl.Applications.Single(ctx, appsNamed(spaceGUID, name))
+	if err != nil {
+		return nil, fmt.Errorf("push %s: find the app the manifest made: %w", name, err)
+	}
+	pkg, err := c.cl.Packages.Create(ctx, resource.NewPackageCreate(app.GUID))
+	if err != nil {
+		return nil, fmt.Errorf("push %s: create package: %w", name, err)
+	}
+	if _, err := c.cl.Packages.Upload(ctx, pkg.GUID, bytes.NewReader(bits)); err != nil {
+		return nil, fmt.Errorf("push %s: upload %d bytes: %w", name, len(bits), err)
+	}
+	err = poll(ctx, func() (bool, error) {
+		p, err := c.cl.Packages.Get(ctx, pkg.GUID)
+		if err != nil {
+			return false, err
+		}
+		switch p.State {
+		case resource.PackageStateReady:
+			return true, nil
+		case resource.PackageStateFailed, resource.PackageStateExpired:
+			return false, fmt.Errorf("package %s", p.State)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push %s: process the upload: %w", name, err)
+	}
+	build, err := c.cl.Builds.Create(ctx, resource.NewBuildCreate(pkg.GUID))
+	if err != nil {
+		return nil, fmt.Errorf("push %s: stage: %w", name, err)
+	}
+	var droplet string
+	err = poll(ctx, func() (bool, error) {
+		b, err := c.cl.Builds.Get(ctx, build.GUID)
+		if err != nil {
+			return false, err
+		}
+		switch b.State {
+		case resource.BuildStateStaged:
+			if b.Droplet == nil || b.Droplet.GUID == "" {
+				return false, errors.New("staged without a droplet")
+			}
+			droplet = b.Droplet.GUID
+			return true, nil
+		case resource.BuildStateFailed:
+			msg := "staging failed"
+			if b.Error != nil {
+				msg = *b.Error
+			}
+			return false, fmt.Errorf("%s. Try: cf logs %s --recent", msg, name)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push %s: stage: %w", name, err)
+	}
+	if _, err := c.cl.Droplets.SetCurrentAssociationForApp(ctx, app.GUID, droplet); err != nil {
+		return nil, fmt.Errorf("push %s: set droplet: %w", name, err)
+	}
+	if app.State == "STARTED" {
+		_, err = c.cl.Applications.Restart(ctx, app.GUID)
+	} else {
+		_, err = c.cl.Applications.Start(ctx, app.GUID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("push %s: start: %w. Try: cf logs %s --recent", name, err, name)
+	}
+	out, err := c.appOf(ctx, app)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// FindApp returns the app name in the space, or nil (and no error) when there is none.
+func (c *CF) FindApp(ctx context.Context, spaceGUID, name string) (*App, error) {
+	apps, err := c.cl.Applications.ListAll(ctx, appsNamed(spaceGUID, name))
+	if err != nil {
+		return nil, fmt.Errorf("look up app %s: %w", name, err)
+	}
+	if len(apps) == 0 {
+		return nil, nil
+	}
+	return c.appOf(ctx, apps[0])
+}
+
+func appsNamed(spaceGUID, name string) *client.AppListOptions {
+	o := client.NewAppListOptions()
+	o.Names.EqualTo(name)
+	o.SpaceGUIDs.EqualTo(spaceGUID)
+	return o
+}
+
+// appOf adds the web process to an app.
+func (c *CF) appOf(ctx context.Context, a *resource.App) (*App, error) {
+	opts := client.NewProcessOptions()
+	opts.Types.EqualTo("web")
+	procs, err := c.cl.Processes.ListForAppAll(ctx, a.GUID, opts)
+	if err != nil {
+		return nil, fmt.Errorf("read the web process of %s: %w", a.Name, err)
+	}
+	if len(procs) == 0 {
+		return nil, fmt.Errorf("app %s has no web process", a.Name)
+	}
+	return &App{Name: a.Name, GUID: a.GUID, ProcessGUID: procs[0].GUID, Instances: procs[0].Instances}, nil
+}
