@@ -1,36 +1,49 @@
 // Package engine runs a benchmark spec: it creates the run, walks the ramp step by step,
-// keeps the generators loaded, records step boundaries, applies stop conditions and
-// leaves every sample in the results store.
+// keeps the generators loaded, records step boundaries, applies stop conditions and the
+// checks on its own measurement, and leaves every sample in the results store.
+//
+// Generators are a Fleet per variant: instances started in this process for url:
+// variants (no Cloud Foundry needed), or generator apps pushed to a Cloud Foundry and
+// scaled through the Cloud Controller (Deploy). Either way the instances follow the plan
+// the engine writes into the results database (package worker).
 package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
-// ErrUnsupported marks a spec the engine cannot run yet; nothing was started.
-var ErrUnsupported = errors.New("not supported yet")
+// ErrUnsupported marks a spec the engine cannot run as asked; nothing was started.
+var ErrUnsupported = errors.New("not supported")
 
 // ErrAborted is returned when the run was interrupted; what was collected is kept.
 var ErrAborted = errors.New("run aborted")
 
+// ErrCheckFailed is returned when a check at level fail tripped; the run is marked failed.
+var ErrCheckFailed = errors.New("check failed")
+
 // Options wire the engine to its surroundings.
 type Options struct {
 	Store    *resultsdb.Store
-	Progress io.Writer // one line per finished step; nil for none
+	Reporter Reporter // nil for none
 	Logger   *slog.Logger
-	// PollEvery is how often generator instances read the plan (default 500 ms).
+	// PollEvery is how often in-process generator instances read the plan (default
+	// 500 ms) and how often the engine watches a running step.
 	PollEvery time.Duration
+	// Deployment runs the spec on a Cloud Foundry (see Deploy); nil runs generators in
+	// process against url: variants.
+	Deployment *Deployment
+	// JoinTimeout bounds the wait for generator instances to join (default 30 s + 10
+	// polls in process, 5 min on Cloud Foundry, where instances start containers).
+	JoinTimeout time.Duration
 }
 
 // Result is what a finished (or aborted) run left in the store.
@@ -39,33 +52,59 @@ type Result struct {
 	Summaries []resultsdb.StepSummary
 	// Stops maps a variant to the stop condition that ended its ramp early.
 	Stops map[string]string
+	// Findings are the checks that tripped, in order.
+	Findings []StepFinding
 }
 
-// Check reports why sp cannot run with the in-process generators, or nil.
-func Check(sp *spec.Spec) error {
+// StepFinding is a check that tripped after a step of a variant.
+type StepFinding struct {
+	Variant string
+	Step    int // 0-based
+	Finding
+}
+
+// Check reports why sp cannot run where it is asked to, or nil: without a Cloud Foundry
+// (onCF false) every variant needs a url: of a running target.
+func Check(sp *spec.Spec, onCF bool) error {
+	if onCF {
+		if sp.Landscape == nil {
+			return fmt.Errorf("%s: running on Cloud Foundry needs a landscape section (org and spaces): %w", sp.File, ErrUnsupported)
+		}
+		if sp.ResultsDB == nil {
+			return fmt.Errorf("%s: running on Cloud Foundry needs a results_db section (the service instance generators write to): %w", sp.File, ErrUnsupported)
+		}
+		return nil
+	}
 	for _, v := range sp.Variants {
 		if v.URL == "" {
-			return fmt.Errorf("variant %s: pushing a manifest to Cloud Foundry is %w; give the variant a url: of a running target", v.Name, ErrUnsupported)
+			return fmt.Errorf("variant %s: pushing a manifest needs a Cloud Foundry (a landscape section and a cf login): %w", v.Name, ErrUnsupported)
 		}
 	}
 	return nil
 }
 
 // Run executes sp. specText is stored with the run for reproducibility. Variants run one
-// after the other so they do not compete for the machine. When ctx is cancelled the run is
-// marked aborted and ErrAborted is returned together with the partial Result.
+// after the other so they do not compete for the cells. When ctx is cancelled the run is
+// marked aborted, the generators are stopped and ErrAborted is returned together with
+// the partial Result; a failing check at level fail returns ErrCheckFailed likewise.
 func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Result, error) {
-	if err := Check(sp); err != nil {
+	if err := Check(sp, opts.Deployment != nil); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
+	if opts.Reporter == nil {
+		opts.Reporter = discardReporter{}
 	}
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = 500 * time.Millisecond
+	}
+	if opts.JoinTimeout <= 0 {
+		opts.JoinTimeout = 30*time.Second + 10*opts.PollEvery
+		if opts.Deployment != nil {
+			opts.JoinTimeout = 5 * time.Minute
+		}
 	}
 	store := opts.Store
 	run, err := store.CreateRun(ctx, sp.Name, sp.File, specText, time.Now())
@@ -73,24 +112,12 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 		return nil, err
 	}
 	res := &Result{Run: run, Stops: map[string]string{}}
-	fmt.Fprintf(opts.Progress, "run %s: %s, %d variant(s), %d step(s) each\n", run.ID, sp.Name, len(sp.Variants), len(sp.Ramp.Steps()))
+	opts.Reporter.Started(run, sp)
 
-	var runErr error
-	for i := range sp.Variants {
-		if ctx.Err() != nil {
-			break
-		}
-		v := &sp.Variants[i]
-		stop, err := runVariant(ctx, sp, v, run, opts)
-		if err != nil {
-			runErr = err
-			break
-		}
-		if stop != "" {
-			res.Stops[v.Name] = stop
-		}
-	}
+	r := &runner{sp: sp, run: run, opts: opts, res: res}
+	runErr := r.variants(ctx)
 
+	final := context.WithoutCancel(ctx)
 	status, reason := resultsdb.RunCompleted, ""
 	switch {
 	case ctx.Err() != nil:
@@ -100,7 +127,6 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	case len(res.Stops) > 0:
 		status, reason = resultsdb.RunStopped, "stop condition reached"
 	}
-	final := context.WithoutCancel(ctx)
 	if err := store.FinishRun(final, run.ID, status, reason); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -113,76 +139,74 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	return res, runErr
 }
 
-// runVariant walks the ramp of one variant with generator instances started in process.
-// They follow the plan in the results DB exactly as pushed generators do; the engine
-// only writes the plan and waits for the results.
-func runVariant(ctx context.Context, sp *spec.Spec, v *spec.Variant, run *resultsdb.Run, opts Options) (stop string, err error) {
-	store := opts.Store
-	app := fmt.Sprintf("cfbench-local-%s-%s", run.ID, v.Name)
-	wl := worker.FromSpec(&sp.Workload)
-	if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: v.Name, GeneratorApp: app,
-		TargetURL: v.URL, Workload: wl.Marshal()}); err != nil {
-		return "", err
-	}
-	var insts []*worker.Worker
-	defer func() {
-		for _, in := range insts {
-			if cerr := in.Close(); cerr != nil && err == nil && !errors.Is(cerr, context.Canceled) {
-				err = fmt.Errorf("generator of %s: %w", v.Name, cerr)
-			}
-		}
-	}()
+// runner is one run in progress.
+type runner struct {
+	sp   *spec.Spec
+	run  *resultsdb.Run
+	opts Options
+	res  *Result
+}
 
-	steps := sp.Ramp.Steps()
-	var prev *resultsdb.StepSummary
-	for idx, n := range steps {
-		for len(insts) < n {
-			in := worker.New(worker.Config{Store: store, App: app, Index: len(insts), Host: "127.0.0.1",
-				PollEvery: opts.PollEvery, Logger: opts.Logger})
-			in.Start(ctx)
-			insts = append(insts, in)
-		}
-		if err := waitLive(ctx, store, run.ID, v.Name, n, opts.PollEvery); err != nil {
-			return "", err
-		}
-		st, err := planStep(ctx, store, sp, run.ID, v.Name, idx, n, opts.PollEvery)
-		if err != nil {
-			return "", err
-		}
-		if err := waitStepDone(ctx, store, st, sp.Workload.Timeout, opts); err != nil {
-			return "", err
-		}
-		ended := time.Now()
-		final := context.WithoutCancel(ctx)
-		sum, err := store.StepSummary(final, run.ID, v.Name, idx)
-		if err == nil {
-			stop = stopReason(sp.Ramp.Stop, prev, sum)
-		}
-		if eerr := store.EndStep(final, run.ID, v.Name, idx, ended, stop); eerr != nil && err == nil {
-			err = eerr
-		}
-		if err != nil {
-			return "", err
-		}
-		if ctx.Err() != nil {
-			return "", nil
-		}
-		left := time.Duration(len(steps)-idx-1) * sp.Ramp.Hold
-		fmt.Fprintln(opts.Progress, report.StepLine(sum, len(steps), left))
-		if stop != "" {
-			fmt.Fprintf(opts.Progress, "%s: stopping the ramp: %s\n", v.Name, stop)
-			return stop, nil
-		}
-		prev = &sum
+// variants runs every variant's ramp, each with its own fleet, and stops the fleets
+// whatever happens (scaled to 0 on Cloud Foundry), also when ctx was cancelled.
+func (r *runner) variants(ctx context.Context) (err error) {
+	dep := r.opts.Deployment
+	if dep != nil {
+		stopMetrics := dep.startMetrics(ctx, r.run.ID, r.sp.Collectors.ContainerMetrics.Interval, r.opts.Logger)
+		defer stopMetrics()
 	}
-	return "", nil
+	for i := range r.sp.Variants {
+		if ctx.Err() != nil {
+			return nil
+		}
+		v := &r.sp.Variants[i]
+		rv := resultsdb.RunVariant{RunID: r.run.ID, Variant: v.Name, TargetURL: v.URL}
+		wl := worker.FromSpec(&r.sp.Workload)
+		var fleet Fleet
+		if dep != nil {
+			d := dep.variant(v.Name)
+			rv.TargetURL, wl.ConnectTo = d.target.URL, d.target.ConnectTo
+			fleet = d.fleet
+		} else {
+			fctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
+				poll: r.opts.PollEvery, log: r.opts.Logger, ctx: fctx}
+		}
+		rv.GeneratorApp, rv.Workload = fleet.App(), wl.Marshal()
+		if err := r.opts.Store.AddRunVariant(ctx, rv); err != nil {
+			return err
+		}
+		err := r.ramp(ctx, v, fleet)
+		// The fleet goes down even when the run was interrupted: generators left
+		// running would go on loading the target (and idle on CF, costing quota).
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		serr := fleet.Stop(stopCtx)
+		cancel()
+		if serr != nil {
+			serr = fmt.Errorf("stop the generators of %s: %w", v.Name, serr)
+			r.event(v.Name, -1, "scale", "fail", serr.Error())
+		}
+		if err = errors.Join(err, serr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event records a run event; failing to record it is logged, never fatal.
+func (r *runner) event(variant string, step int, kind, level, msg string) {
+	ev := resultsdb.Event{RunID: r.run.ID, At: time.Now(), Variant: variant, Step: step, Kind: kind, Level: level, Message: msg}
+	if err := r.opts.Store.AddEvent(context.Background(), ev); err != nil {
+		r.opts.Logger.Warn("record run event", "kind", kind, "err", err)
+	}
 }
 
 // waitLive waits until n instances of the variant heartbeat.
-func waitLive(ctx context.Context, store *resultsdb.Store, runID, variant string, n int, poll time.Duration) error {
-	deadline := time.Now().Add(30*time.Second + 10*poll)
+func (r *runner) waitLive(ctx context.Context, variant string, n int) error {
+	deadline := time.Now().Add(r.opts.JoinTimeout)
 	for {
-		live, err := store.LiveWorkers(ctx, runID, variant)
+		live, err := r.opts.Store.LiveWorkers(ctx, r.run.ID, variant)
 		if err != nil {
 			return err
 		}
@@ -190,55 +214,10 @@ func waitLive(ctx context.Context, store *resultsdb.Store, runID, variant string
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("variant %s: %d of %d generator instances joined the run within %s", variant, live, n, 30*time.Second+10*poll)
+			return fmt.Errorf("variant %s: %d of %d generator instances joined the run within %s", variant, live, n, r.opts.JoinTimeout)
 		}
-		if !wait.For(ctx, poll/2) {
+		if !wait.For(ctx, r.opts.PollEvery/2) {
 			return ctx.Err()
-		}
-	}
-}
-
-// planStep writes step idx with a start far enough ahead that every live instance reads
-// it before it begins, so all of them start together.
-func planStep(ctx context.Context, store *resultsdb.Store, sp *spec.Spec, runID, variant string, idx, n int, poll time.Duration) (resultsdb.Step, error) {
-	now, err := store.Now(ctx)
-	if err != nil {
-		return resultsdb.Step{}, err
-	}
-	start := now.Add(2*poll + 100*time.Millisecond)
-	st := resultsdb.Step{RunID: runID, Variant: variant, Index: idx, Instances: n, Users: sp.Workload.Users,
-		Started: start, WarmupUntil: start.Add(sp.Ramp.Warmup), Ends: start.Add(sp.Ramp.Hold)}
-	return st, store.StartStep(ctx, st)
-}
-
-// waitStepDone waits until the step's window is over and every instance that took part
-// has stored its samples; instances that stopped heartbeating are not waited for.
-func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step, timeout time.Duration, opts Options) error {
-	now, err := store.Now(ctx)
-	if err != nil {
-		return err
-	}
-	if !wait.For(ctx, st.Ends.Sub(now)) {
-		return nil
-	}
-	deadline := time.Now().Add(timeout + 15*time.Second)
-	for {
-		p, err := store.StepProgress(ctx, st.RunID, st.Variant, st.Index)
-		if err != nil {
-			return err
-		}
-		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
-			if p.Stale > 0 {
-				opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index, "stale", p.Stale)
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index, "joined", p.Joined, "done", p.Done)
-			return nil
-		}
-		if !wait.For(ctx, 50*time.Millisecond) {
-			return nil
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -81,8 +80,8 @@ func TestRunWalksTheRampAndStoresEveryRequest(t *testing.T) {
 		served.Add(1)
 		w.Write([]byte("ok"))
 	}))
-	var progress bytes.Buffer
-	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store, Progress: &progress})
+	rep := &recorder{}
+	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store, Reporter: rep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +108,30 @@ func TestRunWalksTheRampAndStoresEveryRequest(t *testing.T) {
 	if text := query[string](t, dsn, `SELECT spec FROM runs WHERE id = $1`, res.Run.ID); !strings.Contains(text, "engine-test") {
 		t.Fatalf("the run does not keep its spec: %q", text)
 	}
-	if lines := strings.Count(progress.String(), " left\n"); lines != 6 {
-		t.Fatalf("%d progress lines, want one per step:\n%s", lines, progress.String())
+	if rep.started != 1 || len(rep.steps) != 6 {
+		t.Fatalf("reporter: %d starts and %d step reports, want 1 and one per step", rep.started, len(rep.steps))
+	}
+	for i, s := range rep.steps {
+		// a then b, 3 steps of 1 s each: 5 s left after the first, none after the last.
+		if want := time.Duration(5-i) * time.Second; s.Steps != 3 || s.Left != want || s.InstancesSeen != s.Instances || s.AppCPU != nil {
+			t.Errorf("step report %d: %d steps, %s left, %d seen of %d, app CPU %v; want 3 steps, %s left, all seen, no CPU in process",
+				i, s.Steps, s.Left, s.InstancesSeen, s.Instances, s.AppCPU, want)
+		}
 	}
 }
+
+// recorder is a Reporter that keeps what it is told.
+type recorder struct {
+	started  int
+	notes    []string
+	steps    []StepReport
+	findings []Finding
+}
+
+func (r *recorder) Started(*resultsdb.Run, *spec.Spec) { r.started++ }
+func (r *recorder) Note(msg string)                    { r.notes = append(r.notes, msg) }
+func (r *recorder) Step(s StepReport)                  { r.steps = append(r.steps, s) }
+func (r *recorder) Finding(_ string, _ int, f Finding) { r.findings = append(r.findings, f) }
 
 func TestStopConditionEndsTheRampEarly(t *testing.T) {
 	sp, text, store, dsn := setup(t, "  stop:\n    error_rate_above: 0.5", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,17 +180,29 @@ func TestCancelMarksTheRunAbortedAndKeepsItsSamples(t *testing.T) {
 }
 
 func TestCheckRefusesWhatItCannotRun(t *testing.T) {
-	cases := map[string]string{
-		"manifest variant": strings.Replace(specTemplate, "url: URL/b", "manifest: m.yml", 1) + "\nlandscape:\n  org: o\n  apps: {space: a}\n  generators: {space: g}\n",
+	const landscape = "\nlandscape:\n  org: o\n  apps: {space: a}\n  generators: {space: g}\n"
+	const resultsDB = "results_db:\n  service_instance: r\n"
+	manifest := strings.Replace(specTemplate, "url: URL/b", "manifest: m.yml", 1)
+	cases := []struct {
+		name, text  string
+		onCF, works bool
+	}{
+		{"url variants in process", specTemplate, false, true},
+		{"manifest variant without a Cloud Foundry", manifest + landscape, false, false},
+		{"manifest variant on Cloud Foundry", manifest + landscape + resultsDB, true, true},
+		{"url variants on Cloud Foundry", specTemplate + landscape + resultsDB, true, true},
+		{"Cloud Foundry without a results_db", manifest + landscape, true, false},
+		{"Cloud Foundry without a landscape", specTemplate, true, false},
 	}
-	for name, text := range cases {
-		t.Run(name, func(t *testing.T) {
-			sp, err := spec.Parse("t.yml", []byte(strings.ReplaceAll(strings.Replace(text, "STOP", "", 1), "URL", "http://127.0.0.1:1")), ".")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp, err := spec.Parse("t.yml", []byte(strings.ReplaceAll(strings.Replace(c.text, "STOP", "", 1), "URL", "http://127.0.0.1:1")), ".")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := Check(sp); !errors.Is(err, ErrUnsupported) {
-				t.Fatalf("Check = %v, want ErrUnsupported", err)
+			err = Check(sp, c.onCF)
+			if c.works && err != nil || !c.works && !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("Check(onCF %t) = %v, want works %t", c.onCF, err, c.works)
 			}
 		})
 	}

@@ -23,10 +23,11 @@ type cliPlugin struct {
 var _ cfplugin.Plugin = (*cliPlugin)(nil)
 
 // Run is called by the cf CLI with the plugin command's name and its arguments.
-func (p *cliPlugin) Run(_ cfplugin.CliConnection, args []string) {
+func (p *cliPlugin) Run(conn cfplugin.CliConnection, args []string) {
 	if len(args) == 0 || args[0] == "CLI-MESSAGE-UNINSTALL" {
 		return
 	}
+	p.env.CF = func() (command.CFTarget, error) { return target(conn) }
 	c := command.Lookup(args[0])
 	if c == nil || c.PluginName != args[0] {
 		fmt.Fprintf(p.env.Stderr, "error: unknown command %q\n", args[0])
@@ -57,4 +58,22 @@ func parseVersion(s string) cfplugin.VersionType {
 	var v cfplugin.VersionType
 	fmt.Sscanf(s, "%d.%d.%d", &v.Major, &v.Minor, &v.Build)
 	return v
+}
+
+// target reads the cf CLI's API endpoint and a fresh access token (the cf CLI refreshes
+// it when needed) over the plugin RPC connection.
+func target(conn cfplugin.CliConnection) (command.CFTarget, error) {
+	var t command.CFTarget
+	var err error
+	if t.API, err = conn.ApiEndpoint(); err != nil {
+		return t, err
+	}
+	if t.API == "" {
+		return t, nil
+	}
+	if t.AccessToken, err = conn.AccessToken(); err != nil {
+		return t, err
+	}
+	t.SkipTLS, err = conn.IsSSLDisabled()
+	return t, err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn}
+	env := &command.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn, BinDirs: binDirs()}
 	var code int
 	if isPluginInvocation(os.Args) {
 		p := &cliPlugin{ctx: ctx, env: env}
@@ -29,6 +30,17 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// binDirs are where the binaries pushed to Cloud Foundry are looked for: beside this
+// program (make build puts them all in bin/), then ./bin. As a cf CLI plugin this
+// program is a copy under the cf CLI's plugin directory, so ./bin matters then.
+func binDirs() []string {
+	dirs := []string{}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	return append(dirs, "bin")
 }
 
 // spawn starts this binary again with args in a session of its own, its output

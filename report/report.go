@@ -23,10 +23,34 @@ func Millis(d time.Duration) string {
 	return fmt.Sprintf("%.0f", ms)
 }
 
+// StepProgress is a finished step as its progress line shows it.
+type StepProgress struct {
+	resultsdb.StepSummary
+	Steps int           // steps of the variant's ramp
+	Left  time.Duration // at least this long until the run ends
+	// InstancesSeen, when above Instances, is shown: a user scaled the generators by hand.
+	InstancesSeen int
+	// AppCPU is the app's mean CPU per instance as a fraction of a core, and
+	// AppEntitlement the same relative to its entitlement; nil when unknown.
+	AppCPU, AppEntitlement *float64
+}
+
 // StepLine is the one-line progress report printed when a step ends.
-func StepLine(s resultsdb.StepSummary, steps int, left time.Duration) string {
-	return fmt.Sprintf("%s  step %d/%d  instances %d x %d users  %.1f req/s  p50 %sms  p99 %sms  errors %.2f%%  %s left",
-		s.Variant, s.Step+1, steps, s.Instances, s.Users, s.Throughput, Millis(s.P50), Millis(s.P99), 100*s.ErrorRate(), left.Round(time.Second))
+func StepLine(p StepProgress) string {
+	s := p.StepSummary
+	inst := fmt.Sprint(s.Instances)
+	if p.InstancesSeen > s.Instances {
+		inst = fmt.Sprintf("%d (%d seen)", s.Instances, p.InstancesSeen)
+	}
+	cpu := ""
+	if p.AppCPU != nil {
+		cpu = fmt.Sprintf("  app CPU %.0f%%", 100**p.AppCPU)
+		if p.AppEntitlement != nil {
+			cpu += fmt.Sprintf(" (%.0f%% of entitlement)", 100**p.AppEntitlement)
+		}
+	}
+	return fmt.Sprintf("%s  step %d/%d  instances %s x %d users  %.1f req/s  p50 %sms  p99 %sms  errors %.2f%%%s  %s left",
+		s.Variant, s.Step+1, p.Steps, inst, s.Users, s.Throughput, Millis(s.P50), Millis(s.P99), 100*s.ErrorRate(), cpu, p.Left.Round(time.Second))
 }
 
 // Summary writes the summary table: one row per variant and step, latencies in ms,

@@ -51,6 +51,15 @@ func TestSummaryTable(t *testing.T) {
 }
 
 func TestStepLine(t *testing.T) {
-	got := StepLine(rows[1], 3, 62400*time.Millisecond) + "\n"
-	golden(t, "stepline.txt", []byte(got))
+	cpu, ent := 0.43, 2.5
+	cases := []StepProgress{
+		{StepSummary: rows[1], Steps: 3, Left: 62400 * time.Millisecond},
+		{StepSummary: rows[1], Steps: 3, Left: time.Minute, InstancesSeen: rows[1].Instances + 4, AppCPU: &cpu, AppEntitlement: &ent},
+		{StepSummary: rows[1], Steps: 3, AppCPU: &cpu},
+	}
+	var got []byte
+	for _, c := range cases {
+		got = append(got, StepLine(c)+"\n"...)
+	}
+	golden(t, "stepline.txt", got)
 }

@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# The first end-to-end run: a stub HTTP target on 127.0.0.1:18080, a short closed-loop ramp
-# against it (examples/demo.yml), every request stored in a private Postgres under
-# .cfbench/, a summary table, and CSV files under results/RUN_ID/.
+# make demo: the main job, end to end, without a Cloud Foundry. It starts the local
+# foundation (a CC v3 API, a router, cells, a postgres service; .cfbench/foundation),
+# logs the real cf CLI in to it (its config in .cfbench/cf-home, not yours), installs
+# this plugin and runs
+#
+#   cf run-benchmark -f examples/stub-on-cf.yml
+#
+# which pushes two stub apps and a generator app per variant to separate isolation
+# segments (cells on separate CPUs), ramps the generators 1 -> 3 with cf scale, polls
+# container metrics, prints a summary and writes results/RUN_ID/*.csv. A foundation the
+# demo started is stopped at the end; one that was already running is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-addr=127.0.0.1:18080
-if (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null; then
-	echo "demo: $addr is already in use; examples/demo.yml targets it. Stop what listens there and retry." >&2
-	exit 1
+cf=$(scripts/install-cf-cli.sh)
+fdir=.cfbench/foundation
+started=
+stop_foundation() {
+	if [ -n "$started" ]; then
+		bin/cf-benchmark foundation stop --state-dir "$fdir" >/dev/null || true
+	fi
+}
+trap stop_foundation EXIT
+if ! bin/cf-benchmark foundation status --state-dir "$fdir" >/dev/null 2>&1; then
+	# Container metrics every second (Diego: 15 s), so that 5 s steps get figures.
+	bin/cf-benchmark foundation start --detach --state-dir "$fdir" --metrics-interval 1s >/dev/null
+	started=1
 fi
+info=$(bin/cf-benchmark foundation status --state-dir "$fdir")
+api=$(sed -n 's/^  cf api \(.*\)$/\1/p' <<<"$info")
+auth=$(sed -n 's/^  cf auth \(.*\)$/\1/p' <<<"$info")
+echo "demo: local foundation at $api"
 
-bin/cfbench-stub --listen "$addr" --dither 1ms 2>.cfbench-stub.log &
-stub_pid=$!
-trap 'kill "$stub_pid" 2>/dev/null; wait "$stub_pid" 2>/dev/null || true' EXIT
+export CF_HOME=$PWD/.cfbench/cf-home CF_COLOR=false
+mkdir -p "$CF_HOME"
+"$cf" api "$api" >/dev/null
+# shellcheck disable=SC2086 # "user password", as the foundation prints them
+"$cf" auth $auth >/dev/null
+"$cf" target -o cfbench -s apps >/dev/null
+"$cf" install-plugin -f bin/cf-benchmark >/dev/null
 
-for _ in $(seq 50); do
-	(exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null && break
-	kill -0 "$stub_pid" 2>/dev/null || { echo "demo: the stub target did not start:" >&2; cat .cfbench-stub.log >&2; exit 1; }
-	sleep 0.1
-done
-
-bin/cf-benchmark run -f examples/demo.yml --state-dir .cfbench
+# The plugin pushes bin/cfbench-worker and bin/cfbench-tunnel; cf runs it from its own
+# copy under CF_HOME, so say where they are.
+CFBENCH_BIN_DIR=$PWD/bin "$cf" run-benchmark -f examples/stub-on-cf.yml

@@ -34,6 +34,25 @@ type Env struct {
 	// Spawn starts this program again with args, detached from the terminal, with its
 	// output appended to logPath, and returns its pid. Nil where that is impossible.
 	Spawn func(args []string, logPath string) (pid int, err error)
+	// CF is the cf CLI's connection (API, token) when running as a plugin; nil when
+	// standalone, where commands read the cf CLI's config file.
+	CF func() (CFTarget, error)
+	// BinDirs are where to look for the generator and tunnel binaries pushed to Cloud
+	// Foundry (cfbench-worker, cfbench-tunnel) when neither --bin-dir nor
+	// $CFBENCH_BIN_DIR says: usually the directory of this executable, then ./bin.
+	BinDirs []string
+	// prog is "cf" or "cf-benchmark", set by Execute, for hints naming other commands.
+	prog string
+}
+
+// command is how the user invokes the command called name (its standalone name; one of
+// those whose plugin name is benchmark-NAME) in hints: "cf benchmark-export" as a
+// plugin, "cf-benchmark export" standalone.
+func (env *Env) command(name string) string {
+	if env.prog == "cf" {
+		return "cf benchmark-" + name
+	}
+	return "cf-benchmark " + name
 }
 
 // Command is one command of both the plugin and the standalone CLI.
@@ -49,7 +68,7 @@ type Command struct {
 }
 
 // Commands is every registered command. Only commands that work are listed.
-var Commands = []*Command{runCmd, validateCmd, exportCmd, foundationCmd}
+var Commands = []*Command{runCmd, validateCmd, statusCmd, exportCmd, foundationCmd}
 
 // PluginCommands are the commands the cf CLI plugin registers.
 func PluginCommands() []*Command {
@@ -105,6 +124,7 @@ func (c *Command) FlagHelp() map[string]string {
 func Execute(ctx context.Context, env *Env, prog string, c *Command, args []string) int {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
+	env.prog = prog
 	run := c.Flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stderr, "%s\n\nUsage: %s\n\nExample:\n  %s\n\nOptions:\n", c.Summary, c.Usage(prog), c.Example(prog))

@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
@@ -113,7 +115,8 @@ func TestRunThenExport(t *testing.T) {
 	specPath := writeSpec(t, strings.Replace(goodSpec, "http://127.0.0.1:18080", srv.URL, 1)+"export:\n  dir: "+filepath.Join(work, "results")+"\n")
 	env := map[string]string{"CFBENCH_DB": testpg.DSN(t)}
 
-	r := run(t, env, "run", "-f", specPath)
+	state := filepath.Join(work, "state")
+	r := run(t, env, "run", "-f", specPath, "--state-dir", state)
 	if r.code != ExitOK {
 		t.Fatalf("run: %+v", r)
 	}
@@ -128,8 +131,18 @@ func TestRunThenExport(t *testing.T) {
 		}
 	}
 
+	// status finds the newest run from the record the run left in the state dir.
+	r = run(t, env, "status", "--state-dir", state)
+	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "run "+runID+" (") || !strings.Contains(r.stdout, ": completed\n") ||
+		!strings.Contains(r.stdout, "Try: cf-benchmark export "+runID) {
+		t.Fatalf("status: %+v", r)
+	}
+	if r := run(t, nil, "status", "--state-dir", state); r.code != ExitUsage || !strings.Contains(r.stderr, "give it again") {
+		t.Fatalf("status without the database the run was given: %+v", r)
+	}
+
 	out := filepath.Join(work, "again")
-	r = run(t, env, "export", runID, "--dir", out, "--tables", "samples")
+	r = run(t, env, "export", runID, "--dir", out, "--tables", "samples", "--state-dir", state)
 	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "exported run "+runID+" to "+out+" (rows: runs 1, samples ") {
 		t.Fatalf("export: %+v", r)
 	}
@@ -137,6 +150,39 @@ func TestRunThenExport(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(out, "samples.csv"))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Fatalf("re-export differs from the export at the end of the run (%d vs %d bytes)", len(a), len(b))
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hi")) }))
+	defer srv.Close()
+	work := t.TempDir()
+	specPath := writeSpec(t, strings.Replace(goodSpec, "http://127.0.0.1:18080", srv.URL, 1)+"export:\n  dir: "+filepath.Join(work, "results")+"\n")
+	r := run(t, map[string]string{"CFBENCH_DB": testpg.DSN(t)}, "run", "-f", specPath, "--json", "--state-dir", filepath.Join(work, "state"))
+	if r.code != ExitOK {
+		t.Fatalf("run --json: %+v", r)
+	}
+	events := map[string]int{}
+	for i, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %d is not JSON: %q", i+1, line)
+		}
+		name, _ := ev["event"].(string)
+		events[name]++
+		if name == "step" {
+			if _, ok := ev["p99_ms"].(float64); !ok || ev["variant"] == nil {
+				t.Errorf("step event without figures: %v", ev)
+			}
+		}
+	}
+	sp, err := spec.Load(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := len(sp.Ramp.Steps()) * len(sp.Variants)
+	if events["started"] != 1 || events["step"] != steps || events["summary"] != 1 || events["export"] != 1 {
+		t.Fatalf("events %v, want 1 started, %d step, 1 summary, 1 export", events, steps)
 	}
 }
 

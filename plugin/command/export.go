@@ -24,6 +24,8 @@ var exportCmd = &Command{
 		db.register(fs)
 		var tun tunnelFlags
 		tun.register(fs)
+		var cff cfFlags
+		cff.register(fs)
 		dir := fs.String("dir", "", "output directory (default results/RUN_ID)")
 		tables := fs.String("tables", "", "comma-separated tables to export (default all: "+strings.Join(export.Tables, ",")+")")
 		return func(ctx context.Context, env *Env, args []string) error {
@@ -51,13 +53,17 @@ var exportCmd = &Command{
 				closeDB func()
 				err     error
 			)
-			if tun.url != "" {
+			if tun.url != "" || recordedOnCF(db.stateDir, runID) {
 				// chisel's client allocates a buffer per WebSocket message; collecting
 				// them at the default pace costs about a quarter of an export's CPU.
 				defer debug.SetGCPercent(debug.SetGCPercent(400))
+			}
+			if tun.url != "" {
 				store, _, closeDB, err = db.openThrough(ctx, env, &tun, logger)
 			} else {
-				store, _, closeDB, err = db.open(ctx, env)
+				// The run's record on this machine says where its results are: the
+				// private Postgres, or a Cloud Foundry database behind its tunnel app.
+				store, _, closeDB, err = openRecorded(ctx, env, runID, &db, &cff, logger)
 			}
 			if err != nil {
 				return err

@@ -1,0 +1,343 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/go-cfclient/v3/client"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+)
+
+// runTimeout bounds one cf run-benchmark: pushing five apps and two ramps of three steps.
+const runTimeout = 6 * time.Minute
+
+// TestRunBenchmarkOnLocalFoundation is the main job end to end: the real cf CLI with the
+// plugin installed runs examples/stub-on-cf.yml (two variants, a 3-step ramp) against a
+// local foundation; a user scales a generator app by hand mid-run with cf scale; a
+// second run is interrupted with Ctrl-C and its results still export.
+func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
+	root := moduleRoot(t)
+	plugin := buildPlugin(t, root)
+	bins := buildPushed(t, root)
+	f, cl := testfoundation.Start(t)
+	cf := newCF(t, root)
+	info := f.Info()
+	cf.mustRun(t, "api", info.APIURL)
+	cf.mustRun(t, "auth", info.User, info.Password)
+	// The generators are in space loadgen: cf scale works on the targeted space.
+	cf.mustRun(t, "target", "-o", "cfbench", "-s", "loadgen")
+	cf.mustRun(t, "install-plugin", "-f", plugin)
+	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
+	specFile := writeSpec(t, root, bins, cf.dir)
+
+	t.Run("a complete run with a manual cf scale mid-run", func(t *testing.T) {
+		p := startCF(t, cf, "run-benchmark", "-f", specFile)
+		runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): stub-on-cf, 2 variant\(s\), 3 step\(s\) each`))[1]
+		// Step 2 of fast has begun with 2 generator instances: scale them by hand to 5;
+		// the extra instances must join the running step by themselves.
+		p.waitFor(t, regexp.MustCompile(`^fast: step 2/3 starts: 2 generator instance`))
+		scale := cf.run(t, "scale", "stub-on-cf-gen-fast", "-i", "5")
+		if scale.err != nil || scale.code != 0 {
+			t.Fatalf("cf scale: exit %d %v\n%s%s", scale.code, scale.err, scale.stdout, scale.stderr)
+		}
+		out, code := p.wait(t)
+		if code != 0 {
+			t.Fatalf("cf run-benchmark: exit %d\n%s", code, out)
+		}
+		for _, want := range []string{"pushing fast from", "stub-fast", "generator instances changed by hand from 2 to 5 during step 2",
+			"step 3 keeps the 5 generator instances scaled by hand", "run " + runID + " completed", "exported run " + runID} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		dir := filepath.Join(cf.dir, "results", runID)
+		steps := readCSV(t, filepath.Join(dir, "steps.csv"))
+		if len(steps) != 6 {
+			t.Fatalf("steps.csv has %d steps, want 2 variants x 3", len(steps))
+		}
+		for _, s := range steps {
+			planned, seen := atoi(t, s["instances"]), atoi(t, s["instances_seen"])
+			want := map[string]int{"0": 1, "1": 2, "2": 3}[s["step"]]
+			switch {
+			case s["variant"] == "fast" && s["step"] == "1":
+				if planned != 2 || seen != 5 {
+					t.Errorf("fast step 2: planned %d, seen %d; want 2 planned and the 5 scaled by hand seen", planned, seen)
+				}
+			case s["variant"] == "fast" && s["step"] == "2":
+				want = 5
+				fallthrough
+			default:
+				if planned != want || seen != want {
+					t.Errorf("%s step %s: planned %d, seen %d; want %d", s["variant"], s["step"], planned, seen, want)
+				}
+			}
+		}
+		// The instances added by hand joined step 2 and sent load in it.
+		workers := map[string]string{}
+		for _, w := range readCSV(t, filepath.Join(dir, "workers.csv")) {
+			workers[w["worker_id"]] = w["instance_index"]
+		}
+		joined := map[string]bool{}
+		for _, ws := range readCSV(t, filepath.Join(dir, "worker_steps.csv")) {
+			if ws["variant"] == "fast" && ws["step"] == "1" && atoi(t, ws["sent"]) > 0 {
+				joined[workers[ws["worker_id"]]] = true
+			}
+		}
+		if len(joined) != 5 {
+			t.Errorf("instances that sent requests in fast step 2: %v, want 5", joined)
+		}
+		samples := map[string]int{}
+		for _, s := range readCSV(t, filepath.Join(dir, "samples.csv")) {
+			samples[s["variant"]]++
+		}
+		if samples["fast"] == 0 || samples["slow"] == 0 {
+			t.Errorf("samples per variant: %v", samples)
+		}
+		hosts := map[string]map[string]bool{}
+		for _, m := range readCSV(t, filepath.Join(dir, "container_metrics.csv")) {
+			if m["state"] == "RUNNING" {
+				if hosts[m["app_name"]] == nil {
+					hosts[m["app_name"]] = map[string]bool{}
+				}
+				hosts[m["app_name"]][m["host"]] = true
+			}
+		}
+		for _, app := range []string{"stub-fast", "stub-slow", "stub-on-cf-gen-fast", "stub-on-cf-gen-slow"} {
+			if len(hosts[app]) == 0 {
+				t.Errorf("container_metrics.csv has no RUNNING rows of %s", app)
+			}
+		}
+		for h := range hosts["stub-on-cf-gen-fast"] {
+			if hosts["stub-fast"][h] {
+				t.Errorf("generator and app share host %s", h)
+			}
+		}
+		events := readCSV(t, filepath.Join(dir, "run_events.csv"))
+		if !slices.ContainsFunc(events, func(e map[string]string) bool { return e["kind"] == "scale" && e["variant"] == "fast" }) {
+			t.Errorf("run_events.csv records no scale by hand: %v", events)
+		}
+		status := cf.mustRun(t, "benchmark-status", runID)
+		if !strings.Contains(status, "run "+runID+" (stub-on-cf") || !strings.Contains(status, ": completed") {
+			t.Errorf("cf benchmark-status %s:\n%s", runID, status)
+		}
+		assertGeneratorsAtZero(t, cl)
+	})
+
+	t.Run("Ctrl-C leaves an aborted run that exports", func(t *testing.T) {
+		p := startCF(t, cf, "run-benchmark", "-f", specFile)
+		runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): stub-on-cf`))[1]
+		p.waitFor(t, regexp.MustCompile(`^fast  step 1/3 `))
+		p.interrupt(t)
+		out, code := p.wait(t)
+		if code == 0 {
+			t.Errorf("an interrupted run exited 0:\n%s", out)
+		}
+		if !strings.Contains(out, "run "+runID+" aborted") || !strings.Contains(out, "Try: cf benchmark-export "+runID) {
+			t.Errorf("output of the interrupted run:\n%s", out)
+		}
+		dir := filepath.Join(t.TempDir(), "out")
+		cf.mustRun(t, "benchmark-export", runID, "--dir", dir)
+		runs := readCSV(t, filepath.Join(dir, "runs.csv"))
+		if len(runs) != 1 || runs[0]["status"] != "aborted" {
+			t.Errorf("runs.csv: %v, want one aborted run", runs)
+		}
+		if n := len(readCSV(t, filepath.Join(dir, "samples.csv"))); n == 0 {
+			t.Error("the aborted run exported no samples")
+		}
+		assertGeneratorsAtZero(t, cl)
+	})
+}
+
+// buildPushed builds the binaries a run pushes (generator, tunnel) and the stub app into
+// a bin dir laid out as make build lays out bin/.
+func buildPushed(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	for _, b := range []struct{ out, pkg string }{
+		{"cfbench-worker", "./cmd/cfbench-worker"}, {"cfbench-tunnel", "./cmd/cfbench-tunnel"}, {"stub/cfbench-stub", "./cmd/cfbench-stub"},
+	} {
+		res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(dir, b.out), b.pkg)
+		if res.err != nil || res.code != 0 {
+			t.Fatalf("go build %s: exit %d, %v\n%s", b.pkg, res.code, res.err, res.stderr)
+		}
+	}
+	return dir
+}
+
+// writeSpec copies examples/stub-on-cf.yml and manifests/stub.yml next to each other in
+// a temp dir, the manifest pointing at the freshly built stub and the steps long enough
+// for a cf scale by hand to land inside one.
+func writeSpec(t *testing.T, root, bins, workdir string) string {
+	t.Helper()
+	dir := t.TempDir()
+	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
+	if m == string(manifest) {
+		t.Fatal("manifests/stub.yml has no 'path: ../bin/stub' to point at the test's build")
+	}
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "stub-on-cf.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(sp), "../manifests/stub.yml", "stub.yml")
+	s = strings.Replace(s, "hold: 5s", "hold: 8s", 1)
+	if !strings.Contains(s, "hold: 8s") || !strings.Contains(s, "manifest: stub.yml") {
+		t.Fatal("examples/stub-on-cf.yml changed shape: update this test")
+	}
+	for name, text := range map[string]string{"stub.yml": m, "stub-on-cf.yml": s} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "stub-on-cf.yml")
+}
+
+// cfProcess is a cf command running in the background whose output is read line by line.
+type cfProcess struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	lines  chan string
+	mu     sync.Mutex
+	out    strings.Builder
+	done   chan struct{}
+}
+
+func startCF(t *testing.T, c *cfCLI, args ...string) *cfProcess {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	cmd := exec.CommandContext(ctx, c.path, args...)
+	cmd.Dir, cmd.Env = c.dir, c.env
+	// Its own process group, as a terminal's foreground job: Ctrl-C reaches cf and the
+	// plugin process it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	p := &cfProcess{cmd: cmd, cancel: cancel, lines: make(chan string, 1024), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() {
+		cmd.Wait()
+		pw.Close()
+	}()
+	go func() {
+		defer close(p.done)
+		defer close(p.lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			select {
+			case p.lines <- sc.Text():
+			default: // nobody waits for lines now; the output keeps them
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-p.done })
+	return p
+}
+
+// waitFor reads lines until one matches re and returns its submatches.
+func (p *cfProcess) waitFor(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	for line := range p.lines {
+		if m := re.FindStringSubmatch(line); m != nil {
+			return m
+		}
+	}
+	out, _ := p.wait(t)
+	t.Fatalf("cf ended without a line matching %s:\n%s", re, out)
+	return nil
+}
+
+func (p *cfProcess) interrupt(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait waits for the end of cf and of every process holding its output (the plugin).
+func (p *cfProcess) wait(t *testing.T) (string, int) {
+	t.Helper()
+	go func() {
+		for range p.lines {
+		}
+	}()
+	<-p.done
+	p.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String(), p.cmd.ProcessState.ExitCode()
+}
+
+// assertGeneratorsAtZero checks that the run left no generator instance running.
+func assertGeneratorsAtZero(t *testing.T, cl *client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range []string{"stub-on-cf-gen-fast", "stub-on-cf-gen-slow"} {
+		app, err := cl.Applications.Single(ctx, &client.AppListOptions{Names: client.Filter{Values: []string{name}}})
+		if err != nil {
+			t.Fatalf("find %s: %v", name, err)
+		}
+		proc, err := cl.Processes.FirstForApp(ctx, app.GUID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proc.Instances != 0 {
+			t.Errorf("%s has %d instances after the run, want 0", name, proc.Instances)
+		}
+	}
+}
+
+func readCSV(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]string
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not an integer", s)
+	}
+	return n
+}

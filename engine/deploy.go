@@ -1,0 +1,352 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/collectors/ccstats"
+	"github.com/cf-benchmark/cf-benchmark/platform"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+	"github.com/cf-benchmark/cf-benchmark/tunnel"
+)
+
+// DeployConfig says what Deploy pushes besides the apps under test.
+type DeployConfig struct {
+	CF *platform.CF
+	// API is the Cloud Controller's URL, recorded in Access.
+	API string
+	// WorkerBin and TunnelBin are linux/amd64 executables of cmd/cfbench-worker and
+	// cmd/cfbench-tunnel, pushed with the binary buildpack.
+	WorkerBin, TunnelBin string
+	Reporter             Reporter
+	Logger               *slog.Logger
+	// StartTimeout bounds the wait for pushed apps to run (default 5 min).
+	StartTimeout time.Duration
+}
+
+// Deployment is a spec's landscape on a Cloud Foundry, ready to run: the apps under test
+// running, a generator app per variant at 0 instances, and the results database reached
+// through the tunnel app. Close it when the run is over.
+type Deployment struct {
+	cf        *platform.CF
+	Landscape *platform.Landscape
+	// Access finds the results database again later (status, export).
+	Access Access
+	// Store is the results database, through the tunnel.
+	Store    *resultsdb.Store
+	variants map[string]*deployedVariant
+	order    []string
+	close    func()
+}
+
+// deployedVariant is what a variant runs as.
+type deployedVariant struct {
+	app    *platform.App // nil for a url: variant
+	target platform.Target
+	fleet  *cfFleet
+}
+
+// Access is how to reach a run's results database on a Cloud Foundry again: the tunnel
+// app and the service instance it is bound to. It holds no secrets: the tunnel's
+// credentials are read from the app's environment when needed.
+type Access struct {
+	API                 string `json:"api"`
+	Org                 string `json:"org"`
+	Space               string `json:"space"`
+	SpaceGUID           string `json:"space_guid"`
+	TunnelApp           string `json:"tunnel_app"`
+	ServiceInstance     string `json:"service_instance"`
+	ServiceInstanceGUID string `json:"service_instance_guid"`
+}
+
+// Tunnel app environment: per-run credentials and the server key, whose fingerprint
+// clients pin (kept across runs, so the fingerprint stays).
+const (
+	envTunnelAuth = "CFBENCH_TUNNEL_AUTH"
+	envTunnelKey  = "CFBENCH_TUNNEL_KEY"
+)
+
+// GeneratorApp is the name of a variant's generator app (in the generators space):
+// `cf scale` it by hand to add load mid-run.
+func GeneratorApp(sp *spec.Spec, variant string) string {
+	return fmt.Sprintf("%s-gen-%s", sp.Name, variant)
+}
+
+// TunnelApp is the name of the spec's tunnel app.
+func TunnelApp(sp *spec.Spec) string { return sp.Name + "-tunnel" }
+
+// Deploy makes sp's landscape ready on cf: it checks (or, when the spec allows, creates)
+// the org, spaces and isolation segments, ensures the results database's service
+// instance, pushes the tunnel app with new per-run credentials and connects to the
+// database through it, pushes every manifest variant into the apps space and a
+// generator app per variant (0 instances) into the generators space, both bound to the
+// database, and waits until the apps run.
+func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment, err error) {
+	if err := Check(sp, true); err != nil {
+		return nil, err
+	}
+	if cfg.Reporter == nil {
+		cfg.Reporter = discardReporter{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 5 * time.Minute
+	}
+	cf, note := cfg.CF, cfg.Reporter.Note
+	land, err := platform.EnsureLandscape(ctx, cf.Client(), sp.Landscape)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range land.Changes {
+		note("landscape: " + c)
+	}
+	for _, w := range land.Warnings {
+		note("warning: " + w)
+	}
+	org, gens := land.Org, land.Generators
+	rdb := sp.ResultsDB
+	siGUID, created, err := cf.EnsureServiceInstance(ctx, gens.GUID, rdb.ServiceInstance, rdb.Offering, rdb.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("results database: %w", err)
+	}
+	if created {
+		note(fmt.Sprintf("created service instance %s (%s %s) in space %s", rdb.ServiceInstance, rdb.Offering, rdb.Plan, gens.Name))
+	}
+	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{},
+		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
+			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}
+
+	note("pushing the tunnel app " + d.Access.TunnelApp)
+	if err := pushTunnel(ctx, cf, sp, land, cfg.TunnelBin, cfg.StartTimeout); err != nil {
+		return nil, err
+	}
+	store, closeStore, err := Connect(ctx, cf, d.Access, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	d.Store, d.close = store, closeStore
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+
+	for _, v := range sp.Variants {
+		dv := &deployedVariant{target: platform.Target{URL: v.URL}}
+		if v.Manifest != "" {
+			note(fmt.Sprintf("pushing %s from %s", v.Name, v.Manifest))
+			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, v.Env); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
+			}
+		}
+		name := GeneratorApp(sp, v.Name)
+		note("pushing the generator app " + name)
+		gen, err := cf.PushBinary(ctx, platform.BinaryApp{Org: org, Space: gens.Name, Name: name, Binary: cfg.WorkerBin,
+			Memory: "256M", Disk: "1G", Instances: 0, HealthCheck: "process", Services: []string{rdb.ServiceInstance},
+			Env: map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": rdb.ServiceInstance}})
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: generator app: %w", v.Name, err)
+		}
+		dv.fleet = &cfFleet{cf: cf, app: gen}
+		d.variants[v.Name], d.order = dv, append(d.order, v.Name)
+	}
+	for _, name := range d.order {
+		dv := d.variants[name]
+		if dv.app == nil {
+			continue
+		}
+		if err := cf.WaitRunning(ctx, dv.app.ProcessGUID, max(dv.app.Instances, 1), cfg.StartTimeout); err != nil {
+			return nil, fmt.Errorf("variant %s: app %s: %w", name, dv.app.Name, err)
+		}
+		if dv.target, err = cf.RouteTarget(ctx, dv.app.GUID); err != nil {
+			return nil, fmt.Errorf("variant %s: %w", name, err)
+		}
+		note(fmt.Sprintf("%s runs as %s (%d instance(s)) at %s", name, dv.app.Name, max(dv.app.Instances, 1), dv.target.URL))
+	}
+	return d, nil
+}
+
+// pushTunnel pushes the tunnel app bound to the results database with new credentials
+// (each run gets its own) and the key it had before, if any.
+func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, bin string, timeout time.Duration) error {
+	name := TunnelApp(sp)
+	key := ""
+	if old, err := cf.FindApp(ctx, land.Generators.GUID, name); err != nil {
+		return err
+	} else if old != nil {
+		env, err := cf.AppEnv(ctx, old.GUID)
+		if err != nil {
+			return err
+		}
+		key = env[envTunnelKey]
+	}
+	if key == "" {
+		var err error
+		if key, err = tunnel.NewKey(); err != nil {
+			return err
+		}
+	}
+	auth, err := tunnel.NewAuth()
+	if err != nil {
+		return err
+	}
+	// The route carries part of the org's guid: routes are global on a foundation, and
+	// two orgs running the same spec must not collide.
+	host := fmt.Sprintf("%s-%s", name, strings.ReplaceAll(land.OrgGUID, "-", "")[:8])
+	app, err := cf.PushBinary(ctx, platform.BinaryApp{Org: land.Org, Space: land.Generators.Name, Name: name, Binary: bin,
+		Memory: "64M", Disk: "128M", Instances: 1, RouteHost: host, HealthCheck: "port",
+		Services: []string{sp.ResultsDB.ServiceInstance},
+		Env:      map[string]string{envTunnelAuth: auth, envTunnelKey: key, "GOMEMLIMIT": "48MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}})
+	if err != nil {
+		return fmt.Errorf("tunnel app: %w", err)
+	}
+	if err := cf.WaitRunning(ctx, app.ProcessGUID, 1, timeout); err != nil {
+		return fmt.Errorf("tunnel app %s: %w", name, err)
+	}
+	return nil
+}
+
+// Connect reaches the results database of access through its tunnel app: it reads the
+// tunnel's credentials and key from the app's environment and the database's address
+// from the app's binding, starts a tunnel client on 127.0.0.1 and opens the store.
+// close closes both.
+func Connect(ctx context.Context, cf *platform.CF, access Access, log *slog.Logger) (store *resultsdb.Store, close func(), err error) {
+	app, err := cf.FindApp(ctx, access.SpaceGUID, access.TunnelApp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if app == nil {
+		return nil, nil, fmt.Errorf("tunnel app %s not found in space %s (org %s): it is pushed by cf run-benchmark", access.TunnelApp, access.Space, access.Org)
+	}
+	env, err := cf.AppEnv(ctx, app.GUID)
+	if err != nil {
+		return nil, nil, err
+	}
+	fp, err := tunnel.KeyFingerprint(env[envTunnelKey])
+	if err != nil {
+		return nil, nil, fmt.Errorf("tunnel app %s: %s: %w", access.TunnelApp, envTunnelKey, err)
+	}
+	creds, err := cf.BindingCredentials(ctx, app.GUID, access.ServiceInstanceGUID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tunnel app %s: %w", access.TunnelApp, err)
+	}
+	dsn, _ := creds["uri"].(string)
+	if dsn == "" {
+		return nil, nil, fmt.Errorf("the binding of %s to %s has no uri credential; the results database must be a Postgres service", access.TunnelApp, access.ServiceInstance)
+	}
+	remote, err := tunnel.DBRemote(dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the binding of %s to %s: %w", access.TunnelApp, access.ServiceInstance, err)
+	}
+	target, err := cf.RouteTarget(ctx, app.GUID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tunnel app %s: %w", access.TunnelApp, err)
+	}
+	cc := tunnel.ClientConfig{Server: target.URL, Auth: env[envTunnelAuth], Fingerprint: fp, Remote: remote, Logger: log}
+	if target.ConnectTo != "" {
+		cc.Server, cc.Host = "http://"+target.ConnectTo, hostOf(target.URL)
+	}
+	c, err := tunnel.NewClient(cc)
+	if err != nil {
+		return nil, nil, err
+	}
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // lives until close
+	stop := func() { cancel(); c.Close(); c.Wait() }
+	if err := c.Start(tctx); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("tunnel to the results database (%s): %w", target.URL, err)
+	}
+	local, err := c.DSN(dsn)
+	if err == nil {
+		store, err = resultsdb.Open(ctx, local)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return store, func() { store.Close(); stop() }, nil
+}
+
+func hostOf(rawURL string) string {
+	h := strings.TrimPrefix(strings.TrimPrefix(rawURL, "https://"), "http://")
+	if i := strings.IndexAny(h, "/:"); i >= 0 {
+		h = h[:i]
+	}
+	return h
+}
+
+// Close closes the tunnel and the store. Apps stay pushed (generators at 0 instances):
+// the next run reuses them.
+func (d *Deployment) Close() {
+	if d.close != nil {
+		d.close()
+		d.close = nil
+	}
+}
+
+// CF is the foundation the deployment is on.
+func (d *Deployment) CF() *platform.CF { return d.cf }
+
+func (d *Deployment) variant(name string) *deployedVariant { return d.variants[name] }
+
+// appNames are the pushed apps under test.
+func (d *Deployment) appNames() []string {
+	var out []string
+	for _, name := range d.order {
+		if a := d.variants[name].app; a != nil {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+// startMetrics polls the process stats of every app and generator into the store until
+// the returned stop is called.
+func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.Duration, log *slog.Logger) (stop func()) {
+	var targets []ccstats.Target
+	for _, name := range d.order {
+		dv := d.variants[name]
+		for _, a := range []*platform.App{dv.app, dv.fleet.app} {
+			if a != nil {
+				targets = append(targets, ccstats.Target{AppName: a.Name, AppGUID: a.GUID, ProcessGUID: a.ProcessGUID, ProcessType: "web"})
+			}
+		}
+	}
+	p := ccstats.New(ccstats.Config{Client: d.cf.Client().Processes, Store: d.Store, RunID: runID, Interval: every, Logger: log})
+	p.SetTargets(targets)
+	p.Start(ctx)
+	return func() { p.Close() }
+}
+
+// cfFleet is a variant's generator app, scaled through the Cloud Controller.
+type cfFleet struct {
+	cf  *platform.CF
+	app *platform.App
+}
+
+var _ Fleet = (*cfFleet)(nil)
+
+func (f *cfFleet) App() string { return f.app.Name }
+
+func (f *cfFleet) Scale(ctx context.Context, n int) error {
+	return f.cf.Scale(ctx, f.app.ProcessGUID, n)
+}
+
+func (f *cfFleet) Desired(ctx context.Context) (int, error) {
+	n, _, err := f.cf.Instances(ctx, f.app.ProcessGUID)
+	return n, err
+}
+
+func (f *cfFleet) Stop(ctx context.Context) error {
+	if err := f.cf.Scale(ctx, f.app.ProcessGUID, 0); err != nil {
+		return errors.Join(err, fmt.Errorf("Try: cf scale %s -i 0", f.app.Name))
+	}
+	return nil
+}

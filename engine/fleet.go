@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/worker"
+)
+
+// Fleet is the generator instances of one variant. The engine only asks for a number of
+// instances; the instances themselves read the plan from the results database and join
+// the run (package worker), so a fleet need not know about steps. Calls come from one
+// goroutine.
+type Fleet interface {
+	// App is the generator app name the instances follow the plan as.
+	App() string
+	// Scale asks for n instances and returns once the request is accepted; the
+	// instances join later.
+	Scale(ctx context.Context, n int) error
+	// Desired is the number of instances asked for now, which a user may have changed
+	// by hand (cf scale) since the last Scale.
+	Desired(ctx context.Context) (int, error)
+	// Stop takes every instance down (gracefully: they store what they collected).
+	Stop(ctx context.Context) error
+}
+
+// localFleet runs generator instances in this process, for url: variants without a
+// Cloud Foundry. They follow the plan exactly as pushed generators do.
+type localFleet struct {
+	app   string
+	store *resultsdb.Store
+	poll  time.Duration
+	log   *slog.Logger
+	ctx   context.Context // instances live until it ends or Stop
+	insts []*worker.Worker
+}
+
+var _ Fleet = (*localFleet)(nil)
+
+func (f *localFleet) App() string { return f.app }
+
+func (f *localFleet) Scale(_ context.Context, n int) error {
+	for len(f.insts) < n {
+		in := worker.New(worker.Config{Store: f.store, App: f.app, Index: len(f.insts), Host: "127.0.0.1",
+			PollEvery: f.poll, Logger: f.log})
+		in.Start(f.ctx)
+		f.insts = append(f.insts, in)
+	}
+	for len(f.insts) > n {
+		last := f.insts[len(f.insts)-1]
+		f.insts = f.insts[:len(f.insts)-1]
+		if err := last.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *localFleet) Desired(context.Context) (int, error) { return len(f.insts), nil }
+
+func (f *localFleet) Stop(ctx context.Context) error { return f.Scale(ctx, 0) }

@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// ramp walks the steps of one variant: scale the fleet, wait for the instances, plan the
+// step, watch it, wait for every sample, then judge it (stop conditions, checks).
+func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
+	store, sp := r.opts.Store, r.sp
+	steps := sp.Ramp.Steps()
+	var prev *resultsdb.StepSummary
+	for idx, planned := range steps {
+		want, err := r.instancesFor(ctx, fleet, planned)
+		if err != nil {
+			return err
+		}
+		if want != planned {
+			r.opts.Reporter.Note(fmt.Sprintf("%s: step %d keeps the %d generator instances scaled by hand (the ramp planned %d)", v.Name, idx+1, want, planned))
+		}
+		if err := fleet.Scale(ctx, want); err != nil {
+			return fmt.Errorf("scale the generators of %s to %d: %w", v.Name, want, err)
+		}
+		if err := r.waitLive(ctx, v.Name, want); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		st, err := planStep(ctx, store, sp, r.run.ID, v.Name, idx, want, r.opts.PollEvery)
+		if err != nil {
+			return err
+		}
+		r.opts.Reporter.Note(fmt.Sprintf("%s: step %d/%d starts: %d generator instance(s), %s, for %s (the first %s warm-up)",
+			v.Name, idx+1, len(steps), want, loadOf(&sp.Workload), sp.Ramp.Hold, sp.Ramp.Warmup))
+		seen, err := r.watchStep(ctx, st, fleet, want)
+		if err != nil {
+			return err
+		}
+		if err := waitStepDone(ctx, store, st, sp.Workload.Timeout, r.opts); err != nil {
+			return err
+		}
+		ended := time.Now()
+		final := context.WithoutCancel(ctx)
+		if err := store.SetInstancesSeen(final, r.run.ID, v.Name, idx, seen); err != nil {
+			return err
+		}
+		sum, err := store.StepSummary(final, r.run.ID, v.Name, idx)
+		stop := ""
+		if err == nil {
+			stop = stopReason(sp.Ramp.Stop, prev, sum)
+		}
+		if eerr := store.EndStep(final, r.run.ID, v.Name, idx, ended, stop); eerr != nil && err == nil {
+			err = eerr
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		rep := StepReport{StepSummary: sum, Steps: len(steps), InstancesSeen: seen, Stop: stop,
+			Left: r.timeLeft(v, len(steps)-idx-1)}
+		checkErr := r.checkStep(ctx, v, fleet, st.WarmupUntil, ended, prev, sum, &rep)
+		r.opts.Reporter.Step(rep)
+		if checkErr != nil {
+			return checkErr
+		}
+		if stop != "" {
+			r.res.Stops[v.Name] = stop
+			r.event(v.Name, idx, "stop", "info", stop)
+			return nil
+		}
+		prev = &sum
+	}
+	return nil
+}
+
+// instancesFor is how many instances a step with planned instances runs: more when a
+// user scaled the generators up by hand, so their instances keep loading the target.
+func (r *runner) instancesFor(ctx context.Context, fleet Fleet, planned int) (int, error) {
+	have, err := fleet.Desired(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the generator instances of %s: %w", fleet.App(), err)
+	}
+	return max(planned, have), nil
+}
+
+// timeLeft is at least how long the rest of the run takes: the remaining steps of this
+// variant and every step of the variants after it.
+func (r *runner) timeLeft(v *spec.Variant, stepsLeft int) time.Duration {
+	after := 0
+	for i := len(r.sp.Variants) - 1; i >= 0 && r.sp.Variants[i].Name != v.Name; i-- {
+		after++
+	}
+	return time.Duration(stepsLeft+after*len(r.sp.Ramp.Steps())) * r.sp.Ramp.Hold
+}
+
+// watchStep follows a planned step until its window ends: it notices a user scaling the
+// generators by hand (recorded as an event; the new instances join the step by
+// themselves) and returns the most instances seen alive.
+func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, asked int) (seen int, err error) {
+	store := r.opts.Store
+	now, err := store.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	end := time.Now().Add(st.Ends.Sub(now))
+	every := max(r.opts.PollEvery, time.Second)
+	last := asked
+	for {
+		if live, err := store.LiveWorkers(ctx, st.RunID, st.Variant); err == nil {
+			seen = max(seen, live)
+		} else if ctx.Err() == nil {
+			r.opts.Logger.Warn("count live generator instances", "err", err)
+		}
+		if d, err := fleet.Desired(ctx); err == nil && d != last {
+			msg := fmt.Sprintf("%s: generator instances changed by hand from %d to %d during step %d", st.Variant, last, d, st.Index+1)
+			r.opts.Reporter.Note(msg)
+			r.event(st.Variant, st.Index, "scale", "info", msg)
+			last = d
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return seen, nil
+		}
+		if !wait.For(ctx, min(left, every)) {
+			return seen, nil
+		}
+	}
+}
+
+// planStep writes step idx with a start far enough ahead that every live instance reads
+// it before it begins, so all of them start together.
+func planStep(ctx context.Context, store *resultsdb.Store, sp *spec.Spec, runID, variant string, idx, n int, poll time.Duration) (resultsdb.Step, error) {
+	now, err := store.Now(ctx)
+	if err != nil {
+		return resultsdb.Step{}, err
+	}
+	start := now.Add(2*poll + 100*time.Millisecond)
+	st := resultsdb.Step{RunID: runID, Variant: variant, Index: idx, Instances: n, Users: sp.Workload.Users,
+		Started: start, WarmupUntil: start.Add(sp.Ramp.Warmup), Ends: start.Add(sp.Ramp.Hold)}
+	return st, store.StartStep(ctx, st)
+}
+
+// waitStepDone waits until the step's window is over and every instance that took part
+// has stored its samples; instances that stopped heartbeating are not waited for.
+func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step, timeout time.Duration, opts Options) error {
+	now, err := store.Now(ctx)
+	if err != nil {
+		return err
+	}
+	if !wait.For(ctx, st.Ends.Sub(now)) {
+		return nil
+	}
+	deadline := time.Now().Add(timeout + 15*time.Second)
+	for {
+		p, err := store.StepProgress(ctx, st.RunID, st.Variant, st.Index)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
+			if p.Stale > 0 {
+				opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index, "stale", p.Stale)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index, "joined", p.Joined, "done", p.Done)
+			return nil
+		}
+		if !wait.For(ctx, 50*time.Millisecond) {
+			return nil
+		}
+	}
+}
+
+// checkStep runs the checks on a finished step's container metrics (on Cloud Foundry
+// only: in process there are none), records what trips, fills rep's app CPU, and
+// returns ErrCheckFailed when a check at level fail tripped.
+func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, from, to time.Time, prev *resultsdb.StepSummary, cur resultsdb.StepSummary, rep *StepReport) error {
+	dep := r.opts.Deployment
+	if dep == nil {
+		return nil
+	}
+	store, checks := r.opts.Store, r.sp.Checks
+	d := dep.variant(v.Name)
+	var found []*Finding
+	var errs []error
+	if d.app != nil {
+		apps := dep.appNames()
+		hosts, err := store.LatestHosts(ctx, r.run.ID, append(slices.Clone(apps), fleet.App()))
+		if err == nil {
+			var appHosts []resultsdb.InstanceHost
+			for _, a := range apps {
+				appHosts = append(appHosts, hosts[a]...)
+			}
+			found = append(found, CheckColocation(checks.Colocation, appHosts, hosts[fleet.App()]))
+		}
+		errs = append(errs, err)
+	}
+	names := []string{fleet.App()}
+	if d.app != nil {
+		names = append(names, d.app.Name)
+	}
+	ms, err := store.StepMetrics(ctx, r.run.ID, from, to, names)
+	errs = append(errs, err)
+	for _, m := range ms {
+		switch {
+		case m.App == fleet.App():
+			found = append(found, CheckGeneratorCPU(checks.GeneratorCPU, m))
+		case d.app != nil && m.App == d.app.Name:
+			if m.Polls > 0 {
+				rep.AppCPU, rep.AppEntitlement = &m.MeanCPU, m.MeanEntitlement
+			}
+			if prev != nil {
+				found = append(found, CheckFlatThroughput(checks.FlatThroughput, *prev, cur, m))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.opts.Logger.Warn("read container metrics for the checks", "variant", v.Name, "step", cur.Step, "err", err)
+	}
+	var failed error
+	for _, f := range found {
+		if f == nil {
+			continue
+		}
+		r.res.Findings = append(r.res.Findings, StepFinding{Variant: v.Name, Step: cur.Step, Finding: *f})
+		r.event(v.Name, cur.Step, "check", string(f.Level), f.Check+": "+f.Message)
+		r.opts.Reporter.Finding(v.Name, cur.Step, *f)
+		if f.Level == spec.CheckFail {
+			failed = fmt.Errorf("%w: %s: %s", ErrCheckFailed, f.Check, f.Message)
+		}
+	}
+	return failed
+}
+
+// loadOf says what each generator instance sends, for progress lines.
+func loadOf(w *spec.Workload) string {
+	switch {
+	case w.Model == spec.ModelOpen && w.RatePer == spec.RatePerTotal:
+		return fmt.Sprintf("%g req/s in all", w.Rate)
+	case w.Model == spec.ModelOpen:
+		return fmt.Sprintf("%g req/s each", w.Rate)
+	case w.Model == spec.ModelCount:
+		return fmt.Sprintf("%d users each, %d requests in all", w.Users, w.RequestsPerInstance)
+	}
+	return fmt.Sprintf("%d users each", w.Users)
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// fakeFleet is a Fleet whose desired count a test sets, as a user's cf scale would.
+type fakeFleet struct {
+	desired int
+	err     error
+}
+
+func (f *fakeFleet) App() string { return "gen" }
+func (f *fakeFleet) Scale(_ context.Context, n int) error {
+	f.desired = n
+	return nil
+}
+func (f *fakeFleet) Desired(context.Context) (int, error) { return f.desired, f.err }
+func (f *fakeFleet) Stop(context.Context) error {
+	f.desired = 0
+	return nil
+}
+
+var _ Fleet = (*fakeFleet)(nil)
+
+func TestInstancesForKeepsWhatAUserScaledUp(t *testing.T) {
+	cases := []struct {
+		name             string
+		planned, desired int
+		want             int
+	}{
+		{"first step, nothing running", 1, 0, 1},
+		{"ramp up as planned", 3, 2, 3},
+		{"scaled up by hand beyond the plan", 3, 5, 5},
+		{"scaled by hand to exactly the plan", 4, 4, 4},
+		{"scaled down by hand: the plan wins", 4, 1, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &runner{}
+			got, err := r.instancesFor(context.Background(), &fakeFleet{desired: c.desired}, c.planned)
+			if err != nil || got != c.want {
+				t.Fatalf("instancesFor(planned %d, desired %d) = %d, %v; want %d", c.planned, c.desired, got, err, c.want)
+			}
+		})
+	}
+	t.Run("platform error", func(t *testing.T) {
+		boom := errors.New("boom")
+		if _, err := (&runner{}).instancesFor(context.Background(), &fakeFleet{err: boom}, 1); !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want it wrapped", err)
+		}
+	})
+}
+
+func TestTimeLeftCountsTheVariantsStillToCome(t *testing.T) {
+	sp := &spec.Spec{Variants: []spec.Variant{{Name: "a"}, {Name: "b"}, {Name: "c"}},
+		Ramp: spec.Ramp{Start: 1, Step: 1, Max: 3, Hold: 10 * time.Second}}
+	r := &runner{sp: sp}
+	cases := []struct {
+		variant   string
+		stepsLeft int
+		want      time.Duration
+	}{
+		{"a", 2, 80 * time.Second}, // 2 of a, 3 of b, 3 of c
+		{"b", 0, 30 * time.Second},
+		{"c", 1, 10 * time.Second},
+		{"c", 0, 0},
+	}
+	for _, c := range cases {
+		if got := r.timeLeft(&spec.Variant{Name: c.variant}, c.stepsLeft); got != c.want {
+			t.Errorf("timeLeft(%s, %d) = %s, want %s", c.variant, c.stepsLeft, got, c.want)
+		}
+	}
+}
+
+func TestLoadOf(t *testing.T) {
+	cases := []struct {
+		w    spec.Workload
+		want string
+	}{
+		{spec.Workload{Model: spec.ModelClosed, Users: 4}, "4 users each"},
+		{spec.Workload{Model: spec.ModelOpen, Rate: 250, RatePer: spec.RatePerInstance}, "250 req/s each"},
+		{spec.Workload{Model: spec.ModelOpen, Rate: 1000, RatePer: spec.RatePerTotal}, "1000 req/s in all"},
+		{spec.Workload{Model: spec.ModelCount, Users: 2, RequestsPerInstance: 500}, "2 users each, 500 requests in all"},
+	}
+	for _, c := range cases {
+		if got := loadOf(&c.w); got != c.want {
+			t.Errorf("loadOf(%+v) = %q, want %q", c.w, got, c.want)
+		}
+	}
+}
