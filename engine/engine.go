@@ -166,6 +166,9 @@ func (r *runner) variants(ctx context.Context) (err error) {
 		if dep != nil {
 			d := dep.variant(v.Name)
 			rv.TargetURL, wl.ConnectTo = d.target.URL, d.target.ConnectTo
+			if d.app != nil {
+				rv.AppName = d.app.Name
+			}
 			fleet = d.fleet
 		} else {
 			fctx, cancel := context.WithCancel(ctx)

@@ -104,7 +104,8 @@ var tableDefs = map[string]*tableDef{
 	},
 	"router_requests": {
 		cols: []column{{"trace_id", "trace_id", kindUUIDHex}, col("at", kindTime), col("app_guid", kindText), col("app_index", kindInt),
-			col("status", kindInt), col("response_time_us", kindInt), col("gorouter_time_us", kindInt)},
+			col("status", kindInt), col("response_time_us", kindInt), col("gorouter_time_us", kindInt),
+			col("worker_id", kindInt), col("seq", kindInt), col("app_name", kindText), col("router_error", kindText)},
 		from: `FROM router_requests rr WHERE rr.run_id = %[1]s`,
 		key:  []string{"rr.trace_id"}, keyCols: []string{"trace_id"},
 	},
