@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need on a fresh Debian machine, and nothing
 # that is already there: PostgreSQL server binaries, a JDK and Node.js (Debian packages),
-# the Go modules, the real cf CLI (built from the Go module proxy into a cache dir) and
-# Elasticsearch for tests (scripts/install-es.sh).
+# the Go modules, the real cf CLI (built from the Go module proxy into a cache dir), and
+# Elasticsearch and OpenSearch for tests (scripts/install-es.sh, install-opensearch.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,3 +35,5 @@ go mod download
 scripts/install-cf-cli.sh >/dev/null
 # Elasticsearch's integ-test distribution, for the router-log tests (Maven Central).
 scripts/install-es.sh >/dev/null
+# OpenSearch's integ-test distribution, for the OpenSearch tests (Maven Central).
+scripts/install-opensearch.sh >/dev/null

@@ -1,0 +1,74 @@
+// Package testos gives tests a real OpenSearch 2: one private node per test binary,
+// started on first use from OpenSearch's integ-test distribution (installed by
+// scripts/install-opensearch.sh, which this package runs when needed), on 127.0.0.1
+// and a free port, without the security plugin (the distribution has no plugins; a
+// CFBENCH_OS_HOME that has it gets it disabled), single-node discovery, a 256 MB heap
+// and the disk watermarks disabled, its data and logs in a temp dir it owns. Run as
+// root, the node runs as an unprivileged user (OpenSearch refuses root). Tests fail
+// (they do not skip) when it cannot start; the error carries the tail of its log.
+//
+// OpenSearch does not send the X-Elastic-Product header, so the official Elasticsearch
+// Go client (v8) refuses it; talk to it over plain HTTP.
+//
+// Environment: CFBENCH_OS_HOME (an unpacked distribution; skips the install script),
+// CFBENCH_OS_USER (the user to run as when root; default cfbench-es, else nobody),
+// OPENSEARCH_JAVA_HOME (default: the JDK of the java on PATH).
+package testos
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testnode"
+)
+
+// StartTimeout bounds how long a node may take to become ready.
+const StartTimeout = testnode.StartTimeout
+
+// Node is a running OpenSearch started by this package.
+type Node = testnode.Node
+
+var flavor = testnode.Flavor{
+	Name:      "OpenSearch",
+	Command:   "opensearch",
+	Script:    "scripts/install-opensearch.sh",
+	HomeEnv:   "CFBENCH_OS_HOME",
+	UserEnv:   "CFBENCH_OS_USER",
+	EnvPrefix: "OPENSEARCH",
+	Heap:      "256m",
+	Settings: func(home string) string {
+		// OpenSearch rejects the setting when the plugin is absent.
+		if _, err := os.Stat(filepath.Join(home, "plugins", "opensearch-security")); err == nil {
+			return "plugins.security.disabled: true\n"
+		}
+		return ""
+	},
+}
+
+var shared = testnode.Shared{Flavor: flavor}
+
+// URL returns the base URL of the test binary's OpenSearch, starting it on first use.
+// It fails t when the node cannot start.
+func URL(t testing.TB) string {
+	t.Helper()
+	return Server(t).URL
+}
+
+// Server returns the test binary's node, starting it on first use.
+func Server(t testing.TB) *Node {
+	t.Helper()
+	return shared.Server(t)
+}
+
+// Index returns an index name unique within the test binary, starting with prefix.
+func Index(prefix string) string { return testnode.Index(prefix) }
+
+// Main runs the tests and then stops the node and removes its files. Use it from
+// TestMain: func TestMain(m *testing.M) { testos.Main(m) }.
+func Main(m *testing.M) { shared.Main(m) }
+
+// Start installs (if needed) and starts a node and waits until its cluster is yellow
+// or green. The caller stops it.
+func Start(ctx context.Context) (*Node, error) { return testnode.Start(ctx, flavor) }
