@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -275,11 +276,11 @@ func Connect(ctx context.Context, cf *platform.CF, access Access, log *slog.Logg
 }
 
 func hostOf(rawURL string) string {
-	h := strings.TrimPrefix(strings.TrimPrefix(rawURL, "https://"), "http://")
-	if i := strings.IndexAny(h, "/:"); i >= 0 {
-		h = h[:i]
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
 	}
-	return h
+	return u.Hostname()
 }
 
 // Close closes the tunnel and the store. Apps stay pushed (generators at 0 instances):
@@ -290,9 +291,6 @@ func (d *Deployment) Close() {
 		d.close = nil
 	}
 }
-
-// CF is the foundation the deployment is on.
-func (d *Deployment) CF() *platform.CF { return d.cf }
 
 func (d *Deployment) variant(name string) *deployedVariant { return d.variants[name] }
 

@@ -19,7 +19,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn, BinDirs: binDirs()}
+	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn, BinDirs: binDirs()}
 	var code int
 	if isPluginInvocation(os.Args) {
 		p := &cliPlugin{ctx: ctx, env: env}

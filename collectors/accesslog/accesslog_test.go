@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -98,6 +99,39 @@ func TestParseGorouterVariants(t *testing.T) {
 				t.Errorf("with prefix %+v\nwithout    %+v", r, want)
 			}
 		}},
+		{"no host (a request without a Host header)", ` - [2024-03-18T09:12:44Z] "GET / HTTP/1.0" 404 0 67` + tail + `response_time:0.1 app_id:"-" x_cf_routererror:"unknown_route"`, func(t *testing.T, r Record) {
+			if r.Host != "" || r.Proto != "HTTP/1.0" || r.RouterError != "unknown_route" {
+				t.Errorf("%+v", r)
+			}
+		}},
+		{"extra headers cut to fit a UDP packet", head + tail + `response_time:0.5 app_id:"a1" x_cf_routererror:"-" x_a:"1" ...EXTRA-REQUEST-HEADERS-TOO-LONG-TO-LOG--TRUNCATED`, func(t *testing.T, r Record) {
+			want := map[string]string{"x_a": "1", "truncated": "...EXTRA-REQUEST-HEADERS-TOO-LONG-TO-LOG--TRUNCATED"}
+			if !reflect.DeepEqual(r.Extra, want) {
+				t.Errorf("Extra = %v, want %v", r.Extra, want)
+			}
+		}},
+		{"extra header named like a field", head + tail + `response_time:0.5 app_id:"a1" app_index:"3" x_cf_routererror:"-" x_forwarded_for:"203.0.113.5" response_time:"fast" app_index:"x"`, func(t *testing.T, r Record) {
+			want := map[string]string{"x_forwarded_for": "203.0.113.5", "response_time": "fast", "app_index": "x"}
+			if r.XForwardedFor != "198.51.100.23" || r.ResponseTime != 500*time.Millisecond || r.AppIndex != 3 || !reflect.DeepEqual(r.Extra, want) {
+				t.Errorf("XForwardedFor %q ResponseTime %v Extra %v; want the first occurrences to count, %v in Extra", r.XForwardedFor, r.ResponseTime, r.Extra, want)
+			}
+		}},
+		{"extra header names are HTTP tokens", head + tail + `response_time:0.5 app_id:"a1" x_cf_routererror:"-" 1999:"1999" x_odd~name!:"v" x_empty:"-"`, func(t *testing.T, r Record) {
+			want := map[string]string{"1999": "1999", "x_odd~name!": "v", "x_empty": "-"}
+			if !reflect.DeepEqual(r.Extra, want) {
+				t.Errorf("Extra = %v, want %v", r.Extra, want)
+			}
+		}},
+		{"cf logs prefix, +0000 and source index 12", `2026-11-22T13:05:01.12+0000 [RTR/12] OUT ` + modernLine, func(t *testing.T, r Record) {
+			if r.Host != "shop.apps.example.com" || r.Time.Nanosecond() != 118327461 {
+				t.Errorf("%+v", r)
+			}
+		}},
+		{"absolute-form URI, escapes in the request line", `a.example.com - [2024-03-18T09:12:44Z] "GET http://a.example.com/x?q=\"y\"&z=\xff HTTP/1.1" 200 0 1` + tail + `response_time:"-" gorouter_time:"-" app_id:"a1"`, func(t *testing.T, r Record) {
+			if r.Method != "GET" || r.URI != "http://a.example.com/x?q=\"y\"&z=\xff" || r.Proto != "HTTP/1.1" || r.Has(FieldResponseTime) || r.Has(FieldGorouterTime) {
+				t.Errorf("%+v", r)
+			}
+		}},
 		{"cf-deployment 12 timestamp", strings.Replace(head, "2024-03-18T09:12:44.118327461Z", "2021-11-09T22:41:05.009+0000", 1) + tail + `response_time:0.1 app_id:"a"`, func(t *testing.T, r Record) {
 			if !r.Time.Equal(time.Date(2021, 11, 9, 22, 41, 5, 9e6, time.UTC)) {
 				t.Errorf("Time = %v", r.Time)
@@ -132,6 +166,7 @@ func TestParseErrorsSayWhereAndWhat(t *testing.T) {
 		{ParseGorouter, `a.example.com - [2024-03-18T09:12:44Z] "GET / HTTP/1.1" 200 0 1 "-" "-" "-" "-" x_forwarded_for:"-" x_forwarded_proto:"-" vcap_request_id:"-" response_time:slow app_id:"-"`, 157, "seconds"},
 		{ParseGorouter, `a.example.com - [2024-03-18T09:12:44Z] "GET / HTTP/1.1" 200 0 1 "-" "-" "-" "-" x_forwarded_for:"-"`, 100, "x_forwarded_proto"},
 		{ParseGorouter, `a.example.com - [soon] "GET / HTTP/1.1" 200 0 1`, 18, "timestamp"},
+		{ParseGorouter, `2020-07-06T10:45:55.83-0700 [APP/PROC/WEB/0] OUT hello`, 29, "[RTR/N]"},
 		{ParseCombined, `203.0.113.7 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 2326`, 71, "referer"},
 		{ParseCommon, `203.0.113.7 - - 10/Oct/2000:13:55:36 -0700 "GET / HTTP/1.0" 200 2326`, 17, "'['"},
 		{ParseCommon, ``, 1, "an access-log line"},
@@ -185,6 +220,25 @@ func TestParsesOurRouter(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no lines")
+	}
+}
+
+// TestKeyedFieldsByName keeps keyedFieldsByName and Record.set in step: every listed
+// key fills a field of its own.
+func TestKeyedFieldsByName(t *testing.T) {
+	var all Field
+	for name, f := range keyedFieldsByName {
+		var r Record
+		if expected := r.set(f, "1"); expected != "" || r.Present != f {
+			t.Errorf("%s: set gave %q, Present %b; want %b", name, expected, r.Present, f)
+		}
+		if all&f != 0 {
+			t.Errorf("%s: field %b listed twice", name, f)
+		}
+		all |= f
+	}
+	if all != FieldLocalAddress<<1-1 {
+		t.Errorf("fields listed %b, want every Field up to FieldLocalAddress", all)
 	}
 }
 
@@ -242,6 +296,30 @@ func TestScanLinesReadError(t *testing.T) {
 	_, _, err := ScanLines(failingReader{boom}, ParseGorouter, nil, nil)
 	if !errors.Is(err, boom) {
 		t.Errorf("err = %v, want it to wrap boom", err)
+	}
+	// A line cut short by the error is not a bad line: its end may be unread.
+	in := io.MultiReader(strings.NewReader(modernLine+"\n"+modernLine[:40]), failingReader{boom})
+	var bads []int
+	ok, nbad, err := ScanLines(in, ParseGorouter, nil, func(n int, _ error) { bads = append(bads, n) })
+	if ok != 1 || nbad != 0 || len(bads) != 0 || !errors.Is(err, boom) {
+		t.Errorf("ok %d bad %d (lines %v), err %v; want 1 record, no bad line, boom", ok, nbad, bads, err)
+	}
+}
+
+// TestUnclosedQuotesStayLinear parses a line of MaxLineBytes full of quotes that never
+// close, which the tolerant parsers retry as tokens: quadratic work would take minutes.
+func TestUnclosedQuotesStayLinear(t *testing.T) {
+	head := `203.0.113.7 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 1 "-" "-" `
+	for _, unit := range []string{`"a `, `k:"a `} {
+		line := head + strings.Repeat(unit, (MaxLineBytes-len(head))/len(unit))
+		start := time.Now()
+		r, err := ParseCombined([]byte(line))
+		if err != nil || len(r.Extra) == 0 {
+			t.Fatalf("%s…: %v, Extra of %d keys", unit, err, len(r.Extra))
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s…: a %d-byte line took %v", unit, len(line), d)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,18 +24,30 @@ var requiredKeys = [...]struct {
 //	<host> - [<time>] "<method> <uri> <proto>" <status> <bytes received> <bytes sent>
 //	"<referer>" "<user agent>" "<remote addr>" "<backend addr>" key:value …
 //
-// The positional part must be complete; the keyed part must hold x_forwarded_for,
-// x_forwarded_proto, vcap_request_id, response_time and app_id, and may hold anything
-// else (unknown keys go to Extra). Values are quoted as strconv.Quote does, or bare
-// numbers; "-" stands for none. A `cf logs` prefix ("2020-07-06T10:45:55.83-0700
-// [RTR/0] OUT ") is skipped. Timestamps of older routers (+0000 offsets, day-first
-// dates) are accepted.
+// The positional part must be complete (the host may be empty: a request without a
+// Host header); the keyed part must hold x_forwarded_for, x_forwarded_proto,
+// vcap_request_id, response_time and app_id, and may hold anything else: unknown keys,
+// such as extra headers, go to Extra, and so does a known key's second occurrence (an
+// extra header may be named like one of gorouter's fields; gorouter writes its own
+// first). Values are quoted as strconv.Quote does, or bare numbers; "-" stands for
+// none. The marker gorouter writes when it drops extra headers to keep a line within
+// a UDP packet ("...EXTRA-REQUEST-HEADERS-TOO-LONG-TO-LOG--TRUNCATED") goes to
+// Extra["truncated"]. A `cf logs` prefix ("2020-07-06T10:45:55.83-0700 [RTR/0] OUT ")
+// is skipped; a `cf logs` line of another source ([APP/PROC/WEB/0], [CELL/0], …) is an
+// error at its source tag. Timestamps of older routers (milliseconds with a -0700
+// offset, day-first dates) are accepted. Routers from before the end of 2016 wrote the
+// remote address unquoted and no backend address; their lines are not accepted.
 func ParseGorouter(line []byte) (Record, error) {
 	l := newLexer(string(Gorouter), line)
 	if len(l.line) == 0 {
 		return Record{}, l.fail("an access-log line")
 	}
-	l.pos = cfLogsPrefix(l.line)
+	n, source := cfLogsPrefix(l.line)
+	if n > 0 && !bytes.HasPrefix(source, []byte("[RTR")) {
+		// `cf logs APP` interleaves the app's own lines, staging, cell and API events.
+		return Record{}, l.errAt(n-len(" OUT ")-len(source), `a router line ("[RTR/N]") of cf logs`)
+	}
+	l.pos = n
 	var r Record
 
 	r.Host = string(l.token())
@@ -101,33 +114,34 @@ func ParseGorouter(line []byte) (Record, error) {
 	return r, nil
 }
 
-// cfLogsPrefix returns the length of a `cf logs` prefix ("   2020-07-06T10:45:55.83-0700
-// [RTR/0] OUT ") at the start of b, or 0.
-func cfLogsPrefix(b []byte) int {
+// cfLogsPrefix finds a `cf logs` prefix ("   2020-07-06T10:45:55.83-0700 [RTR/0] OUT ")
+// at the start of b and returns its length and its source tag ("[RTR/0]"), or 0 and
+// nil. Every source counts here; the caller decides which lines are its own.
+func cfLogsPrefix(b []byte) (n int, source []byte) {
 	i := 0
 	for i < len(b) && b[i] == ' ' {
 		i++
 	}
 	if i == len(b) || b[i] < '0' || b[i] > '9' {
-		return 0
+		return 0, nil
 	}
 	sp := bytes.IndexByte(b[i:], ' ')
 	if sp < 0 {
-		return 0
+		return 0, nil
 	}
 	j := i + sp + 1
-	if !bytes.HasPrefix(b[j:], []byte("[RTR")) {
-		return 0
+	if j == len(b) || b[j] != '[' {
+		return 0, nil
 	}
 	end := bytes.IndexByte(b[j:], ']')
 	if end < 0 {
-		return 0
+		return 0, nil
 	}
 	k := j + end + 1
 	if bytes.HasPrefix(b[k:], []byte(" OUT ")) || bytes.HasPrefix(b[k:], []byte(" ERR ")) {
-		return k + 5
+		return k + 5, b[j:k]
 	}
-	return 0
+	return 0, nil
 }
 
 // status reads " <3 digits>" or ` "-"`.
@@ -169,10 +183,11 @@ func byteCount(l *lexer, what string) (int64, error) {
 
 // keyedFields reads space-separated key:value fields to the end of the line into r and
 // returns the keys seen. Values are quoted strings or bare tokens; without strict,
-// key=value is accepted too. With strict set, a
-// known key whose value does not parse is an error; otherwise it goes to Extra as is.
-// Tokens that are not key:value are an error when strict, else collected into
-// Extra["trailing"].
+// key=value is accepted too. The first occurrence of a known key fills its field, later
+// ones go to Extra. With strict set, a known key whose value does not parse is an
+// error; otherwise it goes to Extra as is. Gorouter's truncation marker goes to
+// Extra["truncated"]; other tokens that are not key:value are an error when strict,
+// else collected into Extra["trailing"].
 func keyedFields(l *lexer, r *Record, strict bool) (Field, error) {
 	var seen Field
 	var trailing []byte
@@ -189,11 +204,16 @@ func keyedFields(l *lexer, r *Record, strict bool) (Field, error) {
 			k++
 		}
 		if k == start || k == len(l.line) || !(l.line[k] == ':' || !strict && l.line[k] == '=') {
-			if strict {
-				return seen, l.errAt(start, "a key:value field")
-			}
 			tokenOrQuoted(l)
-			trailing = appendField(trailing, l.line[start:l.pos])
+			tok := l.line[start:l.pos]
+			switch {
+			case isTruncationMarker(tok):
+				r.setExtra("truncated", string(tok))
+			case strict:
+				return seen, l.errAt(start, "a key:value field")
+			default:
+				trailing = appendField(trailing, tok)
+			}
 			continue
 		}
 		key := string(l.line[start:k])
@@ -217,8 +237,14 @@ func keyedFields(l *lexer, r *Record, strict bool) (Field, error) {
 				return seen, l.errAt(valStart, "a value for "+key)
 			}
 		}
-		f, expected := r.set(key, val)
-		if expected != "" {
+		f := keyedFieldsByName[key]
+		if f == 0 || seen&f != 0 {
+			// Unknown, or a repeat: an operator's extra header can be named like a
+			// field gorouter writes itself (X-Forwarded-For), always after it.
+			r.setExtra(key, val)
+			continue
+		}
+		if expected := r.set(f, val); expected != "" {
 			if strict {
 				return seen, l.errAt(valStart, expected)
 			}
@@ -232,8 +258,20 @@ func keyedFields(l *lexer, r *Record, strict bool) (Field, error) {
 	return seen, nil
 }
 
+// isKeyByte reports whether c may be part of a key. Gorouter names an extra header's
+// field after the header (lowercased, '-' as '_'), so a key is an HTTP token (RFC 9110
+// tchar).
 func isKeyByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// isTruncationMarker reports whether tok is what gorouter writes instead of the extra
+// headers that would push a line sent to loggregator (cf logs, Logstash) over its UDP
+// budget: "...EXTRA-REQUEST-HEADERS-TOO-LONG-TO-LOG--TRUNCATED".
+func isTruncationMarker(tok []byte) bool {
+	return len(tok) > len("...-TOO-LONG-TO-LOG--TRUNCATED") && bytes.HasPrefix(tok, []byte("...")) &&
+		bytes.HasSuffix(tok, []byte("-TOO-LONG-TO-LOG--TRUNCATED"))
 }
 
 // tokenOrQuoted skips a quoted value (when it closes) or a bare token.
@@ -262,86 +300,105 @@ func (r *Record) setExtra(key, val string) {
 	r.Extra[key] = val
 }
 
-// set assigns a keyed field. It returns the field's bit (0 for unknown keys, which go
-// to Extra) and, when val does not parse, what was expected instead.
-func (r *Record) set(key, val string) (Field, string) {
-	str := func(f Field, dst *string) (Field, string) {
+// keyedFieldsByName maps a gorouter key to its Field; keys not listed go to Extra.
+var keyedFieldsByName = map[string]Field{
+	"x_forwarded_for":      FieldXForwardedFor,
+	"x_forwarded_proto":    FieldXForwardedProto,
+	"vcap_request_id":      FieldVcapRequestID,
+	"response_time":        FieldResponseTime,
+	"gorouter_time":        FieldGorouterTime,
+	"app_id":               FieldAppID,
+	"app_index":            FieldAppIndex,
+	"instance_id":          FieldInstanceID,
+	"x_cf_routererror":     FieldRouterError,
+	"x_b3_traceid":         FieldB3TraceID,
+	"x_b3_spanid":          FieldB3SpanID,
+	"x_b3_parentspanid":    FieldB3ParentSpanID,
+	"b3":                   FieldB3,
+	"backend_time":         FieldBackendTime,
+	"dial_time":            FieldDialTime,
+	"dns_time":             FieldDNSTime,
+	"tls_time":             FieldTLSTime,
+	"failed_attempts":      FieldFailedAttempts,
+	"failed_attempts_time": FieldFailedAttemptsTime,
+	"local_address":        FieldLocalAddress,
+}
+
+// set assigns the keyed field f (one bit) from val and marks it present. When val does
+// not parse it leaves r alone and returns what was expected instead.
+func (r *Record) set(f Field, val string) (expected string) {
+	str := func(dst *string) string {
 		*dst = dashed(val)
 		r.Present |= f
-		return f, ""
+		return ""
 	}
-	dur := func(f Field, dst *time.Duration) (Field, string) {
+	dur := func(dst *time.Duration) string {
 		if val == "-" {
-			*dst = 0
-			r.Present &^= f
-			return f, ""
+			return ""
 		}
 		d, ok := seconds([]byte(val))
 		if !ok {
-			return f, `seconds (e.g. 0.004512) or "-"`
+			return `seconds (e.g. 0.004512) or "-"`
 		}
 		*dst = d
 		r.Present |= f
-		return f, ""
+		return ""
 	}
-	num := func(f Field, dst *int) (Field, string) {
+	num := func(dst *int) string {
 		if val == "-" {
-			*dst = 0
-			r.Present &^= f
-			return f, ""
+			return ""
 		}
 		n, ok := digits([]byte(val))
 		if !ok || n > 1<<31-1 {
-			return f, `a whole number or "-"`
+			return `a whole number or "-"`
 		}
 		*dst = int(n)
 		r.Present |= f
-		return f, ""
+		return ""
 	}
-	switch key {
-	case "x_forwarded_for":
-		return str(FieldXForwardedFor, &r.XForwardedFor)
-	case "x_forwarded_proto":
-		return str(FieldXForwardedProto, &r.XForwardedProto)
-	case "vcap_request_id":
-		return str(FieldVcapRequestID, &r.VcapRequestID)
-	case "response_time":
-		return dur(FieldResponseTime, &r.ResponseTime)
-	case "gorouter_time":
-		return dur(FieldGorouterTime, &r.GorouterTime)
-	case "app_id":
-		return str(FieldAppID, &r.AppID)
-	case "app_index":
-		return num(FieldAppIndex, &r.AppIndex)
-	case "instance_id":
-		return str(FieldInstanceID, &r.InstanceID)
-	case "x_cf_routererror":
-		return str(FieldRouterError, &r.RouterError)
-	case "x_b3_traceid":
-		return str(FieldB3TraceID, &r.B3TraceID)
-	case "x_b3_spanid":
-		return str(FieldB3SpanID, &r.B3SpanID)
-	case "x_b3_parentspanid":
-		return str(FieldB3ParentSpanID, &r.B3ParentSpanID)
-	case "b3":
-		return str(FieldB3, &r.B3)
-	case "backend_time":
-		return dur(FieldBackendTime, &r.BackendTime)
-	case "dial_time":
-		return dur(FieldDialTime, &r.DialTime)
-	case "dns_time":
-		return dur(FieldDNSTime, &r.DNSTime)
-	case "tls_time":
-		return dur(FieldTLSTime, &r.TLSTime)
-	case "failed_attempts":
-		return num(FieldFailedAttempts, &r.FailedAttempts)
-	case "failed_attempts_time":
-		return dur(FieldFailedAttemptsTime, &r.FailedAttemptsTime)
-	case "local_address":
-		return str(FieldLocalAddress, &r.LocalAddress)
+	switch f {
+	case FieldXForwardedFor:
+		return str(&r.XForwardedFor)
+	case FieldXForwardedProto:
+		return str(&r.XForwardedProto)
+	case FieldVcapRequestID:
+		return str(&r.VcapRequestID)
+	case FieldResponseTime:
+		return dur(&r.ResponseTime)
+	case FieldGorouterTime:
+		return dur(&r.GorouterTime)
+	case FieldAppID:
+		return str(&r.AppID)
+	case FieldAppIndex:
+		return num(&r.AppIndex)
+	case FieldInstanceID:
+		return str(&r.InstanceID)
+	case FieldRouterError:
+		return str(&r.RouterError)
+	case FieldB3TraceID:
+		return str(&r.B3TraceID)
+	case FieldB3SpanID:
+		return str(&r.B3SpanID)
+	case FieldB3ParentSpanID:
+		return str(&r.B3ParentSpanID)
+	case FieldB3:
+		return str(&r.B3)
+	case FieldBackendTime:
+		return dur(&r.BackendTime)
+	case FieldDialTime:
+		return dur(&r.DialTime)
+	case FieldDNSTime:
+		return dur(&r.DNSTime)
+	case FieldTLSTime:
+		return dur(&r.TLSTime)
+	case FieldFailedAttempts:
+		return num(&r.FailedAttempts)
+	case FieldFailedAttemptsTime:
+		return dur(&r.FailedAttemptsTime)
+	case FieldLocalAddress:
+		return str(&r.LocalAddress)
 	}
-	r.setExtra(key, val)
-	return 0, ""
+	return "" // not reached: TestKeyedFieldsByName keeps the table and this switch in step
 }
 
 // FormatSeconds renders d as gorouter does (seconds, 6 decimals), for writers that want

@@ -12,6 +12,10 @@ type lexer struct {
 	format string
 	line   []byte // the line as given, for columns
 	pos    int
+	// unclosed is where the content of a quoted value that never closed began (0:
+	// none). A value starting later cannot close either (a scan from unclosed passes
+	// its start in step), so tolerant parsers that retry stay linear on bad lines.
+	unclosed int
 }
 
 func newLexer(format string, line []byte) *lexer {
@@ -78,6 +82,9 @@ func (l *lexer) quoted(what string) (string, error) {
 		return "", l.fail("quoted " + what)
 	}
 	start := l.pos + 1
+	if l.unclosed > 0 && start >= l.unclosed {
+		return "", l.errAt(len(l.line), `closing '"' of `+what)
+	}
 	escaped := false
 	for i := start; i < len(l.line); i++ {
 		switch l.line[i] {
@@ -93,6 +100,9 @@ func (l *lexer) quoted(what string) (string, error) {
 				return unescape(l.line[start:i]), nil
 			}
 		}
+	}
+	if l.unclosed == 0 {
+		l.unclosed = start
 	}
 	return "", l.errAt(len(l.line), `closing '"' of `+what)
 }

@@ -1,6 +1,7 @@
 // Package accesslog parses HTTP access-log lines into Records: gorouter's format (every
-// variant Cloud Foundry routers have written, also as printed by `cf logs`) and Apache's
-// common and combined formats, which some Java servers emit.
+// variant Cloud Foundry routers have written since the end of 2016, also as printed by
+// `cf logs`) and Apache's common and combined formats, which some Java servers emit.
+// A Record has a stable JSON form for output (see Record.MarshalJSON).
 //
 // Parsers are strict about a format's positional structure (a line that does not fit
 // yields a *ParseError naming the column and what was expected there) and tolerant of

@@ -19,7 +19,7 @@ var ErrLineTooLong = errors.New("line too long")
 // Record goes to emit; a line that does not parse goes to bad with its 1-based number
 // (and counts), and scanning goes on. Blank lines are skipped and not counted. emit and
 // bad are called from the caller's goroutine, in line order; either may be nil. err is
-// only a read error of r.
+// only a read error of r; the part of a line read before it is dropped.
 func ScanLines(r io.Reader, parse func([]byte) (Record, error), emit func(Record), bad func(lineNo int, err error)) (ok, nbad int, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte // a line longer than the reader's buffer, assembled
@@ -33,6 +33,10 @@ func ScanLines(r io.Reader, parse func([]byte) (Record, error), emit func(Record
 				long = append(long, chunk...)
 			}
 			continue
+		}
+		if rerr != nil && rerr != io.EOF {
+			// What came before the error is part of a line whose end may never come.
+			return ok, nbad, fmt.Errorf("read access log: %w", rerr)
 		}
 		line := chunk
 		if partial {
@@ -66,9 +70,6 @@ func ScanLines(r io.Reader, parse func([]byte) (Record, error), emit func(Record
 		long, partial, over = long[:0], false, false
 		if rerr == io.EOF {
 			return ok, nbad, nil
-		}
-		if rerr != nil {
-			return ok, nbad, fmt.Errorf("read access log: %w", rerr)
 		}
 	}
 }

@@ -28,6 +28,8 @@ const (
 
 // Env is what a command may use of its process.
 type Env struct {
+	// Stdin is the input of commands that read one (logs parse); nil when there is none.
+	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
@@ -68,7 +70,7 @@ type Command struct {
 }
 
 // Commands is every registered command. Only commands that work are listed.
-var Commands = []*Command{runCmd, validateCmd, statusCmd, exportCmd, foundationCmd}
+var Commands = []*Command{runCmd, validateCmd, statusCmd, exportCmd, foundationCmd, logsCmd}
 
 // PluginCommands are the commands the cf CLI plugin registers.
 func PluginCommands() []*Command {
