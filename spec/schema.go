@@ -392,6 +392,17 @@ func (d *decoder) routerLogs(dst **RouterLogs) func(value) {
 			required("source", enum(d, &rl.Source, SourceElasticsearch, SourceFile)),
 			optional("url", d.str(&rl.URL, checkAbsURL)),
 			optional("index", d.str(&rl.Index)),
+			optional("fields", d.stringMap(&rl.Fields, func(k, v string) string {
+				if !slices.Contains(RouterLogFields, k) {
+					return fmt.Sprintf("unknown field %q: want one of %s", k, strings.Join(RouterLogFields, ", "))
+				}
+				if v == "" {
+					return `must be a dotted field path, or "-" for a field the documents lack`
+				}
+				return ""
+			})),
+			optional("raw", d.boolean(&rl.Raw)),
+			optional("delay", d.duration(&rl.Delay, 0)),
 			optional("path", d.str(&rl.Path)),
 			optional("max_documents", d.integer(&rl.MaxDocuments, 1, math.MaxInt)),
 			optional("max_requests_per_second", d.number(&rl.MaxRequestsPerSecond, func(x float64) bool { return x > 0 }, "a number greater than 0")),
@@ -400,12 +411,15 @@ func (d *decoder) routerLogs(dst **RouterLogs) func(value) {
 			return
 		}
 		es := rl.Source == SourceElasticsearch
-		d.onlyWith(got, es, "source elasticsearch", "url", "index")
+		d.onlyWith(got, es, "source elasticsearch", "url", "index", "fields", "raw")
+		if _, set := got["delay"]; !set {
+			rl.Delay = 30 * time.Second
+		}
 		d.onlyWith(got, !es, "source file", "path")
 		if es {
 			d.requiredWith(got, v.path, "source", "url", "source elasticsearch")
 			if rl.Index == "" {
-				rl.Index = "logs-*"
+				rl.Index = "logs-app-*"
 			}
 		} else {
 			d.requiredWith(got, v.path, "source", "path", "source file")

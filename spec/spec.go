@@ -223,15 +223,35 @@ const (
 // elasticsearch only, Path for file only.
 type RouterLogs struct {
 	Source LogSource
-	URL    string
-	Index  string
+	// URL is the Elasticsearch or OpenSearch base URL; credentials come from the
+	// environment, never from the spec.
+	URL string
+	// Index is one or more index patterns, comma-separated (default logs-app-*).
+	Index string
+	// Fields renames document fields (RouterLogFields names to dotted paths; "-" for a
+	// field the documents lack), for pipelines that differ from CF's Logstash one.
+	Fields map[string]string
+	// Raw parses the raw access-log line (the message field) instead of the pipeline's
+	// parsed router fields.
+	Raw bool
 	// Path is resolved against the spec's directory.
 	Path string
 	// MaxDocuments caps the documents read per run; 0 for no cap.
 	MaxDocuments int
 	// MaxRequestsPerSecond caps the query rate; 0 for no cap.
 	MaxRequestsPerSecond float64
+	// Delay is how long after a run to wait for its last lines to reach the source
+	// before the automatic pull (log delivery lag; default 30 s).
+	Delay time.Duration
 }
+
+// RouterLogFields are the field names collectors.router_logs.fields may rename; they
+// are the Elasticsearch source's (package routerlogs/elastic, which a test keeps in
+// step).
+var RouterLogFields = []string{"app", "app_id", "app_index", "backend_addr", "bytes_received", "bytes_sent", "extra",
+	"gorouter_time_ms", "gorouter_time_sec", "host", "message", "method", "path", "proto", "referer", "remote_addr",
+	"request_time", "response_time_ms", "response_time_sec", "router_app_id", "status", "timestamp", "user_agent",
+	"vcap_request_id", "x_forwarded_for", "x_forwarded_proto"}
 
 // AppTimings configures fetching in-app timings from each app instance.
 type AppTimings struct {

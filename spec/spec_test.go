@@ -211,7 +211,8 @@ func TestParseEveryOptionalSection(t *testing.T) {
 checks: {colocation: off, generator_cpu: off, flat_throughput: warn}
 collectors:
   container_metrics: {interval: 1s}
-  router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5}
+  router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5,
+    fields: {response_time_ms: latency_ms, response_time_sec: "-"}, raw: true, delay: 5s}
   app_timings: {enabled: true, path: /t}
 export: {dir: out, tables: [steps, samples]}
 `), "")
@@ -228,8 +229,9 @@ export: {dir: out, tables: [steps, samples]}
 	}
 	wantC := Collectors{
 		ContainerMetrics: ContainerMetrics{Interval: time.Second},
-		RouterLogs:       &RouterLogs{Source: SourceElasticsearch, URL: "https://es:9200", Index: "logs-*", MaxDocuments: 50000, MaxRequestsPerSecond: 2.5},
-		AppTimings:       AppTimings{Enabled: true, Path: "/t"},
+		RouterLogs: &RouterLogs{Source: SourceElasticsearch, URL: "https://es:9200", Index: "logs-app-*", MaxDocuments: 50000, MaxRequestsPerSecond: 2.5,
+			Fields: map[string]string{"response_time_ms": "latency_ms", "response_time_sec": "-"}, Raw: true, Delay: 5 * time.Second},
+		AppTimings: AppTimings{Enabled: true, Path: "/t"},
 	}
 	if !reflect.DeepEqual(s.Collectors, wantC) {
 		t.Errorf("collectors = %+v %+v", s.Collectors, s.Collectors.RouterLogs)
@@ -245,7 +247,7 @@ func TestParseRouterLogsFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	want := &RouterLogs{Source: SourceFile, Path: filepath.Join("base", "logs", "router.log")}
+	want := &RouterLogs{Source: SourceFile, Path: filepath.Join("base", "logs", "router.log"), Delay: 30 * time.Second}
 	if !reflect.DeepEqual(s.Collectors.RouterLogs, want) {
 		t.Errorf("router_logs = %+v, want %+v", s.Collectors.RouterLogs, want)
 	}
