@@ -14,16 +14,16 @@ type RunVariant struct {
 	RunID        string
 	Variant      string
 	GeneratorApp string
-	// AppName is the pushed app under test ("" for a url: variant).
-	AppName   string
-	TargetURL string
-	Workload  []byte // JSON, owned by package worker
+	// AppName and AppGUID are the pushed app under test ("" for a url: variant).
+	AppName, AppGUID string
+	TargetURL        string
+	Workload         []byte // JSON, owned by package worker
 }
 
 // AddRunVariant records what the generators of a variant run as and send.
 func (s *Store) AddRunVariant(ctx context.Context, v RunVariant) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO run_variants (run_id, variant, generator_app, app_name, target_url, workload) VALUES ($1,$2,$3,$4,$5,$6)`,
-		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.TargetURL, v.Workload)
+	_, err := s.pool.Exec(ctx, `INSERT INTO run_variants (run_id, variant, generator_app, app_name, app_guid, target_url, workload) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
+		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.AppGUID, v.TargetURL, v.Workload)
 	if err != nil {
 		return fmt.Errorf("record variant %s: %w", v.Variant, err)
 	}

@@ -220,3 +220,12 @@ func (s *Store) StopWorker(ctx context.Context, id int32, c WorkerCounters) erro
 	}
 	return nil
 }
+
+// RunSpec returns the spec text a run was started with.
+func (s *Store) RunSpec(ctx context.Context, id string) (string, error) {
+	var text string
+	if err := s.pool.QueryRow(ctx, `SELECT spec FROM runs WHERE id = $1`, id).Scan(&text); err != nil {
+		return "", fmt.Errorf("read the spec of run %s: %w", id, err)
+	}
+	return text, nil
+}

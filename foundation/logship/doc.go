@@ -251,3 +251,16 @@ func appendBulkItem(b []byte, index, id string, d *document) ([]byte, error) {
 	b = append(b, doc...)
 	return append(b, '\n'), nil
 }
+
+// Document shapes one gorouter access-log line as CF's Logstash pipeline indexes it
+// (see document), for tools and tests that load router logs into a cluster without a
+// Shipper; at is the document's @timestamp. app may be zero (then only @cf.app_id).
+func Document(line string, app AppInfo) (doc []byte, at time.Time, err error) {
+	r, err := accesslog.ParseGorouter([]byte(line))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	d := newDocument(line, &r, app, app.Name != "")
+	doc, err = json.Marshal(&d)
+	return doc, envelopeTime(&r), err
+}

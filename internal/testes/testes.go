@@ -57,6 +57,10 @@ func Index(prefix string) string { return testnode.Index(prefix) }
 // TestMain: func TestMain(m *testing.M) { testes.Main(m) }.
 func Main(m *testing.M) { shared.Main(m) }
 
+// Stop stops the test binary's node, if started: for a TestMain that also runs other
+// shared servers (see Main).
+func Stop() { shared.Stop() }
+
 // Start installs (if needed) and starts a node and waits until its cluster is yellow
 // or green. The caller stops it.
 func Start(ctx context.Context) (*Node, error) { return testnode.Start(ctx, flavor) }

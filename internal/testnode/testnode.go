@@ -86,12 +86,19 @@ func (s *Shared) Server(t testing.TB) *Node {
 // and exits with the tests' code.
 func (s *Shared) Main(m *testing.M) {
 	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
+
+// Stop stops the node if one was started, for a TestMain that runs several shared
+// servers (Main runs the tests and stops only this one).
+func (s *Shared) Stop() {
 	if s.node != nil {
 		if err := s.node.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "testnode:", err)
 		}
+		s.node = nil
 	}
-	os.Exit(code)
 }
 
 var indices atomic.Int64

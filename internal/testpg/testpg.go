@@ -67,11 +67,19 @@ func Server(t testing.TB) *pgserver.Server {
 // TestMain: func TestMain(m *testing.M) { testpg.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the shared server, if started, and removes its files: for a TestMain that
+// also runs other shared servers (see Main).
+func Stop() {
 	if srv != nil {
 		srv.Stop()
+		srv = nil
 	}
 	if dir != "" {
 		os.RemoveAll(dir)
+		dir = ""
 	}
-	os.Exit(code)
 }

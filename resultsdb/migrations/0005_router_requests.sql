@@ -11,8 +11,11 @@ ALTER TABLE router_requests
     ADD COLUMN router_error text NOT NULL DEFAULT '';   -- x_cf_routererror
 CREATE INDEX router_requests_sample ON router_requests (worker_id, seq);
 
--- The apps of a run's variants, so that router logs can be queried by app.
-ALTER TABLE run_variants ADD COLUMN app_name text NOT NULL DEFAULT '';
+-- The apps of a run's variants, so that router logs can be queried by app (by name
+-- where the logs carry names, by guid where they carry only gorouter's app_id).
+ALTER TABLE run_variants
+    ADD COLUMN app_name text NOT NULL DEFAULT '',
+    ADD COLUMN app_guid text NOT NULL DEFAULT '';
 
 -- One row per run and log source: where the pull stands (an opaque cursor owned by the
 -- source), so that an interrupted pull resumes without duplicates, and how it went.
