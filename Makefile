@@ -29,6 +29,7 @@ test: deps
 bench: deps build
 	scripts/bench.sh
 	scripts/bench-go.sh
+	scripts/bench-routerlogs.sh
 
 clean:
 	rm -rf $(BIN)

@@ -42,7 +42,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 	cf.mustRun(t, "target", "-o", "cfbench", "-s", "loadgen")
 	cf.mustRun(t, "install-plugin", "-f", plugin)
 	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
-	specFile := writeSpec(t, root, bins, cf.dir)
+	specFile := writeSpec(t, root, bins, info.AccessLog)
 
 	t.Run("a complete run with a manual cf scale mid-run", func(t *testing.T) {
 		p := startCF(t, cf, "run-benchmark", "-f", specFile)
@@ -126,6 +126,26 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 				t.Errorf("generator and app share host %s", h)
 			}
 		}
+		// Every request went through the router, whose access log the run read back.
+		if !regexp.MustCompile(`router logs of run ` + runID + ` from file:\S+: \d+ documents read, \d+ requests of this run stored`).MatchString(out) {
+			t.Errorf("no router log summary in the output:\n%s", out)
+		}
+		found := map[string]bool{}
+		for _, r := range readCSV(t, filepath.Join(dir, "router_requests.csv")) {
+			found[r["worker_id"]+"/"+r["seq"]] = true
+			if r["response_time_us"] == "" || r["gorouter_time_us"] == "" {
+				t.Fatalf("router request without timings: %v", r)
+			}
+		}
+		missing := 0
+		for _, s := range readCSV(t, filepath.Join(dir, "samples.csv")) {
+			if !found[s["worker_id"]+"/"+s["seq"]] && s["status"] != "0" {
+				missing++
+			}
+		}
+		if missing > 0 {
+			t.Errorf("%d answered requests are not in router_requests.csv (%d router requests)", missing, len(found))
+		}
 		events := readCSV(t, filepath.Join(dir, "run_events.csv"))
 		if !slices.ContainsFunc(events, func(e map[string]string) bool { return e["kind"] == "scale" && e["variant"] == "fast" }) {
 			t.Errorf("run_events.csv records no scale by hand: %v", events)
@@ -180,9 +200,10 @@ func buildPushed(t *testing.T, root string) string {
 }
 
 // writeSpec copies examples/stub-on-cf.yml and manifests/stub.yml next to each other in
-// a temp dir, the manifest pointing at the freshly built stub and the steps long enough
-// for a cf scale by hand to land inside one.
-func writeSpec(t *testing.T, root, bins, workdir string) string {
+// a temp dir, the manifest pointing at the freshly built stub, the router logs at the
+// test foundation's access log, and the steps long enough for a cf scale by hand to
+// land inside one.
+func writeSpec(t *testing.T, root, bins, accessLog string) string {
 	t.Helper()
 	dir := t.TempDir()
 	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
@@ -199,7 +220,8 @@ func writeSpec(t *testing.T, root, bins, workdir string) string {
 	}
 	s := strings.ReplaceAll(string(sp), "../manifests/stub.yml", "stub.yml")
 	s = strings.Replace(s, "hold: 5s", "hold: 8s", 1)
-	if !strings.Contains(s, "hold: 8s") || !strings.Contains(s, "manifest: stub.yml") {
+	s = strings.Replace(s, "path: ../.cfbench/foundation/access.log", "path: "+accessLog, 1)
+	if !strings.Contains(s, "hold: 8s") || !strings.Contains(s, "manifest: stub.yml") || !strings.Contains(s, accessLog) {
 		t.Fatal("examples/stub-on-cf.yml changed shape: update this test")
 	}
 	for name, text := range map[string]string{"stub.yml": m, "stub-on-cf.yml": s} {

@@ -167,7 +167,7 @@ func (r *runner) variants(ctx context.Context) (err error) {
 			d := dep.variant(v.Name)
 			rv.TargetURL, wl.ConnectTo = d.target.URL, d.target.ConnectTo
 			if d.app != nil {
-				rv.AppName = d.app.Name
+				rv.AppName, rv.AppGUID = d.app.Name, d.app.GUID
 			}
 			fleet = d.fleet
 		} else {

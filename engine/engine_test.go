@@ -5,12 +5,15 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testes"
+	"github.com/cf-benchmark/cf-benchmark/internal/testos"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -18,7 +21,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testpg.Stop()
+	testes.Stop()
+	testos.Stop()
+	os.Exit(code)
+}
 
 const specTemplate = `version: 1
 name: engine-test

@@ -70,7 +70,7 @@ type Command struct {
 }
 
 // Commands is every registered command. Only commands that work are listed.
-var Commands = []*Command{runCmd, validateCmd, statusCmd, exportCmd, foundationCmd, logsCmd}
+var Commands = []*Command{runCmd, validateCmd, statusCmd, collectLogsCmd, exportCmd, foundationCmd, logsCmd}
 
 // PluginCommands are the commands the cf CLI plugin registers.
 func PluginCommands() []*Command {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/export"
 	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -128,6 +129,15 @@ var runCmd = &Command{
 			if errors.Is(runErr, engine.ErrAborted) {
 				fmt.Fprintf(env.Stderr, "\nThe run was interrupted; what it collected is kept.\nTry: %s\n", exportHint)
 				return runErr
+			}
+			if rl := sp.Collectors.RouterLogs; rl != nil {
+				rep.Note(fmt.Sprintf("waiting %s for the run's last router log lines to arrive, then pulling them", rl.Delay))
+				if wait.For(ctx, rl.Delay) {
+					if err := collectRouterLogs(ctx, env, opts.Store, res.Run, rl, logger, jrep); err != nil {
+						// The run's own data is complete; the logs can be pulled again.
+						fmt.Fprintf(env.Stderr, "router logs: %v\nTry: %s %s\n", err, env.command("collect-logs"), res.Run.ID)
+					}
+				}
 			}
 			dir := filepath.Join(sp.Export.Dir, res.Run.ID)
 			m, err := export.Export(context.WithoutCancel(ctx), opts.Store, res.Run.ID, dir, sp.Export.Tables)
