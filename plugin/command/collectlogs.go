@@ -31,14 +31,9 @@ var collectLogsCmd = &Command{
 		var cff cfFlags
 		cff.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
-			if len(args) > 1 {
-				return usagef("give at most one RUN_ID")
-			}
-			id := ""
-			if len(args) == 1 {
-				if id = args[0]; !resultsdb.ValidRunID(id) {
-					return usagef("%q is not a run id (they look like 20261122-130501-3f9a)", id)
-				}
+			id, err := runIDArg(args)
+			if err != nil {
+				return err
 			}
 			logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			store, runID, closeDB, err := openRecorded(ctx, env, id, &db, &cff, logger)

@@ -126,3 +126,16 @@ func recordedOnCF(stateDir, id string) bool {
 	rec, err := loadRecord(stateDir, id)
 	return err == nil && rec != nil && rec.DB == "cf"
 }
+
+// runIDArg is the optional RUN_ID argument of a command ("" for the newest run).
+func runIDArg(args []string) (string, error) {
+	switch {
+	case len(args) > 1:
+		return "", usagef("give at most one RUN_ID")
+	case len(args) == 0:
+		return "", nil
+	case !resultsdb.ValidRunID(args[0]):
+		return "", usagef("%q is not a run id (they look like 20261122-130501-3f9a)", args[0])
+	}
+	return args[0], nil
+}
