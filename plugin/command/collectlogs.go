@@ -26,17 +26,11 @@ var collectLogsCmd = &Command{
 	ExampleArgs: "collect-logs 20261122-130501-3f9a",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		file := fs.String("f", "", "take collectors.router_logs from this spec instead of the one the run was started with")
-		var db dbFlags
-		db.register(fs)
-		var cff cfFlags
-		cff.register(fs)
+		var rf recordedFlags
+		rf.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
-			id, err := runIDArg(args)
-			if err != nil {
-				return err
-			}
 			logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			store, runID, closeDB, err := openRecorded(ctx, env, id, &db, &cff, logger)
+			store, runID, closeDB, err := rf.open(ctx, env, args, logger)
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -138,4 +139,25 @@ func runIDArg(args []string) (string, error) {
 		return "", usagef("%q is not a run id (they look like 20261122-130501-3f9a)", args[0])
 	}
 	return args[0], nil
+}
+
+// recordedFlags choose how a command that reads a recorded run reaches its results DB.
+type recordedFlags struct {
+	db dbFlags
+	cf cfFlags
+}
+
+func (r *recordedFlags) register(fs *flag.FlagSet) {
+	r.db.register(fs)
+	r.cf.register(fs)
+}
+
+// open parses the optional RUN_ID argument and opens that run's (or the newest run's)
+// results DB; it returns the run id it resolved.
+func (r *recordedFlags) open(ctx context.Context, env *Env, args []string, log *slog.Logger) (*resultsdb.Store, string, func(), error) {
+	id, err := runIDArg(args)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return openRecorded(ctx, env, id, &r.db, &r.cf, log)
 }

@@ -18,17 +18,11 @@ var statusCmd = &Command{
 	Summary:     "Show a run in progress or done (default: the newest run started from this machine): status, steps so far, live generators, findings",
 	ExampleArgs: "status 20261122-130501-3f9a",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
-		var db dbFlags
-		db.register(fs)
-		var cff cfFlags
-		cff.register(fs)
+		var rf recordedFlags
+		rf.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
-			id, err := runIDArg(args)
-			if err != nil {
-				return err
-			}
 			logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			store, runID, closeDB, err := openRecorded(ctx, env, id, &db, &cff, logger)
+			store, runID, closeDB, err := rf.open(ctx, env, args, logger)
 			if err != nil {
 				return err
 			}
