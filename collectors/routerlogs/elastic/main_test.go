@@ -20,13 +20,11 @@ import (
 )
 
 // The tests run against a real Elasticsearch 8 and a real OpenSearch 2, each started
-// on first use and stopped by TestMain (testes.Main and testos.Main each end the
-// process, so this package manages both nodes itself).
+// on first use (internal/testes, internal/testos) and stopped here.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, c := range clusters {
-		c.stop()
-	}
+	testes.Stop()
+	testos.Stop()
 	os.Exit(code)
 }
 
@@ -41,13 +39,8 @@ func wantedDocs() int {
 
 // cluster is one test node and the shared data set indexed into it.
 type cluster struct {
-	name  string
-	start func(context.Context) (url string, stop func() error, err error)
-
-	once   sync.Once
-	url    string
-	stopFn func() error
-	err    error
+	name string
+	URL  func(testing.TB) string // the node's base URL, starting it on first use
 
 	loadOnce sync.Once
 	index    string // the pattern matching the data set's indices
@@ -56,38 +49,8 @@ type cluster struct {
 }
 
 var clusters = []*cluster{
-	{name: "elasticsearch", start: func(ctx context.Context) (string, func() error, error) {
-		n, err := testes.Start(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		return n.URL, n.Stop, nil
-	}},
-	{name: "opensearch", start: func(ctx context.Context) (string, func() error, error) {
-		n, err := testos.Start(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		return n.URL, n.Stop, nil
-	}},
-}
-
-// URL starts the node on first use.
-func (c *cluster) URL(t testing.TB) string {
-	t.Helper()
-	c.once.Do(func() { c.url, c.stopFn, c.err = c.start(context.Background()) })
-	if c.err != nil {
-		t.Fatalf("start %s: %v", c.name, c.err)
-	}
-	return c.url
-}
-
-func (c *cluster) stop() {
-	if c.stopFn != nil {
-		if err := c.stopFn(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop %s: %v\n", c.name, err)
-		}
-	}
+	{name: "elasticsearch", URL: testes.URL},
+	{name: "opensearch", URL: testos.URL},
 }
 
 // forEachCluster runs f as a parallel subtest per cluster.
