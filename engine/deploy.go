@@ -2,13 +2,17 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/collectors/apptimings"
 	"github.com/cf-benchmark/cf-benchmark/collectors/ccstats"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -50,6 +54,10 @@ type deployedVariant struct {
 	app    *platform.App // nil for a url: variant
 	target platform.Target
 	fleet  *cfFleet
+	// timings flushes the app's in-app timings; nil unless collectors.app_timings is
+	// enabled and the variant pushes an app.
+	timings      *apptimings.Client
+	timingsToken string
 }
 
 // Access is how to reach a run's results database on a Cloud Foundry again: the tunnel
@@ -142,8 +150,12 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	for _, v := range sp.Variants {
 		dv := &deployedVariant{target: platform.Target{URL: v.URL}}
 		if v.Manifest != "" {
+			env, err := timingsEnv(sp, v, dv)
+			if err != nil {
+				return nil, err
+			}
 			note(fmt.Sprintf("pushing %s from %s", v.Name, v.Manifest))
-			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, v.Env); err != nil {
+			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, env); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
 		}
@@ -170,8 +182,41 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			return nil, fmt.Errorf("variant %s: %w", name, err)
 		}
 		note(fmt.Sprintf("%s runs as %s (%d instance(s)) at %s", name, dv.app.Name, max(dv.app.Instances, 1), dv.target.URL))
+		if dv.timingsToken != "" {
+			if dv.timings, err = apptimings.New(apptimings.Config{URL: dv.target.URL, ConnectTo: dv.target.ConnectTo,
+				Path: sp.Collectors.AppTimings.Path, Token: dv.timingsToken, AppGUID: dv.app.GUID}); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", name, err)
+			}
+		}
 	}
 	return d, nil
+}
+
+// App environment of the in-app timings (apps/README.md): recording on from the start,
+// and the endpoints guarded by a token of this run.
+const (
+	envTimings      = "CFBENCH_TIMINGS"
+	envTimingsToken = "CFBENCH_TIMINGS_TOKEN"
+)
+
+// timingsEnv is the environment v's app is pushed with: the spec's, plus, when app
+// timings are collected, the switch and a new token (remembered in dv).
+func timingsEnv(sp *spec.Spec, v spec.Variant, dv *deployedVariant) (map[string]string, error) {
+	if !sp.Collectors.AppTimings.Enabled {
+		return v.Env, nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("generate the app timings token: %w", err)
+	}
+	token := hex.EncodeToString(b[:])
+	env := maps.Clone(v.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[envTimings], env[envTimingsToken] = "on", token
+	dv.timingsToken = token
+	return env, nil
 }
 
 // pushTunnel pushes the tunnel app bound to the results database with new credentials
@@ -286,6 +331,11 @@ func hostOf(rawURL string) string {
 // Close closes the tunnel and the store. Apps stay pushed (generators at 0 instances):
 // the next run reuses them.
 func (d *Deployment) Close() {
+	for _, dv := range d.variants {
+		if dv.timings != nil {
+			dv.timings.Close()
+		}
+	}
 	if d.close != nil {
 		d.close()
 		d.close = nil

@@ -50,6 +50,7 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 		}
 		ended := time.Now()
 		final := context.WithoutCancel(ctx)
+		r.flushTimings(final, v, idx)
 		if err := store.SetInstancesSeen(final, r.run.ID, v.Name, idx, seen); err != nil {
 			return err
 		}

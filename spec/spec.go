@@ -269,11 +269,14 @@ const (
 	TableContainerMetrics = "container_metrics"
 	TableRouterRequests   = "router_requests"
 	TableAppTimings       = "app_timings"
+	TableAppTimingFlushes = "app_timing_flushes"
+	TableRequestTimes     = "request_times"
 	TableRunEvents        = "run_events"
 )
 
 // AllTables is the default of Export.Tables; callers must not modify it.
-var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests, TableAppTimings, TableRunEvents}
+var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests,
+	TableAppTimings, TableAppTimingFlushes, TableRequestTimes, TableRunEvents}
 
 // Export says where and what to export after a run.
 type Export struct {

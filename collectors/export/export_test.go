@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,12 +65,37 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 		}
 	}
 
+	// The router saw requests 1-5, the app timed 3-7 (and one of the other run's).
+	idx, ms := 0, func(n int) *time.Duration { d := time.Duration(n) * time.Millisecond; return &d }
+	var rr []resultsdb.RouterRequest
+	for seq := 1; seq <= 5; seq++ {
+		rr = append(rr, resultsdb.RouterRequest{TraceID: sample.NewTraceID(run.TraceTag, uint32(workers[0]), uint64(seq)), At: run.Epoch,
+			AppName: "app", AppIndex: &idx, Status: 200, ResponseTime: ms(seq + 2), GorouterTime: ms(1)})
+	}
+	if err := store.StoreRouterBatch(ctx, &resultsdb.LogPull{RunID: run.ID, Source: "test", Cursor: []byte("{}")}, rr); err != nil {
+		t.Fatal(err)
+	}
+	var at []resultsdb.AppTiming
+	for seq := 3; seq <= 7; seq++ {
+		at = append(at, resultsdb.AppTiming{TraceID: sample.NewTraceID(run.TraceTag, uint32(workers[0]), uint64(seq)), At: run.Epoch,
+			PoolWait: time.Duration(seq) * time.Microsecond, Query: *ms(1), Total: *ms(2)})
+	}
+	at = append(at, resultsdb.AppTiming{TraceID: sample.NewTraceID(other.TraceTag, uint32(workers[1]), 1), At: run.Epoch})
+	flush := resultsdb.AppTimingFlush{RunID: run.ID, Variant: "v", AppName: "app", Instance: 1, At: run.Epoch, Dropped: 4}
+	if err := store.StoreAppTimings(ctx, &flush, at); err != nil {
+		t.Fatal(err)
+	}
+	if flush.Received != 6 || flush.Stored != 5 || flush.Foreign != 1 {
+		t.Fatalf("flush received %d stored %d foreign %d, want 6 5 1", flush.Received, flush.Stored, flush.Foreign)
+	}
+
 	dir := t.TempDir()
 	m, err := Export(ctx, store, run.ID, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "router_requests": 0, "app_timings": 0, "run_events": 0}
+	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0,
+		"router_requests": 5, "app_timings": 5, "app_timing_flushes": 1, "request_times": 1000, "run_events": 0}
 	if len(m.Files) != len(wantRows) {
 		t.Fatalf("manifest lists %d files, want %d", len(m.Files), len(wantRows))
 	}
@@ -102,6 +128,31 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	wantTrace := sample.NewTraceID(run.TraceTag, uint32(workers[0]), 1).String()
 	if first[3] != wantTrace || first[2] != "1" || first[11] != "other" {
 		t.Fatalf("first sample %v: want seq 1, trace id %s, error other", first, wantTrace)
+	}
+
+	// request_times: client, router and app columns side by side where each saw the
+	// request, empty where not.
+	rt := readCSV(t, filepath.Join(dir, "request_times.csv"))
+	want := map[string][5]string{ // seq: client, router, gorouter, app, pool wait
+		"1": {"1", "3000", "1000", "", ""},
+		"4": {"4", "6000", "1000", "2000", "4"},
+		"7": {"7", "", "", "2000", "7"},
+		"9": {"9", "", "", "", ""},
+	}
+	for _, rec := range rt[1:] {
+		if w, ok := want[rec[3]]; ok {
+			seq, _ := strconv.Atoi(rec[3])
+			if got := [5]string{rec[7], rec[8], rec[9], rec[10], rec[11]}; got != w || rec[4] != sample.NewTraceID(run.TraceTag, uint32(workers[0]), uint64(seq)).String() {
+				t.Errorf("request_times seq %s: client/router/gorouter/app/pool %v, want %v (row %v)", rec[3], got, w, rec)
+			}
+			delete(want, rec[3])
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("request_times lacks seq %v", want)
+	}
+	if fl := readCSV(t, filepath.Join(dir, "app_timing_flushes.csv")); fl[1][6] != "6" || fl[1][7] != "5" || fl[1][8] != "1" || fl[1][9] != "4" {
+		t.Errorf("app_timing_flushes %v", fl)
 	}
 
 	var back Manifest

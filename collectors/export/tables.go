@@ -84,8 +84,7 @@ var tableDefs = map[string]*tableDef{
 	},
 	"samples": {
 		cols: []column{{"variant", "w.variant", kindText}, {"worker_id", "s.worker_id", kindInt}, {"seq", "s.seq", kindInt},
-			{"trace_id", `lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id >> 12), 4, '0') || '4' || ` +
-				`lpad(to_hex(s.worker_id & 4095), 3, '0') || lpad(to_hex(s.seq), 16, '0')`, kindToken},
+			{"trace_id", sampleTraceID, kindToken},
 			{"step", "s.step", kindInt}, {"request", "s.request", kindInt}, {"intended_us", "s.intended_us", kindInt},
 			{"start_delay_us", "s.start_delay_us", kindInt}, {"latency_us", "s.latency_us", kindInt}, {"status", "s.status", kindInt},
 			{"bytes", "s.bytes", kindInt},
@@ -111,11 +110,39 @@ var tableDefs = map[string]*tableDef{
 	},
 	"app_timings": {
 		cols: []column{{"trace_id", "trace_id", kindUUIDHex}, col("app_name", kindText), col("instance_index", kindInt), col("at", kindTime),
-			col("pool_wait_us", kindInt), col("query_us", kindInt), col("total_us", kindInt)},
+			col("pool_wait_us", kindInt), col("query_us", kindInt), col("total_us", kindInt), col("worker_id", kindInt), col("seq", kindInt)},
 		from: `FROM app_timings t WHERE t.run_id = %[1]s`,
 		key:  []string{"t.trace_id"}, keyCols: []string{"trace_id"},
 	},
+	"app_timing_flushes": {
+		cols: []column{col("id", kindInt), col("at", kindTime), col("variant", kindText), col("step", kindInt), col("app_name", kindText),
+			col("instance_index", kindInt), col("rows_received", kindInt), col("stored", kindInt), col("foreign_rows", kindInt),
+			col("dropped", kindInt), col("error", kindText)},
+		from: `FROM app_timing_flushes af WHERE af.run_id = %[1]s`,
+		key:  []string{"af.id"}, keyCols: []string{"id"},
+	},
+	// One line per request with the three views of it side by side: the generator's,
+	// the router's access log and the app's own timings, joined on the sample's key
+	// (both others store it decoded from the trace id).
+	"request_times": {
+		cols: []column{{"variant", "w.variant", kindText}, {"step", "s.step", kindInt}, {"worker_id", "s.worker_id", kindInt},
+			{"seq", "s.seq", kindInt}, {"trace_id", sampleTraceID, kindToken}, {"warmup", "s.warmup", kindBool},
+			{"status", "s.status", kindInt}, {"client_us", "s.latency_us", kindInt},
+			{"router_us", "rr.response_time_us", kindInt}, {"gorouter_us", "rr.gorouter_time_us", kindInt},
+			{"app_us", "t.total_us", kindInt}, {"pool_wait_us", "t.pool_wait_us", kindInt}, {"query_us", "t.query_us", kindInt},
+			{"app_instance", "coalesce(t.instance_index, rr.app_index)", kindInt}},
+		from: `FROM samples s JOIN workers w ON w.id = s.worker_id JOIN runs r ON r.id = w.run_id
+LEFT JOIN router_requests rr ON rr.run_id = w.run_id AND rr.worker_id = s.worker_id AND rr.seq = s.seq
+LEFT JOIN app_timings t ON t.run_id = w.run_id AND t.worker_id = s.worker_id AND t.seq = s.seq
+WHERE w.run_id = %[1]s`,
+		key: []string{"s.worker_id", "s.seq"}, keyCols: []string{"worker_id", "seq"},
+	},
 }
+
+// sampleTraceID is the SQL of a sample's trace id (package sample's layout: run tag,
+// worker id split around the UUID version digit, seq) as 32 hex digits.
+const sampleTraceID = `lpad(to_hex(r.trace_tag), 8, '0') || lpad(to_hex(s.worker_id >> 12), 4, '0') || '4' || ` +
+	`lpad(to_hex(s.worker_id & 4095), 3, '0') || lpad(to_hex(s.seq), 16, '0')`
 
 // selectExpr is the SQL writing column c.
 func (c column) selectExpr() string {
