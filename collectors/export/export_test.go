@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
