@@ -128,6 +128,15 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if created {
 		note(fmt.Sprintf("created service instance %s (%s %s) in space %s", rdb.ServiceInstance, rdb.Offering, rdb.Plan, gens.Name))
 	}
+	for _, si := range sp.Landscape.Services {
+		_, created, err := cf.EnsureServiceInstance(ctx, land.Apps.GUID, si.Name, si.Offering, si.Plan)
+		if err != nil {
+			return nil, fmt.Errorf("service instance %s of the apps: %w", si.Name, err)
+		}
+		if created {
+			note(fmt.Sprintf("created service instance %s (%s %s) in space %s", si.Name, si.Offering, si.Plan, land.Apps.Name))
+		}
+	}
 	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{},
 		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
 			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}

@@ -75,6 +75,9 @@ func Check(sp *spec.Spec, onCF bool) error {
 		}
 		return nil
 	}
+	if sp.Ramp.Stop.AppCPUAbove > 0 {
+		return fmt.Errorf("%s: ramp.stop.app_cpu_above needs the apps' container metrics, which only a Cloud Foundry run has: %w", sp.File, ErrUnsupported)
+	}
 	for _, v := range sp.Variants {
 		if v.URL == "" {
 			return fmt.Errorf("variant %s: pushing a manifest needs a Cloud Foundry (a landscape section and a cf login): %w", v.Name, ErrUnsupported)

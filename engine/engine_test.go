@@ -202,6 +202,8 @@ func TestCheckRefusesWhatItCannotRun(t *testing.T) {
 		{"url variants on Cloud Foundry", specTemplate + landscape + resultsDB, true, true},
 		{"Cloud Foundry without a results_db", manifest + landscape, true, false},
 		{"Cloud Foundry without a landscape", specTemplate, true, false},
+		{"app CPU stop without a Cloud Foundry", strings.Replace(specTemplate, "STOP", "  stop: {app_cpu_above: 100}", 1), false, false},
+		{"app CPU stop on Cloud Foundry", strings.Replace(specTemplate, "STOP", "  stop: {app_cpu_above: 100}", 1) + landscape + resultsDB, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -55,10 +55,13 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 			return err
 		}
 		sum, err := store.StepSummary(final, r.run.ID, v.Name, idx)
-		stop := ""
-		if err == nil {
-			stop = stopReason(sp.Ramp.Stop, prev, sum)
+		rep := StepReport{StepSummary: sum, Steps: len(steps), InstancesSeen: seen, Left: r.timeLeft(v, len(steps)-idx-1)}
+		var checkErr error
+		if err == nil && ctx.Err() == nil {
+			checkErr = r.checkStep(ctx, v, fleet, st.WarmupUntil, ended, prev, sum, &rep)
+			rep.Stop = stopReason(sp.Ramp.Stop, prev, sum, rep.AppCPU)
 		}
+		stop := rep.Stop
 		if eerr := store.EndStep(final, r.run.ID, v.Name, idx, ended, stop); eerr != nil && err == nil {
 			err = eerr
 		}
@@ -68,9 +71,6 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		rep := StepReport{StepSummary: sum, Steps: len(steps), InstancesSeen: seen, Stop: stop,
-			Left: r.timeLeft(v, len(steps)-idx-1)}
-		checkErr := r.checkStep(ctx, v, fleet, st.WarmupUntil, ended, prev, sum, &rep)
 		r.opts.Reporter.Step(rep)
 		if checkErr != nil {
 			return checkErr

@@ -9,11 +9,16 @@ import (
 )
 
 // stopReason says why the ramp must end after step cur, or "" to go on. prev is the
-// previous step of the same variant (nil for the first step).
-func stopReason(c spec.StopConditions, prev *resultsdb.StepSummary, cur resultsdb.StepSummary) string {
+// previous step of the same variant (nil for the first step); appCPU is the app's mean
+// CPU per instance in the step as a fraction of a core (nil when unknown).
+func stopReason(c spec.StopConditions, prev *resultsdb.StepSummary, cur resultsdb.StepSummary, appCPU *float64) string {
 	switch {
 	case c.P99Above > 0 && cur.Count > 0 && cur.P99 > c.P99Above:
 		return fmt.Sprintf("p99 %sms over %sms", report.Millis(cur.P99), report.Millis(c.P99Above))
+	case c.MeanAbove > 0 && cur.Count > 0 && cur.Mean > c.MeanAbove:
+		return fmt.Sprintf("mean %sms over %sms", report.Millis(cur.Mean), report.Millis(c.MeanAbove))
+	case c.AppCPUAbove > 0 && appCPU != nil && 100**appCPU > c.AppCPUAbove:
+		return fmt.Sprintf("app CPU %.0f%% of a core over %g%%", 100**appCPU, c.AppCPUAbove)
 	case c.ErrorRateAbove > 0 && cur.ErrorRate() > c.ErrorRateAbove:
 		return fmt.Sprintf("error rate %.2f%% over %.2f%%", 100*cur.ErrorRate(), 100*c.ErrorRateAbove)
 	case c.Plateau > 0 && prev != nil && prev.Throughput > 0:

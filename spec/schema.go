@@ -80,7 +80,30 @@ func (d *decoder) landscape(dst **Landscape) func(value) {
 			required("apps", d.spaceRef(&l.Apps)),
 			required("generators", d.spaceRef(&l.Generators)),
 			optional("create_missing", d.boolean(&l.CreateMissing)),
+			optional("services", d.services(&l.Services)),
 		)
+	}
+}
+
+func (d *decoder) services(dst *[]ServiceInstance) func(value) {
+	return func(v value) {
+		items, ok := d.list(v)
+		if !ok {
+			return
+		}
+		names := map[string]value{}
+		for _, it := range items {
+			var si ServiceInstance
+			got, ok := d.object(it,
+				required("name", d.str(&si.Name)),
+				required("offering", d.str(&si.Offering)),
+				required("plan", d.str(&si.Plan)),
+			)
+			if ok {
+				d.unique(names, got["name"], si.Name, "service instance")
+				*dst = append(*dst, si)
+			}
+		}
 	}
 }
 
@@ -351,6 +374,8 @@ func (d *decoder) stop(s *StopConditions) func(value) {
 	return func(v value) {
 		d.object(v,
 			optional("p99_above", d.duration(&s.P99Above, positive)),
+			optional("mean_above", d.duration(&s.MeanAbove, positive)),
+			optional("app_cpu_above", d.number(&s.AppCPUAbove, func(x float64) bool { return x > 0 }, "a percentage of one core greater than 0 (100 = one core)")),
 			optional("error_rate_above", d.number(&s.ErrorRateAbove, func(x float64) bool { return x > 0 && x <= 1 }, "a fraction greater than 0 and at most 1")),
 			optional("plateau", d.number(&s.Plateau, func(x float64) bool { return x > 0 && x < 1 }, "a fraction between 0 and 1 (exclusive)")),
 		)

@@ -41,6 +41,14 @@ type Landscape struct {
 	Generators SpaceRef
 	// CreateMissing allows the run to create and assign missing spaces and segments.
 	CreateMissing bool
+	// Services are service instances the apps' manifests bind (e.g. the app's own
+	// database), created in the apps space when missing.
+	Services []ServiceInstance
+}
+
+// ServiceInstance is a managed service instance created from the marketplace.
+type ServiceInstance struct {
+	Name, Offering, Plan string
 }
 
 // SpaceRef is a space and the isolation segment it should run on ("" for the default).
@@ -170,6 +178,12 @@ func (r *Ramp) Steps() []int {
 type StopConditions struct {
 	// P99Above stops when a step's p99 latency exceeds it.
 	P99Above time.Duration
+	// MeanAbove stops when a step's mean latency exceeds it (an SLO on the mean).
+	MeanAbove time.Duration
+	// AppCPUAbove stops when the app's mean CPU per instance in a step exceeds it, in
+	// percent of one core as cf app shows it (100 = one core). Needs container metrics,
+	// so it applies on Cloud Foundry only.
+	AppCPUAbove float64
 	// ErrorRateAbove stops when a step's error rate (0..1) exceeds it.
 	ErrorRateAbove float64
 	// Plateau stops when a step's throughput gain over the previous step is below
