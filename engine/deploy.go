@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ type DeployConfig struct {
 	Logger               *slog.Logger
 	// StartTimeout bounds the wait for pushed apps to run (default 5 min).
 	StartTimeout time.Duration
+	// LookupEnv gives the ${NAME}s of header values, which are set on the generator
+	// apps (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
 }
 
 // Deployment is a spec's landscape on a Cloud Foundry, ready to run: the apps under test
@@ -108,6 +112,16 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 5 * time.Minute
 	}
+	if cfg.LookupEnv == nil {
+		cfg.LookupEnv = os.LookupEnv
+	}
+	if err := checkHeaderVars(sp, cfg.LookupEnv); err != nil {
+		return nil, err
+	}
+	genEnv := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
+	for _, name := range sp.Workload.HeaderVars() {
+		genEnv[name], _ = cfg.LookupEnv(name)
+	}
 	cf, note := cfg.CF, cfg.Reporter.Note
 	land, err := platform.EnsureLandscape(ctx, cf.Client(), sp.Landscape)
 	if err != nil {
@@ -172,7 +186,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		note("pushing the generator app " + name)
 		gen, err := cf.PushBinary(ctx, platform.BinaryApp{Org: org, Space: gens.Name, Name: name, Binary: cfg.WorkerBin,
 			Memory: "256M", Disk: "1G", Instances: 0, HealthCheck: "process", Services: []string{rdb.ServiceInstance},
-			Env: map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": rdb.ServiceInstance}})
+			Env: genEnv})
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: generator app: %w", v.Name, err)
 		}

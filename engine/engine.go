@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
@@ -44,6 +45,9 @@ type Options struct {
 	// JoinTimeout bounds the wait for generator instances to join (default 30 s + 10
 	// polls in process, 5 min on Cloud Foundry, where instances start containers).
 	JoinTimeout time.Duration
+	// LookupEnv gives in-process generators the ${NAME}s of header values (default
+	// os.LookupEnv); on Cloud Foundry, Deploy sets them on the generator apps.
+	LookupEnv func(string) (string, bool)
 }
 
 // Result is what a finished (or aborted) run left in the store.
@@ -99,6 +103,14 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	}
 	if opts.Reporter == nil {
 		opts.Reporter = discardReporter{}
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	if opts.Deployment == nil {
+		if err := checkHeaderVars(sp, opts.LookupEnv); err != nil {
+			return nil, err
+		}
 	}
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = 500 * time.Millisecond
@@ -177,7 +189,7 @@ func (r *runner) variants(ctx context.Context) (err error) {
 			fctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
-				poll: r.opts.PollEvery, log: r.opts.Logger, ctx: fctx}
+				poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, ctx: fctx}
 		}
 		rv.GeneratorApp, rv.Workload = fleet.App(), wl.Marshal()
 		if err := r.opts.Store.AddRunVariant(ctx, rv); err != nil {
@@ -226,4 +238,15 @@ func (r *runner) waitLive(ctx context.Context, variant string, n int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// checkHeaderVars fails when a header value names an environment variable lookup does
+// not have: better now than from every generator instance once the run started.
+func checkHeaderVars(sp *spec.Spec, lookup func(string) (string, bool)) error {
+	for _, name := range sp.Workload.HeaderVars() {
+		if v, ok := lookup(name); !ok || v == "" {
+			return fmt.Errorf("%s: a workload header uses ${%s}, which is not set in the environment", sp.File, name)
+		}
+	}
+	return nil
 }

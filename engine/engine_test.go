@@ -298,3 +298,36 @@ func TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestHeaderVarsComeFromTheEnvironment: a ${NAME} in a header value reaches the target
+// expanded from Options.LookupEnv while the stored spec keeps the reference; a name the
+// environment lacks stops the run before it starts.
+func TestHeaderVarsComeFromTheEnvironment(t *testing.T) {
+	var wrong atomic.Int64
+	sp, text, store, dsn := setup(t, "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "bearer s3cret" {
+			wrong.Add(1)
+		}
+	}))
+	text = strings.Replace(text, "      path: /x\n", "      path: /x\n      headers: {Authorization: \"${CFBENCH_TEST_TOKEN}\"}\n", 1)
+	sp, err := spec.Parse("test.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Ramp.Max = 1
+	if _, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store,
+		LookupEnv: func(string) (string, bool) { return "", false }}); err == nil || !strings.Contains(err.Error(), "${CFBENCH_TEST_TOKEN}") {
+		t.Fatalf("run without the variable: %v", err)
+	}
+	lookup := func(name string) (string, bool) { return "bearer s3cret", name == "CFBENCH_TEST_TOKEN" }
+	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store, LookupEnv: lookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summaries[0].Count == 0 || wrong.Load() != 0 {
+		t.Fatalf("%d requests, %d without the expanded header", res.Summaries[0].Count, wrong.Load())
+	}
+	if stored := query[string](t, dsn, `SELECT spec FROM runs WHERE id = $1`, res.Run.ID); strings.Contains(stored, "s3cret") || !strings.Contains(stored, "${CFBENCH_TEST_TOKEN}") {
+		t.Fatalf("stored spec: %s", stored)
+	}
+}

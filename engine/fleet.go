@@ -30,12 +30,13 @@ type Fleet interface {
 // localFleet runs generator instances in this process, for url: variants without a
 // Cloud Foundry. They follow the plan exactly as pushed generators do.
 type localFleet struct {
-	app   string
-	store *resultsdb.Store
-	poll  time.Duration
-	log   *slog.Logger
-	ctx   context.Context // instances live until it ends or Stop
-	insts []*worker.Worker
+	app       string
+	store     *resultsdb.Store
+	poll      time.Duration
+	log       *slog.Logger
+	lookupEnv func(string) (string, bool)
+	ctx       context.Context // instances live until it ends or Stop
+	insts     []*worker.Worker
 }
 
 var _ Fleet = (*localFleet)(nil)
@@ -45,7 +46,7 @@ func (f *localFleet) App() string { return f.app }
 func (f *localFleet) Scale(_ context.Context, n int) error {
 	for len(f.insts) < n {
 		in := worker.New(worker.Config{Store: f.store, App: f.app, Index: len(f.insts), Host: "127.0.0.1",
-			PollEvery: f.poll, Logger: f.log})
+			PollEvery: f.poll, Logger: f.log, LookupEnv: f.lookupEnv})
 		in.Start(f.ctx)
 		f.insts = append(f.insts, in)
 	}

@@ -317,7 +317,7 @@ func checkHeader(name, val string) string {
 	if strings.ContainsFunc(val, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
 		return "header values must not contain control characters such as line breaks"
 	}
-	return ""
+	return checkHeaderVars(val)
 }
 
 // checkHeaderName accepts an RFC 9110 token other than Host.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -46,6 +47,8 @@ type Config struct {
 	// Writer tunes the sample writer; SpillPath is set from SpillDir.
 	Writer resultsdb.WriterOptions
 	Logger *slog.Logger
+	// LookupEnv expands ${NAME} in the workload's header values (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
 }
 
 // Worker is one running instance. Lifecycle: New, Start, then Close (graceful) or cancel
@@ -200,7 +203,11 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		return nil, err
 	}
 	// Sample times count from the run's epoch, on this host's clock.
-	cfg, err := wl.config(a.TargetURL, a.TraceTag, uint32(id), a.Epoch.Add(-offset))
+	lookup := w.cfg.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	cfg, err := wl.config(a.TargetURL, a.TraceTag, uint32(id), a.Epoch.Add(-offset), lookup)
 	if err != nil {
 		return nil, err
 	}

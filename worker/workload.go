@@ -79,7 +79,7 @@ func (w *Workload) perInstanceRate(live int) float64 {
 }
 
 // config is the loadgen configuration for one instance.
-func (w *Workload) config(target string, tag, workerID uint32, epoch time.Time) (loadgen.Config, error) {
+func (w *Workload) config(target string, tag, workerID uint32, epoch time.Time, lookup func(string) (string, bool)) (loadgen.Config, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return loadgen.Config{}, fmt.Errorf("target url: %w", err)
@@ -100,6 +100,10 @@ func (w *Workload) config(target string, tag, workerID uint32, epoch time.Time) 
 	for _, r := range w.Requests {
 		h := http.Header{}
 		for k, v := range r.Headers {
+			v, err := spec.ExpandHeader(v, lookup)
+			if err != nil {
+				return cfg, fmt.Errorf("request %s, header %s: %w", r.Path, k, err)
+			}
 			h.Set(k, v)
 		}
 		var body []byte

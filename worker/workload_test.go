@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestWorkloadConnectTo(t *testing.T) {
 	if !reflect.DeepEqual(back, wl) {
 		t.Fatalf("round trip:\n got  %+v\n want %+v", back, wl)
 	}
-	cfg, err := back.config("http://stub.apps.localhost/", 1, 2, time.Now())
+	cfg, err := back.config("http://stub.apps.localhost/", 1, 2, time.Now(), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,25 @@ type Env struct {
 	prog string
 }
 
+// envToken is the variable a workload header names for the user's own Cloud Foundry
+// token (e.g. Authorization: "${CF_OAUTH_TOKEN}"): as a plugin it comes from the cf
+// CLI's connection unless set; standalone, set it: CF_OAUTH_TOKEN=$(cf oauth-token).
+const envToken = "CF_OAUTH_TOKEN"
+
+// lookupEnv is the environment generators expand header values from: the process's,
+// plus the cf CLI's token as CF_OAUTH_TOKEN when running as a plugin.
+func (env *Env) lookupEnv(name string) (string, bool) {
+	if v := env.Getenv(name); v != "" {
+		return v, true
+	}
+	if name == envToken && env.CF != nil {
+		if t, err := env.CF(); err == nil && t.AccessToken != "" {
+			return t.AccessToken, true
+		}
+	}
+	return "", false
+}
+
 // command is how the user invokes the command called name (its standalone name; one of
 // those whose plugin name is benchmark-NAME) in hints: "cf benchmark-export" as a
 // plugin, "cf-benchmark export" standalone.

@@ -69,7 +69,7 @@ var runCmd = &Command{
 				jrep = newJSONReporter(env.Stdout, remember)
 				rep = jrep
 			}
-			opts := engine.Options{Reporter: rep, Logger: logger}
+			opts := engine.Options{Reporter: rep, Logger: logger, LookupEnv: env.lookupEnv}
 			if onCF {
 				cf, api, err := cff.connect(env)
 				if err != nil {
@@ -79,7 +79,8 @@ var runCmd = &Command{
 				if err != nil {
 					return err
 				}
-				dep, err := engine.Deploy(ctx, sp, engine.DeployConfig{CF: cf, API: api, WorkerBin: worker, TunnelBin: tunnelBin, Reporter: rep, Logger: logger})
+				dep, err := engine.Deploy(ctx, sp, engine.DeployConfig{CF: cf, API: api, WorkerBin: worker, TunnelBin: tunnelBin, Reporter: rep, Logger: logger,
+					LookupEnv: env.lookupEnv})
 				if err != nil {
 					if ctx.Err() != nil {
 						return fmt.Errorf("%w before the run started: %v", engine.ErrAborted, err)
