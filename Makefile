@@ -14,17 +14,19 @@ build:
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel
+	scripts/build-apps.sh
 
 deps:
 	scripts/install-deps.sh
 
 demo: deps build
-	scripts/demo.sh
+	scripts/demo.sh $(SPEC)
 
-test: deps
+test: deps build
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	scripts/test-apps.sh
 
 bench: deps build
 	scripts/bench.sh

@@ -10,6 +10,9 @@
 # segments (cells on separate CPUs), ramps the generators 1 -> 3 with cf scale, polls
 # container metrics, prints a summary and writes results/RUN_ID/*.csv. A foundation the
 # demo started is stopped at the end; one that was already running is left alone.
+#
+# Another spec runs the same way: scripts/demo.sh examples/java-vs-node.yml (or
+# make demo SPEC=examples/java-vs-node.yml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,4 +45,4 @@ mkdir -p "$CF_HOME"
 
 # The plugin pushes bin/cfbench-worker and bin/cfbench-tunnel; cf runs it from its own
 # copy under CF_HOME, so say where they are.
-CFBENCH_BIN_DIR=$PWD/bin "$cf" run-benchmark -f examples/stub-on-cf.yml
+CFBENCH_BIN_DIR=$PWD/bin "$cf" run-benchmark -f "${1:-examples/stub-on-cf.yml}"

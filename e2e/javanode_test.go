@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+)
+
+// TestJavaVsNodeOnLocalFoundation runs examples/java-vs-node.yml with the real cf CLI on
+// a local foundation, shortened to two steps of one and two generator instances: both
+// bulletin boards are pushed from their manifests (the jar Maven built; the Node app
+// staged with npm ci) with their database created by the spec, and the results show
+// each request three times, joined on its trace id: at the generator, in the router's
+// access log and inside the app (pool wait, query, total).
+func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
+	root := moduleRoot(t)
+	jar := filepath.Join(root, "apps", "bulletin-java", "target", "bulletin-java.jar")
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("the Java sample app is not built (%v): run make build", err)
+	}
+	plugin := buildPlugin(t, root)
+	bins := buildPushed(t, root)
+	f, _ := testfoundation.Start(t)
+	cf := newCF(t, root)
+	info := f.Info()
+	cf.mustRun(t, "api", info.APIURL)
+	cf.mustRun(t, "auth", info.User, info.Password)
+	cf.mustRun(t, "install-plugin", "-f", plugin)
+	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
+	specFile := writeJavaVsNodeSpec(t, root, info.AccessLog)
+
+	p := startCF(t, cf, "run-benchmark", "-f", specFile)
+	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): java-vs-node, 2 variant\(s\), 2 step\(s\) each`))[1]
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("cf run-benchmark: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"created service instance bulletin-db", "bulletin-java runs as", "bulletin-node runs as",
+		"run " + runID + " completed", "exported run " + runID} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// (The generator-CPU check may warn: one closed-loop user saturates the local
+	// foundation's single loadgen CPU. Nothing about app timings may.)
+	if strings.Contains(out, "app timings") {
+		t.Errorf("the run warned about app timings:\n%s", out)
+	}
+
+	dir := filepath.Join(cf.dir, "results", runID)
+	flushes := map[string]int{}
+	for _, fl := range readCSV(t, filepath.Join(dir, "app_timing_flushes.csv")) {
+		if fl["error"] != "" || fl["dropped"] != "0" || fl["foreign_rows"] != "0" {
+			t.Errorf("flush %v", fl)
+		}
+		flushes[fl["app_name"]]++
+	}
+	if flushes["bulletin-java"] != 2 || flushes["bulletin-node"] != 2 {
+		t.Errorf("flushes per app %v, want one per step of each (2 steps, 1 instance)", flushes)
+	}
+
+	// Every answered request has all three views. Inside the app one clock measures
+	// it, so its pool wait and query time fit in its total; across processes the
+	// start and end of each view are taken at different moments, so only the medians
+	// must nest: the app's time within the router's within the generator's.
+	rows := readCSV(t, filepath.Join(dir, "request_times.csv"))
+	answered := map[string]int{}
+	views := map[string]*[3][]int{}
+	for _, r := range rows {
+		if r["status"] == "0" {
+			continue
+		}
+		answered[r["variant"]]++
+		if r["router_us"] == "" || r["app_us"] == "" {
+			t.Fatalf("request without router or app timings: %v", r)
+		}
+		app, pool, query := atoi(t, r["app_us"]), atoi(t, r["pool_wait_us"]), atoi(t, r["query_us"])
+		if pool+query > app {
+			t.Errorf("pool wait %d + query %d µs exceed the app's total %d µs: %v", pool, query, app, r)
+		}
+		if r["warmup"] == "false" {
+			if views[r["variant"]] == nil {
+				views[r["variant"]] = &[3][]int{}
+			}
+			v := views[r["variant"]]
+			v[0], v[1], v[2] = append(v[0], atoi(t, r["client_us"])), append(v[1], atoi(t, r["router_us"])), append(v[2], app)
+		}
+	}
+	for variant, v := range views {
+		client, router, app := median(v[0]), median(v[1]), median(v[2])
+		t.Logf("%s: median client %d µs, router %d µs, app %d µs", variant, client, router, app)
+		if !(app <= router && router <= client) {
+			t.Errorf("%s: medians do not nest: client %d ≥ router %d ≥ app %d µs", variant, client, router, app)
+		}
+	}
+	if answered["java"] == 0 || answered["node"] == 0 {
+		t.Fatalf("answered requests per variant: %v", answered)
+	}
+	statuses := map[string]int{}
+	for _, s := range readCSV(t, filepath.Join(dir, "samples.csv")) {
+		statuses[s["status"]]++
+	}
+	if statuses["200"] == 0 || statuses["201"] == 0 || len(statuses) != 2 {
+		t.Errorf("statuses %v, want only 200 (list, get) and 201 (create)", statuses)
+	}
+	t.Logf("answered: %v; flushes: %v", answered, flushes)
+
+	// examples/cc-api.yml against this foundation's Cloud Controller, with the token of
+	// the cf CLI's login (the plugin passes it as ${CF_OAUTH_TOKEN}).
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "cc-api.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(sp), "url: https://api.sys.example.com", "url: "+info.APIURL, 1)
+	s = strings.Replace(s, "  start: 1\n  step: 7\n  max: 50\n  hold: 60s\n", "  start: 1\n  step: 3\n  max: 4\n  hold: 3s\n", 1)
+	s = strings.Replace(s, "  warmup: 5s\n", "  warmup: 1s\n", 1)
+	if !strings.Contains(s, info.APIURL) || !strings.Contains(s, "hold: 3s") || !strings.Contains(s, "warmup: 1s") {
+		t.Fatal("examples/cc-api.yml changed shape: update this test")
+	}
+	ccSpec := filepath.Join(t.TempDir(), "cc-api.yml")
+	if err := os.WriteFile(ccSpec, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := startCF(t, cf, "run-benchmark", "-f", ccSpec)
+	ccRun := cc.waitFor(t, regexp.MustCompile(`^run (\S+): cc-api, 1 variant\(s\), 2 step\(s\) each`))[1]
+	if out, code := cc.wait(t); code != 0 {
+		t.Fatalf("cf run-benchmark cc-api: exit %d\n%s", code, out)
+	}
+	ccStatus := map[string]int{}
+	for _, r := range readCSV(t, filepath.Join(cf.dir, "results", ccRun, "samples.csv")) {
+		ccStatus[r["status"]]++
+	}
+	if ccStatus["200"] == 0 || len(ccStatus) != 1 {
+		t.Errorf("GET /v3/spaces statuses %v, want only 200 (the token reached the Cloud Controller)", ccStatus)
+	}
+}
+
+// writeJavaVsNodeSpec copies examples/java-vs-node.yml into a temp dir with the
+// manifests at their place in the tree, the router logs at the test foundation's access
+// log, and a ramp of 1 and 2 instances of 8 s each.
+func writeJavaVsNodeSpec(t *testing.T, root, accessLog string) string {
+	t.Helper()
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "java-vs-node.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sp)
+	for old, repl := range map[string]string{
+		"../manifests/": filepath.Join(root, "manifests") + "/",
+		"path: ../.cfbench/foundation/access.log":                        "path: " + accessLog,
+		"  start: 4\n  step: 4\n  max: 40\n  hold: 60s\n  warmup: 10s\n": "  start: 1\n  step: 1\n  max: 2\n  hold: 8s\n  warmup: 2s\n",
+		"    interval: 5s\n": "    interval: 1s\n",
+	} {
+		if !strings.Contains(s, old) {
+			t.Fatalf("examples/java-vs-node.yml has no %q: update this test", old)
+		}
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	file := filepath.Join(t.TempDir(), "java-vs-node.yml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func median(xs []int) int {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
