@@ -40,7 +40,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("cf run-benchmark: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"created service instance bulletin-db", "bulletin-java runs as", "bulletin-node runs as",
+	for _, want := range []string{"created service instance bulletin-db", "java runs as bulletin-java (", "node runs as bulletin-node (",
 		"run " + runID + " completed", "exported run " + runID} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
