@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -484,8 +483,8 @@ final class BulletinHandler extends Handler.Abstract {
             if (end > start) {
                 int eq = query.indexOf('=', start);
                 int nameEnd = eq >= 0 && eq < end ? eq : end;
-                if (formDecode(query.substring(start, nameEnd)).equals(name)) {
-                    return nameEnd < end ? formDecode(query.substring(nameEnd + 1, end)) : "";
+                if (Utf8.percentDecode(query.substring(start, nameEnd), true).equals(name)) {
+                    return nameEnd < end ? Utf8.percentDecode(query.substring(nameEnd + 1, end), true) : "";
                 }
             }
             if (amp < 0) {
@@ -494,39 +493,6 @@ final class BulletinHandler extends Handler.Abstract {
             start = amp + 1;
         }
         return null;
-    }
-
-    static String formDecode(String s) {
-        if (s.indexOf('%') < 0 && s.indexOf('+') < 0) {
-            return s;
-        }
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
-        ByteArrayOutputStream out = new ByteArrayOutputStream(b.length);
-        for (int i = 0; i < b.length; i++) {
-            byte c = b[i];
-            if (c == '+') {
-                out.write(' ');
-            } else if (c == '%' && i + 2 < b.length && hex(b[i + 1]) >= 0 && hex(b[i + 2]) >= 0) {
-                out.write(hex(b[i + 1]) * 16 + hex(b[i + 2]));
-                i += 2;
-            } else {
-                out.write(c);
-            }
-        }
-        return out.toString(StandardCharsets.UTF_8);
-    }
-
-    private static int hex(byte c) {
-        if (c >= '0' && c <= '9') {
-            return c - '0';
-        }
-        if (c >= 'a' && c <= 'f') {
-            return c - 'a' + 10;
-        }
-        if (c >= 'A' && c <= 'F') {
-            return c - 'A' + 10;
-        }
-        return -1;
     }
 
     static String oneLine(Throwable t) {

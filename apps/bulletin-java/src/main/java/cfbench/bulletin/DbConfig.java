@@ -2,7 +2,6 @@ package cfbench.bulletin;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.ByteArrayOutputStream;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -148,10 +147,10 @@ record DbConfig(String jdbcUrl, String user, String password, String source) {
             rest = rest.substring(at + 1);
             int colon = userInfo.indexOf(':');
             if (colon >= 0) {
-                user = decode(userInfo.substring(0, colon));
-                password = decode(userInfo.substring(colon + 1));
+                user = Utf8.percentDecode(userInfo.substring(0, colon), false);
+                password = Utf8.percentDecode(userInfo.substring(colon + 1), false);
             } else {
-                user = decode(userInfo);
+                user = Utf8.percentDecode(userInfo, false);
             }
             if (user.isEmpty()) {
                 user = null;
@@ -193,19 +192,19 @@ record DbConfig(String jdbcUrl, String user, String password, String source) {
             } else {
                 host = rest;
             }
-            host = decode(host);
+            host = Utf8.percentDecode(host, false);
         }
         if (host.isEmpty()) {
             host = "localhost";
         }
-        String db = decode(path);
+        String db = Utf8.percentDecode(path, false);
         String sslmode = null;
         if (query != null) {
             for (String kv : query.split("&")) {
                 int eq = kv.indexOf('=');
-                String k = decode(eq >= 0 ? kv.substring(0, eq) : kv);
+                String k = Utf8.percentDecode(eq >= 0 ? kv.substring(0, eq) : kv, false);
                 if (k.equals("sslmode") && sslmode == null) {
-                    sslmode = decode(eq >= 0 ? kv.substring(eq + 1) : "");
+                    sslmode = Utf8.percentDecode(eq >= 0 ? kv.substring(eq + 1) : "", false);
                 }
             }
         }
@@ -274,37 +273,6 @@ record DbConfig(String jdbcUrl, String user, String password, String source) {
 
     private static String nonEmpty(String s) {
         return s == null || s.isEmpty() ? null : s;
-    }
-
-    /** Percent-decoding as in a URI (a '+' stays a '+'); malformed escapes are kept as they are. */
-    static String decode(String s) {
-        if (s.indexOf('%') < 0) {
-            return s;
-        }
-        ByteArrayOutputStream out = new ByteArrayOutputStream(s.length());
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
-        for (int i = 0; i < b.length; i++) {
-            if (b[i] == '%' && i + 2 < b.length && hexVal(b[i + 1]) >= 0 && hexVal(b[i + 2]) >= 0) {
-                out.write(hexVal(b[i + 1]) * 16 + hexVal(b[i + 2]));
-                i += 2;
-            } else {
-                out.write(b[i]);
-            }
-        }
-        return out.toString(StandardCharsets.UTF_8);
-    }
-
-    private static int hexVal(byte c) {
-        if (c >= '0' && c <= '9') {
-            return c - '0';
-        }
-        if (c >= 'a' && c <= 'f') {
-            return c - 'a' + 10;
-        }
-        if (c >= 'A' && c <= 'F') {
-            return c - 'A' + 10;
-        }
-        return -1;
     }
 
     @Override

@@ -59,7 +59,7 @@ final class TraceId {
 
     private static boolean isHex(String s, int from, int to) {
         for (int i = from; i < to; i++) {
-            if (hexVal(s.charAt(i)) < 0) {
+            if (Utf8.hexDigit(s.charAt(i)) < 0) {
                 return false;
             }
         }
@@ -69,22 +69,9 @@ final class TraceId {
     private static long hex(String s, int from, int to) {
         long v = 0;
         for (int i = from; i < to; i++) {
-            v = (v << 4) | hexVal(s.charAt(i));
+            v = (v << 4) | Utf8.hexDigit(s.charAt(i));
         }
         return v;
-    }
-
-    private static int hexVal(char c) {
-        if (c >= '0' && c <= '9') {
-            return c - '0';
-        }
-        if (c >= 'a' && c <= 'f') {
-            return c - 'a' + 10;
-        }
-        if (c >= 'A' && c <= 'F') {
-            return c - 'A' + 10;
-        }
-        return -1;
     }
 
     static String format(long hi, long lo) {

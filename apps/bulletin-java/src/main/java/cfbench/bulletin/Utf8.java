@@ -1,5 +1,8 @@
 package cfbench.bulletin;
 
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+
 /**
  * UTF-8 decoding as the WHATWG Encoding Standard (and so Node's {@code buf.toString('utf8')})
  * does it: each maximal ill-formed subsequence becomes one U+FFFD. Java's own decoder agrees
@@ -80,5 +83,43 @@ final class Utf8 {
             out[n++] = '\uFFFD';
         }
         return new String(out, 0, n);
+    }
+
+    /**
+     * Percent-decoding of a URI component, the bytes read as UTF-8; with plusIsSpace a '+'
+     * is a space (query strings), else it stays a '+'. Malformed escapes are kept as they are.
+     */
+    static String percentDecode(String s, boolean plusIsSpace) {
+        if (s.indexOf('%') < 0 && (!plusIsSpace || s.indexOf('+') < 0)) {
+            return s;
+        }
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        ByteArrayOutputStream out = new ByteArrayOutputStream(b.length);
+        for (int i = 0; i < b.length; i++) {
+            byte c = b[i];
+            if (c == '+' && plusIsSpace) {
+                out.write(' ');
+            } else if (c == '%' && i + 2 < b.length && hexDigit(b[i + 1]) >= 0 && hexDigit(b[i + 2]) >= 0) {
+                out.write(hexDigit(b[i + 1]) * 16 + hexDigit(b[i + 2]));
+                i += 2;
+            } else {
+                out.write(c);
+            }
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    /** The value of hex digit c, or -1. */
+    static int hexDigit(int c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
     }
 }
