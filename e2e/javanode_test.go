@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 )
 
 // TestJavaVsNodeOnLocalFoundation runs examples/java-vs-node.yml with the real cf CLI on
@@ -23,15 +21,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	if _, err := os.Stat(jar); err != nil {
 		t.Fatalf("the Java sample app is not built (%v): run make build", err)
 	}
-	plugin := buildPlugin(t, root)
-	bins := buildPushed(t, root)
-	f, _ := testfoundation.Start(t)
-	cf := newCF(t, root)
-	info := f.Info()
-	cf.mustRun(t, "api", info.APIURL)
-	cf.mustRun(t, "auth", info.User, info.Password)
-	cf.mustRun(t, "install-plugin", "-f", plugin)
-	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
+	cf, info, _ := loggedIn(t, root, buildPushed(t, root))
 	specFile := writeJavaVsNodeSpec(t, root, info.AccessLog)
 
 	p := startCF(t, cf, "run-benchmark", "-f", specFile)

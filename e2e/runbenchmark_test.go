@@ -19,6 +19,7 @@ import (
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 
+	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 )
 
@@ -31,17 +32,10 @@ const runTimeout = 6 * time.Minute
 // second run is interrupted with Ctrl-C and its results still export.
 func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 	root := moduleRoot(t)
-	plugin := buildPlugin(t, root)
 	bins := buildPushed(t, root)
-	f, cl := testfoundation.Start(t)
-	cf := newCF(t, root)
-	info := f.Info()
-	cf.mustRun(t, "api", info.APIURL)
-	cf.mustRun(t, "auth", info.User, info.Password)
+	cf, info, cl := loggedIn(t, root, bins)
 	// The generators are in space loadgen: cf scale works on the targeted space.
 	cf.mustRun(t, "target", "-o", "cfbench", "-s", "loadgen")
-	cf.mustRun(t, "install-plugin", "-f", plugin)
-	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
 	specFile := writeSpec(t, root, bins, info.AccessLog)
 
 	t.Run("a complete run with a manual cf scale mid-run", func(t *testing.T) {
@@ -180,6 +174,22 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		}
 		assertGeneratorsAtZero(t, cl)
 	})
+}
+
+// loggedIn starts a local foundation and returns the real cf CLI logged in to it with
+// the plugin installed and told where the binaries a run pushes are (bins, see
+// buildPushed), the foundation's addresses and a CC client.
+func loggedIn(t *testing.T, root, bins string) (*cfCLI, foundation.Info, *client.Client) {
+	t.Helper()
+	plugin := buildPlugin(t, root)
+	f, cl := testfoundation.Start(t)
+	cf := newCF(t, root)
+	info := f.Info()
+	cf.mustRun(t, "api", info.APIURL)
+	cf.mustRun(t, "auth", info.User, info.Password)
+	cf.mustRun(t, "install-plugin", "-f", plugin)
+	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
+	return cf, info, cl
 }
 
 // buildPushed builds the binaries a run pushes (generator, tunnel) and the stub app into
