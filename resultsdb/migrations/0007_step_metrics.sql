@@ -52,6 +52,7 @@ CREATE TABLE step_app_metrics (
     mem_mean_bytes  double precision,           -- per instance
     mem_max_bytes   bigint,
     mem_quota_bytes bigint,
+    cores_available double precision,           -- per instance: the cores of its cell, where known
     PRIMARY KEY (run_id, variant, step, app_name)
 );
 
