@@ -64,3 +64,9 @@ ALTER TABLE container_metrics
     ADD COLUMN entitlement_ns   bigint,         -- CPU time the container was entitled to
     ADD COLUMN container_age_ns bigint,
     ADD COLUMN source           text NOT NULL DEFAULT 'stats';  -- 'stats' (CC) or 'logcache'
+
+-- A finding (run_events.kind 'check') names its check and carries its evidence, the
+-- figures its rule judged, so a report can show them beside the message.
+ALTER TABLE run_events
+    ADD COLUMN check_name text,                 -- e.g. 'generator-saturation'; NULL for other kinds
+    ADD COLUMN evidence   jsonb;                -- {"send_lag_mean_ms": 1.2, ...}
