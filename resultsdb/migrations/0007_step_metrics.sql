@@ -46,6 +46,7 @@ CREATE TABLE step_app_metrics (
     instances       integer          NOT NULL,  -- distinct instances with usage in the window
     cpu_source      text             NOT NULL,  -- 'counters' (cumulative CPU time), 'stats' (sampled), '' (none)
     cpu_points      integer          NOT NULL,  -- readings the CPU figure rests on
+    cpu_covered     double precision NOT NULL,  -- share of the window those readings span (0..1)
     cpu_mean_cores  double precision,           -- per instance, over the window
     cpu_max_cores   double precision,           -- the busiest instance
     cpu_total_cores double precision,           -- all instances together
