@@ -4,46 +4,33 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 // The names of the checks a run performs on its own measurement, as in Finding.Check.
+// docs/checks.md states each rule; the spec's checks section sets its thresholds.
 const (
-	ColocationCheck     = "colocation"
-	GeneratorCPUCheck   = "generator-cpu"
-	FlatThroughputCheck = "flat-throughput"
+	ColocationCheck          = "colocation"
+	GeneratorSaturationCheck = "generator-saturation"
+	PlateauCheck             = "plateau"
+	PoolExhaustionCheck      = "pool-exhaustion"
+	StallCheck               = "stall"
+	CoverageCheck            = "coverage"
+	LayerOrderCheck          = "layer-order"
 )
 
-// Finding is a check that tripped. Level is warn or fail, never off.
+// Finding is a check that tripped. Level is warn or fail, never off. Evidence holds the
+// figures the rule judged, by name with their unit in it (send_lag_mean_ms), for reports.
 type Finding struct {
-	Check   string
-	Level   spec.CheckLevel
-	Message string
+	Check    string
+	Level    spec.CheckLevel
+	Message  string
+	Evidence map[string]any
 }
-
-// Thresholds of the checks.
-const (
-	// GeneratorEntitlementLimit is the mean share of its CPU entitlement from which a
-	// generator counts as busy. Past its entitlement an instance is throttled whenever
-	// the cell is contended, so at 0.8 a burst already waits for CPU and its latency is
-	// the generator's, not the app's.
-	GeneratorEntitlementLimit = 0.8
-	// GeneratorCPULimit is the mean CPU, in cores, from which a generator counts as busy
-	// when CC reports no entitlement. Close to a full core a single-core instance queues
-	// its own sends.
-	GeneratorCPULimit = 0.9
-	// FlatGainBelow is the throughput gain over the previous step under which more load
-	// counts as not served. Below 10 % the added load buys next to nothing; above, the
-	// app still scales and another check (the plateau stop) decides.
-	FlatGainBelow = 0.10
-	// AppLowEntitlement and AppLowCPU are the app's mean CPU (share of the entitlement,
-	// else cores) under which it counts as idle. Under half its CPU an app whose
-	// throughput stopped growing is waiting on something else.
-	AppLowEntitlement = 0.5
-	AppLowCPU         = 0.5
-)
 
 // CheckColocation reports every host that runs both an app instance and a generator
 // instance, or nil when there is none or level is off. A generator on an app's cell takes
@@ -88,7 +75,7 @@ func CheckColocation(level spec.CheckLevel, apps, generators []resultsdb.Instanc
 	}
 	b.WriteString(". The generators take CPU from the app on the same cell, so the app measures slower than it is." +
 		" Try: run the generators in another isolation segment (landscape.generators.isolation_segment).")
-	return &Finding{Check: ColocationCheck, Level: level, Message: b.String()}
+	return &Finding{Check: ColocationCheck, Level: level, Message: b.String(), Evidence: map[string]any{"hosts": shared}}
 }
 
 // instanceList writes instances as app/index, sorted.
@@ -107,98 +94,162 @@ func instanceList(ins []resultsdb.InstanceHost) string {
 	return strings.Join(names, ", ")
 }
 
-// CheckGeneratorCPU reports a generator app busy enough to be the bottleneck itself: its
-// mean CPU is at least GeneratorEntitlementLimit of its entitlement or, when CC reports
-// no entitlement, at least GeneratorCPULimit of a core. gen covers the step
-// (resultsdb.Store.StepMetrics); without usage (Polls 0) there is nothing to judge. The
-// finding is a warning whatever level says: the samples are still true, only the limit
-// found may be the generators'. Every level other than fail and warn is off.
-func CheckGeneratorCPU(level spec.CheckLevel, gen resultsdb.AppMetrics) *Finding {
-	level, ok := warnAtMost(level)
-	if !ok || gen.Polls == 0 {
+// CheckGeneratorSaturation reports generators that are the bottleneck themselves, judged
+// by their own signal: requests went out late against when they were due (closed loop:
+// after the user was ready; open loop: after its slot) by at least c.SendLagShare of the
+// mean latency and at least c.SendLagMin on average, or a generator instance used at
+// least c.CPUShare of the cores available to it (where known). Entitlement alone is no
+// evidence: on Diego an instance runs far above it whenever its cell has spare CPU.
+func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummary) *Finding {
+	if !warns(c.Level) || m.Count == 0 {
 		return nil
 	}
-	var use string
-	switch {
-	case gen.MeanEntitlement != nil:
-		e := *gen.MeanEntitlement
-		if e < GeneratorEntitlementLimit {
-			return nil
+	lagShare := 0.0
+	if m.Mean > 0 {
+		lagShare = float64(m.SendLagMean) / float64(m.Mean)
+	}
+	lagged := m.SendLagMean >= c.SendLagMin && lagShare >= c.SendLagShare
+	ev := map[string]any{"send_lag_mean_ms": ms(m.SendLagMean), "send_lag_p99_ms": ms(m.SendLagP99), "latency_mean_ms": ms(m.Mean),
+		"send_lag_share": lagShare}
+	var cpu string
+	busy := false
+	if g, ok := m.App(resultsdb.RoleGenerator); ok && g.CPUMaxCores != nil {
+		ev["generator_cpu_max_cores"] = *g.CPUMaxCores
+		cpu = fmt.Sprintf("; its busiest instance used %.2f cores", *g.CPUMaxCores)
+		if g.CoresAvailable != nil && *g.CoresAvailable > 0 {
+			share := *g.CPUMaxCores / *g.CoresAvailable
+			ev["generator_cores_available"], ev["generator_cpu_share"] = *g.CoresAvailable, share
+			cpu += fmt.Sprintf(" of the %.3g available (%.0f%%)", *g.CoresAvailable, 100*share)
+			busy = share >= c.CPUShare
 		}
-		use = fmt.Sprintf("%.0f%% of its CPU entitlement (warns from %.0f%%)", 100*e, 100*GeneratorEntitlementLimit)
-	case gen.MeanCPU >= GeneratorCPULimit:
-		use = fmt.Sprintf("%.2f of a core, entitlement unknown (warns from %.2f)", gen.MeanCPU, GeneratorCPULimit)
-	default:
+	}
+	if !lagged && !busy {
 		return nil
 	}
-	msg := fmt.Sprintf("generator %s (%s) used on average %s: the generators, not the app, may be the bottleneck."+
-		" Try: more generator instances with fewer users each, or more memory for the generator app (CPU shares grow with memory).",
-		gen.App, plural(gen.Instances, "instance"), use)
-	return &Finding{Check: GeneratorCPUCheck, Level: level, Message: msg}
+	why := fmt.Sprintf("requests went out %sms late on average (p99 %sms) against when they were due, %.0f%% of the mean latency (%sms)%s",
+		report.Millis(m.SendLagMean), report.Millis(m.SendLagP99), 100*lagShare, report.Millis(m.Mean), cpu)
+	try := "more generator instances (ramp.step, ramp.max)"
+	if m.Users > 1 {
+		try += " with fewer users each"
+	}
+	try += ", or a generator cell with more CPU"
+	msg := fmt.Sprintf("the generators could not keep up: %s. Latencies include their own delay and the load offered is less than planned. Try: %s.", why, try)
+	return &Finding{Check: GeneratorSaturationCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
 
-// CheckFlatThroughput reports a step that added load without adding throughput while the
-// app had CPU to spare: the limit is outside the app. It trips when cur has more
-// instances × users than prev, its throughput gained less than FlatGainBelow over prev's,
-// and the app's mean CPU is under AppLowEntitlement of its entitlement (when known) or
-// under AppLowCPU of a core. prev is the previous step of the same variant; the zero
-// StepSummary (first step) never trips, and neither does an open-loop step (its users
-// are 0: the offered rate is not in a StepSummary), nor an app without usage in the step
-// (app.Polls 0). The finding is a warning whatever level says. Every level other than
-// fail and warn is off.
-func CheckFlatThroughput(level spec.CheckLevel, prev, cur resultsdb.StepSummary, app resultsdb.AppMetrics) *Finding {
-	level, ok := warnAtMost(level)
-	if !ok || app.Polls == 0 || prev.Throughput <= 0 {
+// CheckPlateau reports a step that added load without adding throughput while the app
+// had CPU to spare: the limit is outside the app. It trips when the offered load grew by
+// at least c.LoadGrowthMin over prev (the previous step of the same variant), the
+// throughput grew by less than c.ServedBelow of the load's growth, and the app's mean CPU
+// per instance stayed under c.AppCPUBelow cores. Without the app's CPU (a url: variant)
+// there is no evidence the app idled, so it does not trip.
+func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
+	if !warns(c.Level) || prev.Throughput <= 0 || prev.OfferedLoad() <= 0 {
 		return nil
 	}
-	prevLoad, curLoad := prev.Instances*prev.Users, cur.Instances*cur.Users
-	if prevLoad <= 0 || curLoad <= prevLoad {
+	app, ok := cur.App(resultsdb.RoleApp)
+	if !ok || app.CPUMeanCores == nil {
+		return nil
+	}
+	loadGain := cur.OfferedLoad()/prev.OfferedLoad() - 1
+	if loadGain < c.LoadGrowthMin {
 		return nil
 	}
 	gain := (cur.Throughput - prev.Throughput) / prev.Throughput
-	if gain >= FlatGainBelow {
+	served := gain / loadGain
+	if served >= c.ServedBelow || *app.CPUMeanCores >= c.AppCPUBelow {
 		return nil
 	}
-	var use string
-	switch {
-	case app.MeanEntitlement != nil:
-		e := *app.MeanEntitlement
-		if e >= AppLowEntitlement {
-			return nil
-		}
-		use = fmt.Sprintf("%.0f%% of its CPU entitlement (%.2f of a core)", 100*e, app.MeanCPU)
-	case app.MeanCPU < AppLowCPU:
-		use = fmt.Sprintf("%.2f of a core, entitlement unknown", app.MeanCPU)
-	default:
+	unit := "users"
+	if cur.Open {
+		unit = "req/s offered"
+	}
+	msg := fmt.Sprintf("load grew %+.0f%% (%.4g to %.4g %s) but throughput only %+.1f%% (%.1f to %.1f req/s) while app %s used %.2f cores per instance"+
+		" (under %.2g): the bottleneck is outside the app."+
+		" Try: look at what is in front of it or behind it: a proxy or the router (gorouter time in router_requests), the database pool (pool wait in app_timings), the network.",
+		100*loadGain, prev.OfferedLoad(), cur.OfferedLoad(), unit, 100*gain, prev.Throughput, cur.Throughput, app.App, *app.CPUMeanCores, c.AppCPUBelow)
+	ev := map[string]any{"load_growth": loadGain, "throughput_growth": gain, "served": served,
+		"throughput_before": prev.Throughput, "throughput": cur.Throughput, "app_cpu_mean_cores": *app.CPUMeanCores}
+	return &Finding{Check: PlateauCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
+}
+
+// CheckPoolExhaustion reports a step whose requests spent at least c.WaitShare of their
+// app time waiting for a database connection (app timings; nothing to judge without).
+func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary) *Finding {
+	if !warns(c.Level) || m.AppTimed == 0 || m.AppTotal == nil || m.AppPoolWait == nil || *m.AppTotal <= 0 {
 		return nil
 	}
-	where := fmt.Sprintf("step %d", cur.Step)
-	if cur.Variant != "" {
-		where = "variant " + cur.Variant + " " + where
+	share := float64(*m.AppPoolWait) / float64(*m.AppTotal)
+	if share < c.WaitShare {
+		return nil
 	}
-	msg := fmt.Sprintf("%s: load grew from %d users (%d instances × %d) to %d (%d × %d) but throughput went from %.1f to %.1f req/s"+
-		" (%+.1f%%, under %+.0f%%) while app %s used on average %s: the bottleneck is likely outside the app."+
-		" Try: look at the router or proxy in front of it (gorouter time in router_requests), the database connection pool"+
-		" (pool wait in app_timings), the network.",
-		where, prevLoad, prev.Instances, prev.Users, curLoad, cur.Instances, cur.Users, prev.Throughput, cur.Throughput,
-		100*gain, 100*FlatGainBelow, app.App, use)
-	return &Finding{Check: FlatThroughputCheck, Level: level, Message: msg}
+	msg := fmt.Sprintf("requests waited %sms on average for a database connection, %.0f%% of their %sms in the app (%d requests timed):"+
+		" the connection pool, or the database's connection limit, caps throughput. Try: a bigger pool (e.g. DB_POOL_SIZE) within the database's max_connections, or fewer app instances per database.",
+		report.Millis(*m.AppPoolWait), 100*share, report.Millis(*m.AppTotal), m.AppTimed)
+	ev := map[string]any{"pool_wait_mean_ms": ms(*m.AppPoolWait), "app_mean_ms": ms(*m.AppTotal), "pool_wait_share": share, "requests": m.AppTimed}
+	return &Finding{Check: PoolExhaustionCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
 
-// plural writes n and noun, with an s unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
+// CheckStall reports a step in which the target completed (almost) nothing for at least
+// c.Longest, or, in a closed loop, whose stalls kept its users from sending at least
+// c.OmittedShare of its requests (coordinated omission). Single slow responses among
+// busy users (jitter) are no stall: see resultsdb.FindStalls.
+func CheckStall(c spec.Stall, m resultsdb.StepSummary) *Finding {
+	if !warns(c.Level) || m.Stalled <= 0 {
+		return nil
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	share := m.OmissionShare()
+	if m.Stalled < c.Longest && (m.Open || share < c.OmittedShare) {
+		return nil
+	}
+	msg := fmt.Sprintf("the target completed (almost) no request for %s", m.Stalled)
+	if m.Open {
+		msg += "; the open loop kept sending, so the step's latencies include the stall."
+	} else {
+		msg += fmt.Sprintf(": its users waited instead of sending about %d requests (%.1f%% of the step), so the step's percentiles understate"+
+			" the latency an independent arrival would see. Try: model: open, at a rate near this step's throughput.", m.Omitted, 100*share)
+	}
+	ev := map[string]any{"longest_stall_ms": m.Stalled.Milliseconds(), "omitted": m.Omitted, "omitted_share": share}
+	return &Finding{Check: StallCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
 
-// warnAtMost clamps a level for a check that may only warn; ok is false when it is off.
-// Spec validation already refuses fail there; a hand-built spec may not have been validated.
-func warnAtMost(level spec.CheckLevel) (spec.CheckLevel, bool) {
-	switch level {
-	case spec.CheckFail, spec.CheckWarn:
-		return spec.CheckWarn, true
+// CheckCoverage reports a step whose router logs hold less than c.Below of its requests,
+// saying whether the gaps look like a log quota or lost requests.
+func CheckCoverage(c spec.Coverage, cov resultsdb.Coverage, budgetSpent bool) *Finding {
+	if !warns(c.Level) || cov.Sent == 0 || cov.Share() >= c.Below {
+		return nil
 	}
-	return "", false
+	msg := fmt.Sprintf("the router logs hold %d of %d requests (%.1f%%): %s. Router-side figures of this step rest on the requests found.",
+		cov.Found, cov.Sent, 100*cov.Share(), report.CoverageVerdict(cov, budgetSpent))
+	ev := map[string]any{"sent": cov.Sent, "found": cov.Found, "coverage": cov.Share(), "empty_seconds": cov.EmptySeconds,
+		"seconds": cov.Seconds}
+	return &Finding{Check: CoverageCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
+
+// CheckLayerOrder reports a step where more than c.Above of the requests seen by two
+// layers have an inner layer taking longer than the outer one (app time over router
+// time, router time over client time): one side's clock starts late or stops early, and
+// a latency decomposition of the step would go negative.
+func CheckLayerOrder(c spec.LayerOrder, o resultsdb.LayerOrder) *Finding {
+	if !warns(c.Level) {
+		return nil
+	}
+	appShare, routerShare := o.AppOverRouterShare(), o.RouterOverClientShare()
+	if appShare <= c.Above && routerShare <= c.Above {
+		return nil
+	}
+	msg := fmt.Sprintf("layers out of order: app time exceeds router time in %d of %d requests (%.2f%%, worst by %sms), router time exceeds client time in %d of %d (%.2f%%, worst by %sms):"+
+		" a latency decomposition of this step is unreliable.",
+		o.AppOverRouter, o.AppAndRouter, 100*appShare, report.Millis(o.AppOverRouterMax),
+		o.RouterOverClient, o.RouterAndClient, 100*routerShare, report.Millis(o.RouterOverClientMax))
+	ev := map[string]any{"app_over_router_share": appShare, "router_over_client_share": routerShare,
+		"app_over_router_max_ms": ms(o.AppOverRouterMax), "router_over_client_max_ms": ms(o.RouterOverClientMax)}
+	return &Finding{Check: LayerOrderCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
+}
+
+// warns tells whether a warn-only check is on. Spec validation refuses fail there; a
+// hand-built spec may not have been validated, and fail counts as warn.
+func warns(level spec.CheckLevel) bool { return level == spec.CheckWarn || level == spec.CheckFail }
+
+// ms is a duration in milliseconds, for evidence.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

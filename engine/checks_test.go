@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -72,92 +73,141 @@ func TestCheckColocation(t *testing.T) {
 	}
 }
 
-func TestCheckGeneratorCPU(t *testing.T) {
+// step is a closed-loop step with the figures the checks judge.
+func step(users, instances int, rps float64, mean, lag time.Duration, apps ...resultsdb.AppStepMetrics) resultsdb.StepSummary {
+	return resultsdb.StepSummary{Variant: "v", Step: 1, Instances: instances, InstancesSeen: instances, Users: users, Count: 1000,
+		Throughput: rps, Mean: mean, P99: 3 * mean, SendLagMean: lag, SendLagP99: 3 * lag, Apps: apps}
+}
+
+func appCPU(role string, cores float64, available *float64) resultsdb.AppStepMetrics {
+	return resultsdb.AppStepMetrics{App: role + "-app", Role: role, Instances: 1, CPUSource: resultsdb.CPUFromCounters, CPUPoints: 2,
+		CPUMeanCores: checkF64(cores), CPUMaxCores: checkF64(cores), CPUTotalCores: checkF64(cores), CoresAvailable: available}
+}
+
+func TestCheckGeneratorSaturation(t *testing.T) {
 	t.Parallel()
-	gen := func(cpu float64, ent *float64) resultsdb.AppMetrics {
-		return resultsdb.AppMetrics{App: "gen", Instances: 3, Polls: 4, MeanCPU: cpu, MaxCPU: cpu, MeanEntitlement: ent, MaxEntitlement: ent}
-	}
+	c := spec.DefaultChecks().GeneratorSaturation
+	ms, us := time.Millisecond, time.Microsecond
 	cases := []struct {
 		name  string
-		level spec.CheckLevel
-		gen   resultsdb.AppMetrics
-		trips bool
+		c     spec.GeneratorSaturation
+		m     resultsdb.StepSummary
+		want  bool
 		parts []string
 	}{
-		{"entitlement under the limit", spec.CheckWarn, gen(1.5, checkF64(0.79)), false, nil},
-		{"entitlement exactly at the limit", spec.CheckWarn, gen(0.1, checkF64(0.8)), true,
-			[]string{"generator gen (3 instances) used on average 80% of its CPU entitlement", "may be the bottleneck", "more generator instances", "memory"}},
-		{"entitlement over", spec.CheckWarn, gen(0.1, checkF64(1.7)), true, []string{"170% of its CPU entitlement"}},
-		{"entitlement decides over cores when known", spec.CheckWarn, gen(0.95, checkF64(0.5)), false, nil},
-		{"unknown entitlement, cores under the limit", spec.CheckWarn, gen(0.89, nil), false, nil},
-		{"unknown entitlement, cores exactly at the limit", spec.CheckWarn, gen(0.9, nil), true, []string{"0.90 of a core, entitlement unknown"}},
-		{"fail is clamped to warn", spec.CheckFail, gen(0.1, checkF64(0.9)), true, nil},
-		{"off", spec.CheckOff, gen(2, checkF64(2)), false, nil},
-		{"unset level is off", "", gen(2, checkF64(2)), false, nil},
-		{"no usage in the step", spec.CheckWarn, resultsdb.AppMetrics{App: "gen"}, false, nil},
-		{"one instance", spec.CheckWarn, resultsdb.AppMetrics{App: "gen", Instances: 1, Polls: 1, MeanCPU: 1}, true, []string{"(1 instance)"}},
+		// The java-vs-node demo: generators at a few % of a core, lag in microseconds.
+		{"a clean closed loop", c, step(1, 4, 3000, ms, 20*us, appCPU(resultsdb.RoleGenerator, 0.08, checkF64(1))), false, nil},
+		{"high CPU share of an unknown cell is no evidence", c, step(1, 4, 3000, ms, 20*us, appCPU(resultsdb.RoleGenerator, 3, nil)), false, nil},
+		{"lag long but a small share of a slow target's latency", c, step(4, 1, 10, 100*ms, 2*ms), false, nil},
+		{"lag a large share but too short to matter", c, step(4, 1, 10000, 200*us, 100*us), false, nil},
+		{"lag long and a large share", c, step(4, 2, 3000, 2*ms, ms), true,
+			[]string{"1.000ms late on average (p99 3.000ms)", "50% of the mean latency (2.000ms)", "with fewer users each"}},
+		{"one user each: no advice to use fewer", c, step(1, 2, 3000, 2*ms, ms), true, []string{"or a generator cell with more CPU"}},
+		{"busy on a known cell", c, step(1, 4, 3000, ms, 20*us, appCPU(resultsdb.RoleGenerator, 0.95, checkF64(1))), true,
+			[]string{"busiest instance used 0.95 cores of the 1 available (95%)"}},
+		{"off", spec.GeneratorSaturation{Level: spec.CheckOff}, step(4, 2, 3000, 2*ms, ms), false, nil},
+		{"nothing sent", c, resultsdb.StepSummary{SendLagMean: time.Second}, false, nil},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			f := CheckGeneratorCPU(c.level, c.gen)
-			if !c.trips {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := CheckGeneratorSaturation(tc.c, tc.m)
+			if !tc.want {
 				wantFinding(t, f, "", "")
 				return
 			}
-			wantFinding(t, f, GeneratorCPUCheck, spec.CheckWarn, c.parts...)
+			wantFinding(t, f, GeneratorSaturationCheck, spec.CheckWarn, tc.parts...)
+			if f.Evidence["send_lag_mean_ms"] == nil {
+				t.Errorf("evidence %v lacks the send lag", f.Evidence)
+			}
 		})
 	}
 }
 
-func TestCheckFlatThroughput(t *testing.T) {
+func TestCheckPlateau(t *testing.T) {
 	t.Parallel()
-	step := func(idx, instances, users int, rps float64) resultsdb.StepSummary {
-		return resultsdb.StepSummary{Variant: "java", Step: idx, Instances: instances, Users: users, Count: int64(rps * 60), Throughput: rps}
-	}
-	app := func(cpu float64, ent *float64) resultsdb.AppMetrics {
-		return resultsdb.AppMetrics{App: "api", Instances: 2, Polls: 6, MeanCPU: cpu, MaxCPU: cpu, MeanEntitlement: ent}
-	}
-	prev := step(1, 2, 10, 100)
-	idle := app(0.2, checkF64(0.3))
+	c := spec.DefaultChecks().Plateau
+	ms := time.Millisecond
+	app := func(cores float64) resultsdb.AppStepMetrics { return appCPU(resultsdb.RoleApp, cores, nil) }
+	prev := step(1, 4, 1000, ms, 0, app(0.3))
 	cases := []struct {
-		name      string
-		level     spec.CheckLevel
-		prev, cur resultsdb.StepSummary
-		app       resultsdb.AppMetrics
-		trips     bool
-		parts     []string
+		name  string
+		prev  resultsdb.StepSummary
+		cur   resultsdb.StepSummary
+		want  bool
+		parts []string
 	}{
-		{"flat and idle", spec.CheckWarn, prev, step(2, 4, 10, 103), idle, true,
-			[]string{"variant java step 2", "from 20 users (2 instances × 10) to 40 (4 × 10)", "from 100.0 to 103.0 req/s (+3.0%",
-				"app api used on average 30% of its CPU entitlement", "outside the app", "router", "connection pool", "network"}},
-		{"throughput falls", spec.CheckWarn, prev, step(2, 4, 10, 80), idle, true, []string{"(-20.0%"}},
-		{"gain exactly at 10% is growth", spec.CheckWarn, prev, step(2, 4, 10, 110), idle, false, nil},
-		{"gain just under 10%", spec.CheckWarn, prev, step(2, 4, 10, 109.9), idle, true, nil},
-		{"app busy by entitlement", spec.CheckWarn, prev, step(2, 4, 10, 100), app(0.1, checkF64(0.5)), false, nil},
-		{"app just under half its entitlement", spec.CheckWarn, prev, step(2, 4, 10, 100), app(3, checkF64(0.49)), true, nil},
-		{"unknown entitlement, app idle", spec.CheckWarn, prev, step(2, 4, 10, 100), app(0.49, nil), true, []string{"0.49 of a core, entitlement unknown"}},
-		{"unknown entitlement, app at half a core", spec.CheckWarn, prev, step(2, 4, 10, 100), app(0.5, nil), false, nil},
-		{"more users per instance is more load", spec.CheckWarn, prev, step(2, 2, 20, 100), idle, true, nil},
-		{"same load", spec.CheckWarn, prev, step(2, 1, 20, 100), idle, false, nil},
-		{"less load", spec.CheckWarn, prev, step(2, 1, 10, 50), idle, false, nil},
-		{"first step: no previous", spec.CheckWarn, resultsdb.StepSummary{}, step(0, 2, 10, 100), idle, false, nil},
-		{"previous step served nothing", spec.CheckWarn, step(0, 1, 10, 0), step(1, 2, 10, 0), idle, false, nil},
-		{"open loop has no users", spec.CheckWarn, step(0, 1, 0, 100), step(1, 2, 0, 100), idle, false, nil},
-		{"no app metrics", spec.CheckWarn, prev, step(2, 4, 10, 100), resultsdb.AppMetrics{App: "api"}, false, nil},
-		{"fail is clamped to warn", spec.CheckFail, prev, step(2, 4, 10, 100), idle, true, nil},
-		{"off", spec.CheckOff, prev, step(2, 4, 10, 100), idle, false, nil},
-		{"unset level is off", "", prev, step(2, 4, 10, 100), idle, false, nil},
+		// The case: one more generator, throughput -3.8 %, app at 32 % of a core.
+		{"flat with an idle app", prev, step(1, 5, 962, ms, 0, app(0.32)), true,
+			[]string{"load grew +25% (4 to 5 users)", "throughput only -3.8% (1000.0 to 962.0 req/s)", "used 0.32 cores per instance"}},
+		// The study's proxy plateau: ~400 req/s, app under 20 % of a core.
+		{"a proxy plateau", step(1, 8, 400, 20*ms, 0, app(0.18)), step(1, 12, 405, 30*ms, 0, app(0.19)), true, []string{"+50%"}},
+		{"scaling", prev, step(1, 5, 1240, ms, 0, app(0.4)), false, nil},
+		{"flat with a busy app is the app's own limit", prev, step(1, 5, 1000, ms, 0, app(0.98)), false, nil},
+		{"app CPU unknown", prev, step(1, 5, 900, ms, 0), false, nil},
+		{"load did not grow", prev, step(1, 4, 500, ms, 0, app(0.1)), false, nil},
+		{"a manual scale counts in the load", prev, func() resultsdb.StepSummary {
+			s := step(1, 4, 1001, ms, 0, app(0.2))
+			s.InstancesSeen = 8
+			return s
+		}(), true, []string{"(4 to 8 users)"}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			f := CheckFlatThroughput(c.level, c.prev, c.cur, c.app)
-			if !c.trips {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := CheckPlateau(c, tc.prev, tc.cur)
+			if !tc.want {
 				wantFinding(t, f, "", "")
 				return
 			}
-			wantFinding(t, f, FlatThroughputCheck, spec.CheckWarn, c.parts...)
+			wantFinding(t, f, PlateauCheck, spec.CheckWarn, tc.parts...)
 		})
 	}
+	t.Run("open loop compares offered rates", func(t *testing.T) {
+		r1, r2 := 350.0, 700.0
+		a, b := step(0, 1, 350, ms, 0, app(0.1)), step(0, 1, 360, ms, 0, app(0.1))
+		a.Open, a.OfferedRate, b.Open, b.OfferedRate = true, &r1, true, &r2
+		wantFinding(t, CheckPlateau(c, a, b), PlateauCheck, spec.CheckWarn, "(350 to 700 req/s offered)")
+	})
+}
+
+func TestCheckPoolExhaustion(t *testing.T) {
+	t.Parallel()
+	c := spec.DefaultChecks().PoolExhaustion
+	d := func(v time.Duration) *time.Duration { return &v }
+	m := func(total, wait time.Duration) resultsdb.StepSummary {
+		return resultsdb.StepSummary{AppTimed: 5000, AppTotal: d(total), AppPoolWait: d(wait), AppQuery: d(total / 2)}
+	}
+	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, 6*time.Millisecond)), PoolExhaustionCheck, spec.CheckWarn,
+		"waited 6.000ms on average for a database connection, 60% of their 10.0ms")
+	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, time.Millisecond)), "", "")
+	wantFinding(t, CheckPoolExhaustion(c, resultsdb.StepSummary{}), "", "")
+}
+
+func TestCheckStall(t *testing.T) {
+	t.Parallel()
+	c := spec.DefaultChecks().Stall
+	closed := resultsdb.StepSummary{Count: 40000, Stalled: 2 * time.Second, Omitted: 6000}
+	wantFinding(t, CheckStall(c, closed), StallCheck, spec.CheckWarn, "for 2s", "about 6000 requests (15.0% of the step)", "model: open")
+	gc := resultsdb.StepSummary{Count: 40000, Stalled: 300 * time.Millisecond, Omitted: 90}
+	wantFinding(t, CheckStall(c, gc), "", "") // a short pause costing 0.2 %: below both thresholds
+	open := resultsdb.StepSummary{Count: 40000, Open: true, Stalled: 2 * time.Second}
+	wantFinding(t, CheckStall(c, open), StallCheck, spec.CheckWarn, "the open loop kept sending")
+	wantFinding(t, CheckStall(c, resultsdb.StepSummary{Count: 1}), "", "")
+}
+
+func TestCheckCoverage(t *testing.T) {
+	t.Parallel()
+	c := spec.DefaultChecks().Coverage
+	quota := resultsdb.Coverage{Sent: 10000, Found: 1000, Seconds: 10, EmptySeconds: 9, MissingInEmpty: 9000}
+	wantFinding(t, CheckCoverage(c, quota, false), CoverageCheck, spec.CheckWarn, "1000 of 10000 requests (10.0%)", "quota-like")
+	wantFinding(t, CheckCoverage(c, resultsdb.Coverage{Sent: 10000, Found: 9950}, false), "", "")
+	wantFinding(t, CheckCoverage(c, resultsdb.Coverage{}, false), "", "")
+}
+
+func TestCheckLayerOrder(t *testing.T) {
+	t.Parallel()
+	c := spec.DefaultChecks().LayerOrder
+	bad := resultsdb.LayerOrder{AppAndRouter: 10000, AppOverRouter: 800, AppOverRouterMax: 28 * time.Millisecond, RouterAndClient: 10000, RouterOverClient: 5}
+	wantFinding(t, CheckLayerOrder(c, bad), LayerOrderCheck, spec.CheckWarn, "800 of 10000 requests (8.00%, worst by 28.0ms)")
+	good := resultsdb.LayerOrder{AppAndRouter: 10000, AppOverRouter: 10, RouterAndClient: 10000, RouterOverClient: 5}
+	wantFinding(t, CheckLayerOrder(c, good), "", "")
 }

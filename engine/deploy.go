@@ -51,6 +51,18 @@ type Deployment struct {
 	variants map[string]*deployedVariant
 	order    []string
 	close    func()
+	// appCores and generatorCores are the cores of one cell of the apps' and the
+	// generators' isolation segment, where the foundation says; nil when unknown.
+	appCores, generatorCores *float64
+}
+
+// cores is the CPU one instance of an app (app true) or generator can get at most, in
+// cores: its cell's, where known; nil otherwise.
+func (d *Deployment) cores(app bool) *float64 {
+	if app {
+		return d.appCores
+	}
+	return d.generatorCores
 }
 
 // deployedVariant is what a variant runs as.

@@ -122,9 +122,14 @@ func TestRunWalksTheRampAndStoresEveryRequest(t *testing.T) {
 	}
 	for i, s := range rep.steps {
 		// a then b, 3 steps of 1 s each: 5 s left after the first, none after the last.
-		if want := time.Duration(5-i) * time.Second; s.Steps != 3 || s.Left != want || s.InstancesSeen != s.Instances || s.AppCPU != nil {
-			t.Errorf("step report %d: %d steps, %s left, %d seen of %d, app CPU %v; want 3 steps, %s left, all seen, no CPU in process",
-				i, s.Steps, s.Left, s.InstancesSeen, s.Instances, s.AppCPU, want)
+		if want := time.Duration(5-i) * time.Second; s.Steps != 3 || s.Left != want || s.InstancesSeen != s.Instances || len(s.Apps) != 0 {
+			t.Errorf("step report %d: %d steps, %s left, %d seen of %d, apps %v; want 3 steps, %s left, all seen, no container metrics in process",
+				i, s.Steps, s.Left, s.InstancesSeen, s.Instances, s.Apps, want)
+		}
+		// The progress line and the final summary read the same stored figures.
+		if f := res.Summaries[i]; !s.Stored || !f.Stored || s.Count != f.Count || s.Throughput != f.Throughput || s.P99 != f.P99 || s.Seconds != f.Seconds {
+			t.Errorf("step %d: progress %d requests, %.3f req/s, p99 %s over %.3f s; final summary %d, %.3f, %s over %.3f s: they must agree",
+				i+1, s.Count, s.Throughput, s.P99, s.Seconds, f.Count, f.Throughput, f.P99, f.Seconds)
 		}
 	}
 }
@@ -247,7 +252,7 @@ workload:
 ramp: {max: 1, hold: 3s}
 `
 
-func runFreeze(t *testing.T, workload string) resultsdb.StepSummary {
+func runFreeze(t *testing.T, workload string) (resultsdb.StepSummary, []StepFinding) {
 	t.Helper()
 	srv := httptest.NewServer(freezer())
 	t.Cleanup(srv.Close)
@@ -268,16 +273,27 @@ func runFreeze(t *testing.T, workload string) resultsdb.StepSummary {
 	if len(res.Summaries) != 1 {
 		t.Fatalf("%d summaries", len(res.Summaries))
 	}
-	return res.Summaries[0]
+	return res.Summaries[0], res.Findings
 }
 
-// TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop: the open loop measures
-// every request from its slot, so the freeze lands in p99 and the sends it blocked are
-// counted; the closed loop sends almost nothing during the freeze, its p99 stays low,
-// and the summary says that it hid the stall.
+// stallFinding is the stall finding among found, or nil.
+func stallFinding(found []StepFinding) *Finding {
+	for _, f := range found {
+		if f.Check == StallCheck {
+			return &f.Finding
+		}
+	}
+	return nil
+}
+
+// TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop: the target answers nothing
+// for the last 1.5 s of the step. The open loop measures every request from its slot,
+// so the freeze lands in p99 and the sends it blocked are counted; the closed loop sends
+// almost nothing during the freeze and its p99 stays low. Both steps record the stall,
+// and the stall check says what it means for each.
 func TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
-		s := runFreeze(t, "model: open\n  rate: 100\n  max_in_flight: 50")
+		s, found := runFreeze(t, "model: open\n  rate: 100\n  max_in_flight: 50")
 		// The 50 requests in flight when it froze waited 1.5 s or more: a quarter of
 		// the step's requests.
 		if s.P99 < 1500*time.Millisecond || s.Missed < 50 {
@@ -286,15 +302,18 @@ func TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop(t *testing.T) {
 		if len(report.Caveats([]resultsdb.StepSummary{s})) != 1 {
 			t.Fatalf("caveats %q: want the missed sends reported", report.Caveats([]resultsdb.StepSummary{s}))
 		}
+		if f := stallFinding(found); s.Stalled < time.Second || s.Omitted != 0 || f == nil || !strings.Contains(f.Message, "the open loop kept sending") {
+			t.Fatalf("stalled %s, omitted %d, finding %+v: want the stall found, nothing omitted", s.Stalled, s.Omitted, f)
+		}
 	})
 	t.Run("closed", func(t *testing.T) {
-		s := runFreeze(t, "model: closed\n  users: 4")
-		if s.P99 >= time.Second || s.OmissionShare() < resultsdb.OmissionWarnAt {
-			t.Fatalf("p99 %v, omitted %d of %d: want a low p99 flagged as hiding the stall; %+v", s.P99, s.Omitted, s.Count, s)
+		s, found := runFreeze(t, "model: closed\n  users: 4")
+		if s.P99 >= time.Second || s.Stalled < time.Second || s.OmissionShare() < 0.05 {
+			t.Fatalf("p99 %v, stalled %s, omitted %d of %d: want a low p99, the stall found and the requests it kept from being sent; %+v",
+				s.P99, s.Stalled, s.Omitted, s.Count, s)
 		}
-		caveats := report.Caveats([]resultsdb.StepSummary{s})
-		if len(caveats) != 1 || !strings.Contains(caveats[0], "the closed loop hid stalls") {
-			t.Fatalf("caveats %q", caveats)
+		if f := stallFinding(found); f == nil || !strings.Contains(f.Message, "percentiles understate") {
+			t.Fatalf("findings %+v: want the stall flagged as hiding latency", found)
 		}
 	})
 }

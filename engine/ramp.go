@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -54,30 +53,33 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 		if err := store.SetInstancesSeen(final, r.run.ID, v.Name, idx, seen); err != nil {
 			return err
 		}
-		sum, err := store.StepSummary(final, r.run.ID, v.Name, idx)
-		rep := StepReport{StepSummary: sum, Steps: len(steps), InstancesSeen: seen, Left: r.timeLeft(v, len(steps)-idx-1)}
-		var checkErr error
-		if err == nil && ctx.Err() == nil {
-			checkErr = r.checkStep(ctx, v, fleet, st.WarmupUntil, ended, prev, sum, &rep)
-			rep.Stop = stopReason(sp.Ramp.Stop, prev, sum, rep.AppCPU)
+		// The end is recorded first: the step's figures are computed once, over the
+		// step's planned window, and every reader after this sees the same ones.
+		if err := store.EndStep(final, r.run.ID, v.Name, idx, ended, ""); err != nil {
+			return err
 		}
-		stop := rep.Stop
-		if eerr := store.EndStep(final, r.run.ID, v.Name, idx, ended, stop); eerr != nil && err == nil {
-			err = eerr
-		}
+		sum, err := store.ComputeStepMetrics(final, r.run.ID, v.Name, idx, r.roles(v, fleet))
 		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+		rep := StepReport{StepSummary: sum, Steps: len(steps), Left: r.timeLeft(v, len(steps)-idx-1)}
+		checkErr := r.checkStep(ctx, v, fleet, prev, sum)
+		rep.Stop = stopReason(sp.Ramp.Stop, prev, sum)
+		if rep.Stop != "" {
+			if err := store.SetStopReason(final, r.run.ID, v.Name, idx, rep.Stop); err != nil {
+				return err
+			}
+		}
 		r.opts.Reporter.Step(rep)
 		if checkErr != nil {
 			return checkErr
 		}
-		if stop != "" {
-			r.res.Stops[v.Name] = stop
-			r.event(v.Name, idx, "stop", "info", stop)
+		if rep.Stop != "" {
+			r.res.Stops[v.Name] = rep.Stop
+			r.event(v.Name, idx, "stop", "info", rep.Stop)
 			return nil
 		}
 		prev = &sum
@@ -187,65 +189,68 @@ func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step
 	}
 }
 
-// checkStep runs the checks on a finished step's container metrics (on Cloud Foundry
-// only: in process there are none), records what trips, fills rep's app CPU, and
-// returns ErrCheckFailed when a check at level fail tripped.
-func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, from, to time.Time, prev *resultsdb.StepSummary, cur resultsdb.StepSummary, rep *StepReport) error {
+// roles are the apps whose container metrics a step of v includes: its app under test
+// (none for a url: variant) and its generator app.
+func (r *runner) roles(v *spec.Variant, fleet Fleet) []resultsdb.AppRole {
 	dep := r.opts.Deployment
 	if dep == nil {
 		return nil
 	}
-	store, checks := r.opts.Store, r.sp.Checks
-	d := dep.variant(v.Name)
-	var found []*Finding
-	var errs []error
-	if d.app != nil {
+	var roles []resultsdb.AppRole
+	if d := dep.variant(v.Name); d.app != nil {
+		roles = append(roles, resultsdb.AppRole{Name: d.app.Name, Role: resultsdb.RoleApp, CoresAvailable: dep.cores(true)})
+	}
+	return append(roles, resultsdb.AppRole{Name: fleet.App(), Role: resultsdb.RoleGenerator, CoresAvailable: dep.cores(false)})
+}
+
+// checkStep runs the checks on a finished step's figures, records what trips and
+// returns ErrCheckFailed when a check at level fail tripped.
+func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, prev *resultsdb.StepSummary, cur resultsdb.StepSummary) error {
+	checks := r.sp.Checks
+	found := []*Finding{
+		CheckGeneratorSaturation(checks.GeneratorSaturation, cur),
+		CheckPoolExhaustion(checks.PoolExhaustion, cur),
+		CheckStall(checks.Stall, cur),
+	}
+	if prev != nil {
+		found = append(found, CheckPlateau(checks.Plateau, *prev, cur))
+	}
+	if dep := r.opts.Deployment; dep != nil && dep.variant(v.Name).app != nil {
 		apps := dep.appNames()
-		hosts, err := store.LatestHosts(ctx, r.run.ID, append(slices.Clone(apps), fleet.App()))
-		if err == nil {
+		hosts, err := r.opts.Store.LatestHosts(ctx, r.run.ID, append(slices.Clone(apps), fleet.App()))
+		if err != nil {
+			r.opts.Logger.Warn("read the hosts for the co-location check", "variant", v.Name, "step", cur.Step+1, "err", err)
+		} else {
 			var appHosts []resultsdb.InstanceHost
 			for _, a := range apps {
 				appHosts = append(appHosts, hosts[a]...)
 			}
 			found = append(found, CheckColocation(checks.Colocation, appHosts, hosts[fleet.App()]))
 		}
-		errs = append(errs, err)
-	}
-	names := []string{fleet.App()}
-	if d.app != nil {
-		names = append(names, d.app.Name)
-	}
-	ms, err := store.StepMetrics(ctx, r.run.ID, from, to, names)
-	errs = append(errs, err)
-	for _, m := range ms {
-		switch {
-		case m.App == fleet.App():
-			found = append(found, CheckGeneratorCPU(checks.GeneratorCPU, m))
-		case d.app != nil && m.App == d.app.Name:
-			if m.Polls > 0 {
-				rep.AppCPU, rep.AppEntitlement = &m.MeanCPU, m.MeanEntitlement
-			}
-			if prev != nil {
-				found = append(found, CheckFlatThroughput(checks.FlatThroughput, *prev, cur, m))
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		r.opts.Logger.Warn("read container metrics for the checks", "variant", v.Name, "step", cur.Step, "err", err)
 	}
 	var failed error
 	for _, f := range found {
 		if f == nil {
 			continue
 		}
-		r.res.Findings = append(r.res.Findings, StepFinding{Variant: v.Name, Step: cur.Step, Finding: *f})
-		r.event(v.Name, cur.Step, "check", string(f.Level), f.Check+": "+f.Message)
-		r.opts.Reporter.Finding(v.Name, cur.Step, *f)
+		r.finding(v.Name, cur.Step, *f)
 		if f.Level == spec.CheckFail {
 			failed = fmt.Errorf("%w: %s: %s", ErrCheckFailed, f.Check, f.Message)
 		}
 	}
 	return failed
+}
+
+// finding records a finding of a step (idx 0-based; -1 for the whole variant) and
+// reports it.
+func (r *runner) finding(variant string, idx int, f Finding) {
+	r.res.Findings = append(r.res.Findings, StepFinding{Variant: variant, Step: idx, Finding: f})
+	ev := resultsdb.Event{RunID: r.run.ID, At: time.Now(), Variant: variant, Step: idx, Kind: "check", Level: string(f.Level),
+		Message: f.Message, Check: f.Check, Evidence: f.Evidence}
+	if err := r.opts.Store.AddEvent(context.Background(), ev); err != nil {
+		r.opts.Logger.Warn("record a finding", "check", f.Check, "err", err)
+	}
+	r.opts.Reporter.Finding(variant, idx, f)
 }
 
 // loadOf says what each generator instance sends, for progress lines.

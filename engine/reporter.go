@@ -27,13 +27,6 @@ type StepReport struct {
 	// steps of the run will take at least.
 	Steps int
 	Left  time.Duration
-	// InstancesSeen is the most generator instances alive during the step: more than
-	// planned when a user scaled the generators by hand.
-	InstancesSeen int
-	// AppCPU is the app's mean CPU per instance as a fraction of a core, and
-	// AppEntitlement the same relative to its CPU entitlement (1 = all of it; more when
-	// it uses spare capacity of its cell); nil when unknown.
-	AppCPU, AppEntitlement *float64
 	// Stop is the stop condition that ends the variant's ramp here, or "".
 	Stop string
 }

@@ -9,9 +9,13 @@ import (
 )
 
 // stopReason says why the ramp must end after step cur, or "" to go on. prev is the
-// previous step of the same variant (nil for the first step); appCPU is the app's mean
-// CPU per instance in the step as a fraction of a core (nil when unknown).
-func stopReason(c spec.StopConditions, prev *resultsdb.StepSummary, cur resultsdb.StepSummary, appCPU *float64) string {
+// previous step of the same variant (nil for the first step). The app's CPU is its mean
+// per instance in the step, where cur has it.
+func stopReason(c spec.StopConditions, prev *resultsdb.StepSummary, cur resultsdb.StepSummary) string {
+	var appCPU *float64
+	if a, ok := cur.App(resultsdb.RoleApp); ok {
+		appCPU = a.CPUMeanCores
+	}
 	switch {
 	case c.P99Above > 0 && cur.Count > 0 && cur.P99 > c.P99Above:
 		return fmt.Sprintf("p99 %sms over %sms", report.Millis(cur.P99), report.Millis(c.P99Above))

@@ -40,7 +40,11 @@ func TestStopReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := stopReason(c.cond, c.prev, c.cur, c.cpu); got != c.want {
+			cur := c.cur
+			if c.cpu != nil {
+				cur.Apps = []resultsdb.AppStepMetrics{{Role: resultsdb.RoleGenerator, CPUMeanCores: ptr(9.0)}, {Role: resultsdb.RoleApp, CPUMeanCores: c.cpu}}
+			}
+			if got := stopReason(c.cond, c.prev, cur); got != c.want {
 				t.Fatalf("stopReason = %q, want %q", got, c.want)
 			}
 		})

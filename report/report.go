@@ -28,30 +28,48 @@ type StepProgress struct {
 	resultsdb.StepSummary
 	Steps int           // steps of the variant's ramp
 	Left  time.Duration // at least this long until the run ends
-	// InstancesSeen, when above Instances, is shown: a user scaled the generators by hand.
-	InstancesSeen int
-	// AppCPU is the app's mean CPU per instance as a fraction of a core, and
-	// AppEntitlement the same relative to its entitlement; nil when unknown.
-	AppCPU, AppEntitlement *float64
 }
 
-// StepLine is the one-line progress report printed when a step ends.
+// StepLine is the one-line progress report printed when a step ends. Instances seen
+// above those planned are shown: a user scaled the generators by hand.
 func StepLine(p StepProgress) string {
 	s := p.StepSummary
 	inst := fmt.Sprint(s.Instances)
-	if p.InstancesSeen > s.Instances {
-		inst = fmt.Sprintf("%d (%d seen)", s.Instances, p.InstancesSeen)
+	if s.InstancesSeen > s.Instances {
+		inst = fmt.Sprintf("%d (%d seen)", s.Instances, s.InstancesSeen)
 	}
-	cpu := ""
-	if p.AppCPU != nil {
-		cpu = fmt.Sprintf("  app CPU %.0f%%", 100**p.AppCPU)
-		if p.AppEntitlement != nil {
-			cpu += fmt.Sprintf(" (%.0f%% of entitlement)", 100**p.AppEntitlement)
+	load := fmt.Sprintf("instances %s x %d users", inst, s.Users)
+	if s.Open && s.OfferedRate != nil {
+		load = fmt.Sprintf("instances %s at %.1f req/s offered", inst, *s.OfferedRate)
+	}
+	return fmt.Sprintf("%s  step %d/%d  %s  %.1f req/s  p50 %sms  p99 %sms  errors %.2f%%%s  %s left",
+		s.Variant, s.Step+1, p.Steps, load, s.Throughput, Millis(s.P50), Millis(s.P99), 100*s.ErrorRate(), cpuOf(s), p.Left.Round(time.Second))
+}
+
+// cpuOf writes the CPU of a step's app and generators in cores per instance, saying
+// when a figure rests on few sampled readings.
+func cpuOf(s resultsdb.StepSummary) string {
+	out := ""
+	for _, role := range []string{resultsdb.RoleApp, resultsdb.RoleGenerator} {
+		a, ok := s.App(role)
+		if !ok || a.CPUMeanCores == nil {
+			continue
+		}
+		name := "app"
+		if role == resultsdb.RoleGenerator {
+			name = "generators"
+		}
+		out += fmt.Sprintf("  %s CPU %.2f cores/instance", name, *a.CPUMeanCores)
+		if a.CPUSource == resultsdb.CPUFromStats && a.CPUPoints < FewCPUReadings*max(a.Instances, 1) {
+			out += fmt.Sprintf(" (%d readings)", a.CPUPoints)
 		}
 	}
-	return fmt.Sprintf("%s  step %d/%d  instances %s x %d users  %.1f req/s  p50 %sms  p99 %sms  errors %.2f%%%s  %s left",
-		s.Variant, s.Step+1, p.Steps, inst, s.Users, s.Throughput, Millis(s.P50), Millis(s.P99), 100*s.ErrorRate(), cpu, p.Left.Round(time.Second))
+	return out
 }
+
+// FewCPUReadings is the number of sampled CPU readings per instance under which a
+// step's CPU figure is shown with its count: it rests on too little to trust alone.
+const FewCPUReadings = 5
 
 // Summary writes the summary table: one row per variant and step, latencies in ms,
 // warm-up excluded; then a line for every step whose figures need a caveat.
@@ -74,17 +92,20 @@ func Summary(w io.Writer, rows []resultsdb.StepSummary) error {
 	return nil
 }
 
-// Caveats explains the steps whose figures must not be read at face value.
+// Caveats explains the steps whose figures must not be read at face value. Stalls and
+// the other confounders are findings of the checks; this is what the figures say alone.
 func Caveats(rows []resultsdb.StepSummary) []string {
 	var out []string
 	for _, r := range rows {
-		if r.OmissionShare() >= resultsdb.OmissionWarnAt {
-			out = append(out, fmt.Sprintf("warning: %s step %d: the closed loop hid stalls: about %d requests (%.0f%% of the step) were never sent while its users waited on slow responses, so its percentiles understate latency. Try: model: open",
-				r.Variant, r.Step+1, r.Omitted, 100*r.OmissionShare()))
-		}
 		if r.Missed > 0 {
 			out = append(out, fmt.Sprintf("warning: %s step %d: %d open-loop requests were due but never sent: every allowed request was in flight (workload.max_in_flight), so the target did not keep up with the rate",
 				r.Variant, r.Step+1, r.Missed))
+		}
+		for _, a := range r.Apps {
+			if a.CPUSource == resultsdb.CPUFromStats && a.CPUPoints < FewCPUReadings*max(a.Instances, 1) {
+				out = append(out, fmt.Sprintf("note: %s step %d: the CPU of %s rests on %d sampled readings of %d instance(s); a longer hold or a shorter collectors.container_metrics.interval makes it firmer",
+					r.Variant, r.Step+1, a.App, a.CPUPoints, a.Instances))
+			}
 		}
 	}
 	return out

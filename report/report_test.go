@@ -51,11 +51,20 @@ func TestSummaryTable(t *testing.T) {
 }
 
 func TestStepLine(t *testing.T) {
-	cpu, ent := 0.43, 2.5
+	cpu, gen := 0.43, 0.07
+	seen := rows[1]
+	seen.InstancesSeen = seen.Instances + 4
+	seen.Apps = []resultsdb.AppStepMetrics{
+		{App: "a", Role: resultsdb.RoleApp, Instances: 2, CPUSource: resultsdb.CPUFromCounters, CPUPoints: 4, CPUMeanCores: &cpu},
+		{App: "g", Role: resultsdb.RoleGenerator, Instances: 5, CPUSource: resultsdb.CPUFromStats, CPUPoints: 6, CPUMeanCores: &gen},
+	}
+	open := rows[2]
+	rate := 250.0
+	open.Open, open.OfferedRate = true, &rate
 	cases := []StepProgress{
 		{StepSummary: rows[1], Steps: 3, Left: 62400 * time.Millisecond},
-		{StepSummary: rows[1], Steps: 3, Left: time.Minute, InstancesSeen: rows[1].Instances + 4, AppCPU: &cpu, AppEntitlement: &ent},
-		{StepSummary: rows[1], Steps: 3, AppCPU: &cpu},
+		{StepSummary: seen, Steps: 3, Left: time.Minute},
+		{StepSummary: open, Steps: 3},
 	}
 	var got []byte
 	for _, c := range cases {

@@ -23,6 +23,10 @@ type Event struct {
 	Kind    string
 	Level   string
 	Message string
+	// Check names the check of a finding (kind "check"), and Evidence holds the figures
+	// it judged (stored as JSON); empty and nil for other events.
+	Check    string
+	Evidence map[string]any
 }
 
 // AddEvent stores e after every event already stored for its run.
@@ -39,9 +43,17 @@ func (s *Store) AddEvent(ctx context.Context, e Event) error {
 	if e.Step >= 0 {
 		step = &e.Step
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO run_events (run_id, at, variant, step, kind, level, message)
-		VALUES ($1, coalesce($2, now()), $3, $4, $5, $6, $7)`,
-		e.RunID, at, variant, step, e.Kind, e.Level, e.Message)
+	var check *string
+	if e.Check != "" {
+		check = &e.Check
+	}
+	var evidence any
+	if e.Evidence != nil {
+		evidence = e.Evidence // pgx writes a map as jsonb
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO run_events (run_id, at, variant, step, kind, level, message, check_name, evidence)
+		VALUES ($1, coalesce($2, now()), $3, $4, $5, $6, $7, $8, $9)`,
+		e.RunID, at, variant, step, e.Kind, e.Level, e.Message, check, evidence)
 	if err != nil {
 		return fmt.Errorf("add %s event to run %s: %w", e.Kind, e.RunID, err)
 	}
@@ -50,8 +62,8 @@ func (s *Store) AddEvent(ctx context.Context, e Event) error {
 
 // Events returns the run's events in the order they were added; none is not an error.
 func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), kind, level, message
-		FROM run_events WHERE run_id = $1 ORDER BY id`, runID)
+	rows, err := s.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), kind, level, message,
+		coalesce(check_name, ''), evidence FROM run_events WHERE run_id = $1 ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read events of run %s: %w", runID, err)
 	}
@@ -59,7 +71,7 @@ func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		e := Event{RunID: runID}
-		if err := rows.Scan(&e.At, &e.Variant, &e.Step, &e.Kind, &e.Level, &e.Message); err != nil {
+		if err := rows.Scan(&e.At, &e.Variant, &e.Step, &e.Kind, &e.Level, &e.Message, &e.Check, &e.Evidence); err != nil {
 			return nil, fmt.Errorf("read events of run %s: %w", runID, err)
 		}
 		out = append(out, e)

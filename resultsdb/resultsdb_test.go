@@ -225,7 +225,8 @@ func TestStepSummaryFromRows(t *testing.T) {
 	ctx := context.Background()
 	run, worker := newWorker(t, s)
 	start := run.Epoch
-	if err := s.StartStep(ctx, Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 1, Users: 2, Started: start, WarmupUntil: start.Add(time.Second)}); err != nil {
+	if err := s.StartStep(ctx, Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 1, Users: 2, Started: start, WarmupUntil: start.Add(time.Second),
+		Ends: start.Add(11 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := s.NewSampleWriter(worker, WriterOptions{})
@@ -246,19 +247,43 @@ func TestStepSummaryFromRows(t *testing.T) {
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndStep(ctx, run.ID, "v", 0, start.Add(11*time.Second), ""); err != nil {
+	// Ended late (waiting for samples, flushing app timings): the window stays the plan's.
+	if err := s.EndStep(ctx, run.ID, "v", 0, start.Add(13*time.Second), ""); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.StepSummary(ctx, run.ID, "v", 0)
+	live, err := s.StepSummary(ctx, run.ID, "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.ComputeStepMetrics(ctx, run.ID, "v", 0, []AppRole{{Name: "app", Role: RoleApp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := s.StepSummary(ctx, run.ID, "v", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	want := StepSummary{Variant: "v", Step: 0, Instances: 1, Users: 2, Seconds: 10, Count: 100, Errors: 1, Bytes: 1000,
-		Mean: 50500 * time.Microsecond, P50: 50 * ms, P90: 90 * ms, P99: 99 * ms, Min: ms, Max: 100 * ms, Throughput: 10,
-		Omitted: 0} // no response lasted 10 cycles of 50 ms: jitter, not a stall
-	if got != want {
-		t.Fatalf("summary\n got %+v\nwant %+v", got, want)
+	want := StepSummary{Variant: "v", Step: 0, Instances: 1, InstancesSeen: 1, Users: 2, Seconds: 10, Count: 100, Errors: 1, Bytes: 1000,
+		Mean: 50500 * time.Microsecond, P50: 50 * ms, P90: 90 * ms, P99: 99 * ms, P999: 100 * ms, Min: ms, Max: 100 * ms, Throughput: 10}
+	for name, got := range map[string]StepSummary{"live": live, "computed": stored, "read back": read} {
+		if got.ErrorsByClass["http_500"] != 1 || len(got.ErrorsByClass) != 1 {
+			t.Errorf("%s: errors by class = %v, want http_500: 1", name, got.ErrorsByClass)
+		}
+		start := start.Truncate(time.Microsecond) // as Postgres keeps it
+		if !got.From.Equal(start.Add(time.Second)) || !got.To.Equal(start.Add(11*time.Second)) {
+			t.Errorf("%s: window %s..%s, want %s..%s", name, got.From, got.To, start.Add(time.Second), start.Add(11*time.Second))
+		}
+		if got.Stored != (name != "live") {
+			t.Errorf("%s: stored = %v", name, got.Stored)
+		}
+		if name != "live" && (len(got.Apps) != 1 || got.Apps[0].App != "app" || got.Apps[0].CPUSource != "" || got.Apps[0].CPUMeanCores != nil) {
+			t.Errorf("%s: apps = %+v, want app without readings", name, got.Apps)
+		}
+		got.ErrorsByClass, got.From, got.To, got.Stored, got.Apps = nil, time.Time{}, time.Time{}, false, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s summary\n got %+v\nwant %+v", name, got, want)
+		}
 	}
 	if _, err := s.StepSummary(ctx, run.ID, "v", 1); err == nil {
 		t.Fatal("summary of a missing step succeeded")

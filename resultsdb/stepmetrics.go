@@ -2,134 +2,596 @@ package resultsdb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
-// AppMetrics sums up one app's container metrics over a window, typically a ramp step.
-// Rows without usage (an instance that was down, or CC had no metrics yet) count for
-// Hosts only. An instance is a process type and index: one app may run several
-// processes.
-type AppMetrics struct {
-	App string
+// Step metrics are computed once per step, after its end is recorded, and stored
+// (tables step_metrics and step_app_metrics): the progress line, the stop conditions,
+// the checks, the exports and the report all read the stored figures, so they agree to
+// the request. A step still running has none stored; StepSummaries computes its figures
+// live with the same code.
+
+// AppRole is an app whose container metrics a step's figures include.
+type AppRole struct {
+	Name string
+	// Role is RoleApp (the variant's app under test) or RoleGenerator.
+	Role string
+	// CoresAvailable is the CPU one instance can get, in cores (its cell's cores, where
+	// known); nil when unknown.
+	CoresAvailable *float64
+}
+
+// The roles of AppRole.
+const (
+	RoleApp       = "app"
+	RoleGenerator = "generator"
+)
+
+// The sources of a step's CPU figure (AppStepMetrics.CPUSource).
+const (
+	CPUFromCounters = "counters" // cumulative CPU time: exact from two readings
+	CPUFromStats    = "stats"    // sampled rates (CC process stats), averaged
+)
+
+// AppStepMetrics is one app's container metrics over a step's measured window.
+type AppStepMetrics struct {
+	App  string
+	Role string
 	// Instances is how many distinct instances reported usage in the window.
 	Instances int
-	// Polls is how many polls reported usage for at least one instance: the number of
-	// points the figures below rest on. 0 means the figures are all zero and unknown.
-	Polls int
-	// MeanCPU and MaxCPU are per instance and poll, in fractions of one core.
-	MeanCPU, MaxCPU float64
-	// MeanEntitlement and MaxEntitlement are CPU used relative to the instance's CPU
-	// entitlement (1 = exactly the entitlement); nil when no row had it.
-	MeanEntitlement, MaxEntitlement *float64
-	// MeanMemBytes is the mean memory in use per instance and poll.
-	MeanMemBytes float64
-	// Hosts are the distinct, non-empty hosts of instances seen RUNNING, sorted.
-	Hosts []string
+	// CPUSource says what the CPU figures rest on: CPUFromCounters, CPUFromStats, or ""
+	// when there were no readings (the CPU figures are then nil).
+	CPUSource string
+	// CPUPoints is how many readings the CPU figures rest on, and CPUCovered the share
+	// of the window (0..1) that those readings span, averaged over the instances.
+	CPUPoints  int
+	CPUCovered float64
+	// CPUMeanCores is the mean CPU per instance, CPUMaxCores the busiest instance's and
+	// CPUTotalCores all instances' together, in cores (1 = one full core); nil when
+	// unknown.
+	CPUMeanCores, CPUMaxCores, CPUTotalCores *float64
+	// MemMeanBytes is the mean memory in use per instance, MemMaxBytes the most any
+	// instance used, MemQuotaBytes its limit; nil when unknown.
+	MemMeanBytes               *float64
+	MemMaxBytes, MemQuotaBytes *int64
+	// CoresAvailable is the CPU one instance can get, in cores, where known.
+	CoresAvailable *float64
 }
 
-const stepMetricsSQL = `
-SELECT app_name,
-       count(DISTINCT (process_type, instance_index)) FILTER (WHERE cpu IS NOT NULL),
-       count(DISTINCT at) FILTER (WHERE cpu IS NOT NULL),
-       coalesce(avg(cpu), 0)::float8,
-       coalesce(max(cpu), 0)::float8,
-       avg(cpu_entitlement)::float8,
-       max(cpu_entitlement)::float8,
-       coalesce(avg(mem_bytes), 0)::float8,
-       coalesce(array_agg(DISTINCT host ORDER BY host) FILTER (WHERE state = 'RUNNING' AND host <> ''), '{}')
-FROM container_metrics
-WHERE run_id = $1 AND at BETWEEN $2 AND $3 AND ($4::text[] IS NULL OR app_name = ANY($4))
-GROUP BY app_name
-ORDER BY app_name`
+// Stall detection (StepSummary.Stalled, Omitted). Completions are counted per bucket of
+// the measured window; a bucket spans at least stallBucketMin and is wide enough for
+// stallExpected completions at the step's mean rate. A bucket with at most
+// stallQuiet of the step's median bucket count is quiet; a stall is a run of at least
+// two quiet buckets lasting at least StallCycles median latencies. So a target that
+// answers nothing for a while trips it, while single slow responses among many users,
+// steady jitter, do not: the others' completions keep every bucket busy.
+const (
+	stallBase      = 10 * time.Millisecond
+	stallBucketMin = 100 * time.Millisecond
+	stallExpected  = 20
+	stallQuiet     = 0.1
+)
 
-// StepMetrics sums up the container metrics of the run polled at a time in [from, to],
-// both ends included, per app. With apps given, the result has one entry per distinct
-// name in apps, in their order, zero (Polls 0) for an app without rows in the window;
-// with none, one entry per app with rows, sorted by name.
-func (s *Store) StepMetrics(ctx context.Context, runID string, from, to time.Time, apps []string) ([]AppMetrics, error) {
-	rows, err := s.pool.Query(ctx, stepMetricsSQL, runID, from, to, appFilter(apps))
+// StallCycles is how many median latencies a quiet time must last to count as a stall.
+const StallCycles = 10
+
+// windowSQL is a step's measured window: from the end of warm-up to the planned end, or
+// to when the step really ended if that was earlier (an aborted step), or to now while
+// it runs. Requests are intended only within the plan, so waiting for the last samples
+// and flushing app timings after the planned end do not dilute the throughput.
+const windowSQL = `least(coalesce(st.ended_at, now()), coalesce(st.ends_at, st.ended_at, now()))`
+
+// summarySQL computes the client-side figures of steps from the raw rows; percentiles
+// are observed values (percentile_disc), as latency histograms report them.
+var summarySQL = `
+SELECT st.variant, st.idx, st.instances, coalesce(st.instances_seen, st.instances), st.users,
+       st.warmup_until, ` + windowSQL + `,
+       count(s.seq),
+       count(s.seq) FILTER (WHERE s.error <> 0 OR s.status >= 400),
+       coalesce(sum(s.bytes), 0)::bigint,
+       coalesce(avg(s.latency_us), 0)::float8,
+       coalesce(percentile_disc(ARRAY[0.5, 0.9, 0.99, 0.999]) WITHIN GROUP (ORDER BY s.latency_us), '{0,0,0,0}')::bigint[],
+       coalesce(min(s.latency_us), 0)::bigint,
+       coalesce(max(s.latency_us), 0)::bigint,
+       coalesce(avg(s.start_delay_us), 0)::float8,
+       coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY s.start_delay_us), 0)::bigint,
+       (SELECT coalesce(sum(ws.missed), 0) FROM worker_steps ws JOIN workers w2 ON w2.id = ws.worker_id
+         WHERE w2.run_id = st.run_id AND w2.variant = st.variant AND ws.step = st.idx)::bigint,
+       coalesce(rv.workload, '{}'::jsonb)
+FROM steps st
+LEFT JOIN run_variants rv ON rv.run_id = st.run_id AND rv.variant = st.variant
+LEFT JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
+LEFT JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
+WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3)
+GROUP BY st.run_id, st.variant, st.idx, rv.workload
+ORDER BY st.started_at, st.variant, st.idx`
+
+// errorClassesSQL counts the failed requests of steps by class: a transport error class,
+// or the HTTP status of an error response.
+const errorClassesSQL = `
+SELECT st.variant, st.idx, s.error, s.status, count(*)
+FROM steps st
+JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
+JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
+WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3) AND (s.error <> 0 OR s.status >= 400)
+GROUP BY 1, 2, 3, 4`
+
+// completionsSQL counts the step's completions, warm-up included (a request intended
+// in the warm-up may complete inside the window), per stallBase bucket of the window
+// that starts at $4 (µs since the run's epoch) and lasts $5 µs.
+const completionsSQL = `
+SELECT (s.intended_us + s.latency_us - $4) / $6 AS b, count(*)
+FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+WHERE w.run_id = $1 AND w.variant = $2 AND s.intended_us + s.latency_us >= $4 AND s.intended_us + s.latency_us < $4 + $5
+GROUP BY 1`
+
+// StepSummaries returns the figures of every step of the run, in the order the steps
+// ran: the stored ones (ComputeStepMetrics) where the step has them, else computed live
+// from the rows (a step still running; a run of an older version), without stalls and
+// container metrics.
+func (s *Store) StepSummaries(ctx context.Context, runID string) ([]StepSummary, error) {
+	return s.summaries(ctx, runID, "", -1)
+}
+
+// StepSummary returns the figures of one step, as StepSummaries does.
+func (s *Store) StepSummary(ctx context.Context, runID, variant string, idx int) (StepSummary, error) {
+	out, err := s.summaries(ctx, runID, variant, idx)
 	if err != nil {
-		return nil, fmt.Errorf("sum up container metrics of run %s: %w", runID, err)
+		return StepSummary{}, err
+	}
+	if len(out) != 1 {
+		return StepSummary{}, fmt.Errorf("summarise step %d of %s: step not found", idx+1, variant)
+	}
+	return out[0], nil
+}
+
+func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) ([]StepSummary, error) {
+	stored, err := s.storedSummaries(ctx, runID, variant, idx)
+	if err != nil {
+		return nil, err
+	}
+	live, err := s.liveSummaries(ctx, runID, variant, idx)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range live {
+		if j := slices.IndexFunc(stored, func(m StepSummary) bool { return m.Variant == l.Variant && m.Step == l.Step }); j >= 0 {
+			live[i] = stored[j]
+		}
+	}
+	return live, nil
+}
+
+// liveSummaries computes the client-side figures of steps from the raw rows.
+func (s *Store) liveSummaries(ctx context.Context, runID, variant string, idx int) ([]StepSummary, error) {
+	rows, err := s.pool.Query(ctx, summarySQL, runID, variant, idx)
+	if err != nil {
+		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var found []AppMetrics
+	var out []StepSummary
 	for rows.Next() {
-		var m AppMetrics
-		if err := rows.Scan(&m.App, &m.Instances, &m.Polls, &m.MeanCPU, &m.MaxCPU, &m.MeanEntitlement, &m.MaxEntitlement,
-			&m.MeanMemBytes, &m.Hosts); err != nil {
-			return nil, fmt.Errorf("sum up container metrics of run %s: %w", runID, err)
+		var (
+			r          StepSummary
+			from, to   time.Time
+			mean, lag  float64
+			pct        []int64
+			mn, mx, lp int64
+			workload   []byte
+		)
+		if err := rows.Scan(&r.Variant, &r.Step, &r.Instances, &r.InstancesSeen, &r.Users, &from, &to, &r.Count, &r.Errors, &r.Bytes,
+			&mean, &pct, &mn, &mx, &lag, &lp, &r.Missed, &workload); err != nil {
+			return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 		}
-		found = append(found, m)
+		r.From, r.To = from, to
+		r.Seconds = max(to.Sub(from).Seconds(), 0)
+		r.Mean, r.SendLagMean = usFloat(mean), usFloat(lag)
+		r.P50, r.P90, r.P99, r.P999 = us(pct[0]), us(pct[1]), us(pct[2]), us(pct[3])
+		r.Min, r.Max, r.SendLagP99 = us(mn), us(mx), us(lp)
+		if r.Seconds > 0 {
+			r.Throughput = float64(r.Count) / r.Seconds
+		}
+		r.Open, r.OfferedRate = offered(workload, r.InstancesSeen)
+		if r.Open {
+			r.Users = 0
+		}
+		r.ErrorsByClass = map[string]int64{}
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sum up container metrics of run %s: %w", runID, err)
+		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 	}
-	if len(apps) == 0 {
-		return found, nil
+	rows, err = s.pool.Query(ctx, errorClassesSQL, runID, variant, idx)
+	if err != nil {
+		return nil, fmt.Errorf("count the errors of run %s: %w", runID, err)
 	}
-	out := make([]AppMetrics, 0, len(apps))
-	for _, app := range apps {
-		if slices.ContainsFunc(out, func(m AppMetrics) bool { return m.App == app }) {
-			continue
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			v             string
+			i             int
+			class, status int16
+			n             int64
+		)
+		if err := rows.Scan(&v, &i, &class, &status, &n); err != nil {
+			return nil, fmt.Errorf("count the errors of run %s: %w", runID, err)
 		}
-		m := AppMetrics{App: app, Hosts: []string{}}
-		if i := slices.IndexFunc(found, func(m AppMetrics) bool { return m.App == app }); i >= 0 {
-			m = found[i]
+		if j := slices.IndexFunc(out, func(m StepSummary) bool { return m.Variant == v && m.Step == i }); j >= 0 {
+			out[j].ErrorsByClass[errorClass(class, status)] += n
 		}
-		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count the errors of run %s: %w", runID, err)
 	}
 	return out, nil
 }
 
-// InstanceHost is where one app instance ran.
-type InstanceHost struct {
-	App   string
-	Index int
-	Host  string
+// errorClass names a failed request's class: its transport error class, else http_NNN.
+func errorClass(class, status int16) string {
+	if class != 0 {
+		return sample.ErrClass(class).String()
+	}
+	return fmt.Sprintf("http_%d", status)
 }
 
-// latestHostsSQL reads each app's latest poll. A poll stores all instances of an app at
-// one time, so the rows at the app's greatest time are that poll.
-const latestHostsSQL = `
-WITH latest AS (
-    SELECT app_name, max(at) AS at FROM container_metrics
-    WHERE run_id = $1 AND ($2::text[] IS NULL OR app_name = ANY($2))
-    GROUP BY app_name)
-SELECT DISTINCT cm.app_name, cm.instance_index, cm.host
-FROM container_metrics cm JOIN latest l ON l.app_name = cm.app_name AND l.at = cm.at
-WHERE cm.run_id = $1 AND cm.state = 'RUNNING'
-ORDER BY cm.app_name, cm.instance_index, cm.host`
+// offered reads a variant's workload as the plan stored it: whether it is an open loop
+// and, then, the rate offered in all by n instances.
+func offered(workload []byte, n int) (open bool, rate *float64) {
+	var w struct {
+		Model   string  `json:"model"`
+		Rate    float64 `json:"rate"`
+		RatePer string  `json:"rate_per"`
+	}
+	if json.Unmarshal(workload, &w) != nil || w.Model != "open" {
+		return false, nil
+	}
+	r := w.Rate * float64(n)
+	if w.RatePer == "total" {
+		r = w.Rate
+	}
+	return true, &r
+}
 
-// LatestHosts returns, per app, the instances RUNNING at the app's latest poll and their
-// hosts (as CC reports them; "" when it did not say), sorted by index. An app with no
-// poll, or none running at its latest, has no entry. With no apps given, every app of
-// the run is read.
-func (s *Store) LatestHosts(ctx context.Context, runID string, apps []string) (map[string][]InstanceHost, error) {
-	rows, err := s.pool.Query(ctx, latestHostsSQL, runID, appFilter(apps))
+func us(v int64) time.Duration         { return time.Duration(v) * time.Microsecond }
+func usFloat(v float64) time.Duration  { return time.Duration(v * float64(time.Microsecond)) }
+func durationUS(d time.Duration) int64 { return d.Microseconds() }
+
+// ComputeStepMetrics computes the figures of one finished step (its end recorded with
+// EndStep) from the raw rows, stores them, replacing any stored before, and returns
+// them: the client-side figures, stalls, and the container metrics of apps over the
+// measured window. It is what every later reader of the step sees.
+func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, idx int, apps []AppRole) (StepSummary, error) {
+	live, err := s.liveSummaries(ctx, runID, variant, idx)
 	if err != nil {
-		return nil, fmt.Errorf("read latest hosts of run %s: %w", runID, err)
+		return StepSummary{}, err
 	}
-	defer rows.Close()
-	out := map[string][]InstanceHost{}
-	for rows.Next() {
-		var h InstanceHost
-		if err := rows.Scan(&h.App, &h.Index, &h.Host); err != nil {
-			return nil, fmt.Errorf("read latest hosts of run %s: %w", runID, err)
+	if len(live) != 1 {
+		return StepSummary{}, fmt.Errorf("compute the metrics of step %d of %s: step not found", idx+1, variant)
+	}
+	m := live[0]
+	if err := s.stalls(ctx, runID, &m); err != nil {
+		return StepSummary{}, err
+	}
+	if err := s.appTimingMeans(ctx, runID, &m); err != nil {
+		return StepSummary{}, err
+	}
+	for _, a := range apps {
+		am, err := s.appStepMetrics(ctx, runID, a, m.From, m.To)
+		if err != nil {
+			return StepSummary{}, err
 		}
-		out[h.App] = append(out[h.App], h)
+		m.Apps = append(m.Apps, am)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read latest hosts of run %s: %w", runID, err)
+	m.Stored = true
+	if err := s.storeStepMetrics(ctx, runID, &m); err != nil {
+		return StepSummary{}, err
 	}
-	return out, nil
+	return m, nil
 }
 
-// appFilter is the query argument selecting apps: NULL for all of them.
-func appFilter(apps []string) any {
-	if len(apps) == 0 {
+// stalls finds the longest stall of the step (see StallCycles) and, in a closed loop,
+// estimates the requests its users did not send meanwhile.
+func (s *Store) stalls(ctx context.Context, runID string, m *StepSummary) error {
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if m.Seconds <= 0 || m.Count == 0 {
 		return nil
 	}
-	return apps
+	start := m.From.Sub(run.Epoch).Microseconds()
+	length := m.To.Sub(m.From).Microseconds()
+	rows, err := s.pool.Query(ctx, completionsSQL, runID, m.Variant, m.Step, start, length, stallBase.Microseconds())
+	if err != nil {
+		return fmt.Errorf("count completions of step %d of %s: %w", m.Step+1, m.Variant, err)
+	}
+	counts := make([]int64, (length+stallBase.Microseconds()-1)/stallBase.Microseconds())
+	for rows.Next() {
+		var b, n int64
+		if err := rows.Scan(&b, &n); err != nil {
+			rows.Close()
+			return fmt.Errorf("count completions of step %d of %s: %w", m.Step+1, m.Variant, err)
+		}
+		if b >= 0 && b < int64(len(counts)) {
+			counts[b] = n
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("count completions of step %d of %s: %w", m.Step+1, m.Variant, err)
+	}
+	m.Stalled, m.Omitted = FindStalls(counts, stallBase, m.P50)
+	if m.Open {
+		m.Omitted = 0 // the open loop sent them anyway; their latency counts the stall
+	}
+	return nil
+}
+
+// appTimingMeansSQL averages the app timings of a step's measured requests.
+const appTimingMeansSQL = `
+SELECT count(*), avg(a.total_us)::float8, avg(a.pool_wait_us)::float8, avg(a.query_us)::float8
+FROM workers w
+JOIN samples s ON s.worker_id = w.id AND s.step = $3 AND NOT s.warmup
+JOIN app_timings a ON a.run_id = w.run_id AND a.worker_id = s.worker_id AND a.seq = s.seq
+WHERE w.run_id = $1 AND w.variant = $2`
+
+// appTimingMeans fills m's app timings from the rows flushed for its requests.
+func (s *Store) appTimingMeans(ctx context.Context, runID string, m *StepSummary) error {
+	var total, wait, query *float64
+	if err := s.pool.QueryRow(ctx, appTimingMeansSQL, runID, m.Variant, m.Step).Scan(&m.AppTimed, &total, &wait, &query); err != nil {
+		return fmt.Errorf("average the app timings of step %d of %s: %w", m.Step+1, m.Variant, err)
+	}
+	m.AppTotal, m.AppPoolWait, m.AppQuery = fromUS(total), fromUS(wait), fromUS(query)
+	return nil
+}
+
+// FindStalls finds the longest stall in completions counted per base interval (see
+// StallCycles) and the completions missing in all stalls against the usual rate. p50
+// is the step's median latency.
+func FindStalls(counts []int64, base time.Duration, p50 time.Duration) (longest time.Duration, missing int64) {
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	if total == 0 || len(counts) == 0 {
+		return 0, 0
+	}
+	perBase := float64(total) / float64(len(counts))
+	k := max(int(math.Ceil(stallExpected/perBase)), int(stallBucketMin/base), 1)
+	var buckets []int64
+	for i := 0; i+k <= len(counts); i += k { // a last partial bucket would look quiet
+		var n int64
+		for _, c := range counts[i : i+k] {
+			n += c
+		}
+		buckets = append(buckets, n)
+	}
+	if len(buckets) < 3 {
+		return 0, 0
+	}
+	sorted := slices.Clone(buckets)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+	quiet := int64(stallQuiet * float64(median))
+	width := time.Duration(k) * base
+	minStall := max(2*width, StallCycles*p50)
+	for i := 0; i < len(buckets); {
+		if buckets[i] > quiet {
+			i++
+			continue
+		}
+		j := i
+		var got int64
+		for j < len(buckets) && buckets[j] <= quiet {
+			got += buckets[j]
+			j++
+		}
+		if d := time.Duration(j-i) * width; d >= minStall {
+			longest = max(longest, d)
+			missing += int64(j-i)*median - got
+		}
+		i = j
+	}
+	return longest, missing
+}
+
+// metricRow is one container-metrics reading of an instance.
+type metricRow struct {
+	instance  string
+	at        time.Time
+	cpu       *float64
+	cpuTimeNS *int64
+	mem       *int64
+	quota     *int64
+}
+
+// metricsSlack is how far before and after a window readings are read, so that
+// cumulative counters have a reading on each side of it.
+const metricsSlack = time.Minute
+
+const appMetricsSQL = `
+SELECT process_type || '/' || instance_index, at, cpu, cpu_time_ns, mem_bytes, mem_quota_bytes
+FROM container_metrics
+WHERE run_id = $1 AND app_name = $2 AND at BETWEEN $3 AND $4 AND (cpu IS NOT NULL OR cpu_time_ns IS NOT NULL OR mem_bytes IS NOT NULL)
+ORDER BY 1, at`
+
+// appStepMetrics sums up one app's container metrics over [from, to].
+func (s *Store) appStepMetrics(ctx context.Context, runID string, a AppRole, from, to time.Time) (AppStepMetrics, error) {
+	rows, err := s.pool.Query(ctx, appMetricsSQL, runID, a.Name, from.Add(-metricsSlack), to.Add(metricsSlack))
+	if err != nil {
+		return AppStepMetrics{}, fmt.Errorf("sum up container metrics of %s: %w", a.Name, err)
+	}
+	readings, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (metricRow, error) {
+		var m metricRow
+		return m, r.Scan(&m.instance, &m.at, &m.cpu, &m.cpuTimeNS, &m.mem, &m.quota)
+	})
+	if err != nil {
+		return AppStepMetrics{}, fmt.Errorf("sum up container metrics of %s: %w", a.Name, err)
+	}
+	out := SumAppMetrics(readings, from, to)
+	out.App, out.Role, out.CoresAvailable = a.Name, a.Role, a.CoresAvailable
+	return out, nil
+}
+
+// SumAppMetrics sums up an app's readings (sorted by instance, then time) over
+// [from, to]. Per instance, cumulative CPU time gives the CPU exactly when there is a
+// reading at or before from (else the first inside) and one at or after to (else the
+// last inside): Δcpu time / Δtime. Without counters the sampled rates inside the window
+// are averaged. Memory is read inside the window.
+func SumAppMetrics(readings []metricRow, from, to time.Time) AppStepMetrics {
+	var out AppStepMetrics
+	window := to.Sub(from)
+	byInstance := map[string][]metricRow{}
+	var order []string
+	for _, r := range readings {
+		if _, ok := byInstance[r.instance]; !ok {
+			order = append(order, r.instance)
+		}
+		byInstance[r.instance] = append(byInstance[r.instance], r)
+	}
+	var cpus []instanceCPU
+	var memSum float64
+	var memN int
+	for _, inst := range order {
+		rs := byInstance[inst]
+		inside := func(r metricRow) bool { return !r.at.Before(from) && !r.at.After(to) }
+		for _, r := range rs {
+			if inside(r) && r.mem != nil {
+				memSum += float64(*r.mem)
+				memN++
+				if out.MemMaxBytes == nil || *r.mem > *out.MemMaxBytes {
+					out.MemMaxBytes = r.mem
+				}
+			}
+			if r.quota != nil && (out.MemQuotaBytes == nil || *r.quota > *out.MemQuotaBytes) {
+				out.MemQuotaBytes = r.quota
+			}
+		}
+		if c, ok := counterCPU(rs, from, to); ok {
+			cpus = append(cpus, c.instanceCPU())
+			continue
+		}
+		var sum float64
+		var n int
+		var first, last time.Time
+		for _, r := range rs {
+			if inside(r) && r.cpu != nil {
+				if n == 0 {
+					first = r.at
+				}
+				last = r.at
+				sum += *r.cpu
+				n++
+			}
+		}
+		if n > 0 {
+			covered := 0.0
+			if window > 0 {
+				covered = min(last.Sub(first).Seconds()/window.Seconds(), 1)
+			}
+			cpus = append(cpus, instanceCPU{cores: sum / float64(n), points: n, covered: covered, source: CPUFromStats})
+		}
+	}
+	if memN > 0 {
+		mean := memSum / float64(memN)
+		out.MemMeanBytes = &mean
+	}
+	out.Instances = len(cpus)
+	if len(cpus) == 0 {
+		return out
+	}
+	var total, maxCores, covered float64
+	out.CPUSource = CPUFromCounters
+	for _, c := range cpus {
+		total += c.cores
+		maxCores = max(maxCores, c.cores)
+		covered += c.covered
+		out.CPUPoints += c.points
+		if c.source == CPUFromStats {
+			out.CPUSource = CPUFromStats // the weaker source names the figure
+		}
+	}
+	mean := total / float64(len(cpus))
+	out.CPUMeanCores, out.CPUMaxCores, out.CPUTotalCores = &mean, &maxCores, &total
+	out.CPUCovered = covered / float64(len(cpus))
+	return out
+}
+
+// counterReading is a cumulative CPU-time bracket of a window.
+type counterReading struct {
+	before, after metricRow
+	points        int
+	window        time.Duration
+	from, to      time.Time
+}
+
+// instanceCPU is one instance's CPU over a window.
+type instanceCPU struct {
+	cores   float64 // mean, in cores
+	points  int     // readings it rests on
+	covered float64 // share of the window they span
+	source  string
+}
+
+// instanceCPU is the CPU the bracket measures: Δcpu time / Δtime.
+func (c counterReading) instanceCPU() instanceCPU {
+	dt := c.after.at.Sub(c.before.at).Seconds()
+	cores := float64(*c.after.cpuTimeNS-*c.before.cpuTimeNS) / 1e9 / dt
+	lo, hi := c.before.at, c.after.at
+	if lo.Before(c.from) {
+		lo = c.from
+	}
+	if hi.After(c.to) {
+		hi = c.to
+	}
+	covered := 0.0
+	if c.window > 0 {
+		covered = min(max(hi.Sub(lo).Seconds()/c.window.Seconds(), 0), 1)
+	}
+	return instanceCPU{cores: cores, points: c.points, covered: covered, source: CPUFromCounters}
+}
+
+// counterCPU brackets [from, to] with an instance's cumulative CPU-time readings (rs
+// sorted by time). ok is false without two usable readings, or when the counter went
+// backwards (the container restarted) between them.
+func counterCPU(rs []metricRow, from, to time.Time) (counterReading, bool) {
+	var with []metricRow
+	for _, r := range rs {
+		if r.cpuTimeNS != nil {
+			with = append(with, r)
+		}
+	}
+	b := -1
+	for i, r := range with {
+		if !r.at.After(from) {
+			b = i
+		}
+	}
+	if b < 0 {
+		b = slices.IndexFunc(with, func(r metricRow) bool { return !r.at.After(to) })
+	}
+	a := slices.IndexFunc(with, func(r metricRow) bool { return !r.at.Before(to) })
+	if a < 0 {
+		for i, r := range with {
+			if !r.at.After(to) {
+				a = i
+			}
+		}
+	}
+	if b < 0 || a <= b {
+		return counterReading{}, false
+	}
+	before, after := with[b], with[a]
+	if *after.cpuTimeNS < *before.cpuTimeNS || !after.at.After(before.at) {
+		return counterReading{}, false
+	}
+	return counterReading{before: before, after: after, points: a - b + 1, window: to.Sub(from), from: from, to: to}, true
 }

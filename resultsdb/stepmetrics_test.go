@@ -37,116 +37,119 @@ func cm(run string, at time.Time, app string, idx int, host string, cpu, ent flo
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-func TestStepMetrics(t *testing.T) {
-	s, _ := openStore(t)
-	ctx := context.Background()
+func TestSumAppMetrics(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
 	from, to := t0.Add(10*time.Second), t0.Add(30*time.Second)
-	run := metricsRun(t, s, func(r string) []ContainerMetric {
-		down := cm(r, from, "api", 2, "", -1, -1, 0)
-		down.State = "DOWN"
-		starting := cm(r, to, "api", 3, "10.0.0.9", -1, -1, 0) // no usage yet
-		starting.State = "STARTING"
-		return []ContainerMetric{
-			// Outside the window on both sides: must not count.
-			cm(r, from.Add(-time.Microsecond), "api", 0, "10.0.0.7", 0.99, 0.99, 9000),
-			cm(r, to.Add(time.Microsecond), "api", 0, "10.0.0.7", 0.99, 0.99, 9000),
-			// First poll, exactly at from.
-			cm(r, from, "api", 0, "10.0.0.1", 0.2, 0.4, 1000),
-			cm(r, from, "api", 1, "10.0.0.2", 0.4, -1, 3000),
-			down,
-			// A poll in which no instance had usage yet (log-cache gap).
-			cm(r, from.Add(5*time.Second), "api", 0, "10.0.0.1", -1, -1, 0),
-			// Last poll, exactly at to.
-			cm(r, to, "api", 0, "10.0.0.1", 0.6, 0.8, 2000),
-			starting,
-			// Generators: no entitlement anywhere.
-			cm(r, from, "gen", 0, "10.0.0.3", 0.9, -1, 500),
-			cm(r, to, "gen", 0, "10.0.0.3", 0.7, -1, 700),
-			// Another app the caller did not ask for.
-			cm(r, from, "db-proxy", 0, "10.0.0.4", 0.1, 0.1, 100),
-		}
-	})
-
-	t.Run("apps asked for, in their order", func(t *testing.T) {
-		got, err := s.StepMetrics(ctx, run, from, to, []string{"gen", "api", "missing", "gen"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 3 || got[0].App != "gen" || got[1].App != "api" || got[2].App != "missing" {
-			t.Fatalf("StepMetrics apps = %+v, want gen, api, missing", got)
-		}
-		api := got[1]
-		if api.Instances != 2 || api.Polls != 2 {
-			t.Errorf("api: %d instances, %d polls; want 2 instances (0, 1 had usage), 2 polls (from, to)", api.Instances, api.Polls)
-		}
-		if !near(api.MeanCPU, 0.4) || !near(api.MaxCPU, 0.6) || !near(api.MeanMemBytes, 2000) {
-			t.Errorf("api: mean cpu %v, max cpu %v, mean mem %v; want 0.4, 0.6, 2000", api.MeanCPU, api.MaxCPU, api.MeanMemBytes)
-		}
-		if api.MeanEntitlement == nil || api.MaxEntitlement == nil || !near(*api.MeanEntitlement, 0.6) || !near(*api.MaxEntitlement, 0.8) {
-			t.Errorf("api entitlement mean %v max %v, want 0.6, 0.8", api.MeanEntitlement, api.MaxEntitlement)
-		}
-		if want := []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(api.Hosts, want) {
-			t.Errorf("api hosts %v, want %v (RUNNING only, inside the window)", api.Hosts, want)
-		}
-		gen := got[0]
-		if gen.Instances != 1 || gen.Polls != 2 || !near(gen.MeanCPU, 0.8) || !near(gen.MaxCPU, 0.9) ||
-			gen.MeanEntitlement != nil || gen.MaxEntitlement != nil || !reflect.DeepEqual(gen.Hosts, []string{"10.0.0.3"}) {
-			t.Errorf("gen = %+v", gen)
-		}
-		if m := got[2]; m.Instances != 0 || m.Polls != 0 || m.MeanCPU != 0 || m.MeanEntitlement != nil || len(m.Hosts) != 0 {
-			t.Errorf("an app without rows = %+v, want zero", m)
-		}
-	})
-
-	t.Run("no apps means every app with rows", func(t *testing.T) {
-		got, err := s.StepMetrics(ctx, run, from, to, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, m := range got {
-			names = append(names, m.App)
-		}
-		if want := []string{"api", "db-proxy", "gen"}; !reflect.DeepEqual(names, want) {
-			t.Fatalf("apps %v, want %v", names, want)
-		}
-	})
-
-	t.Run("a window between polls is empty", func(t *testing.T) {
-		got, err := s.StepMetrics(ctx, run, from.Add(time.Second), from.Add(2*time.Second), []string{"api"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 1 || got[0].Polls != 0 || got[0].Instances != 0 {
-			t.Fatalf("StepMetrics = %+v, want api with no polls", got)
-		}
-	})
-
-	t.Run("a window holding only rows without usage", func(t *testing.T) {
-		at := from.Add(5 * time.Second)
-		got, err := s.StepMetrics(ctx, run, at, at, []string{"api"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m := got[0]; m.Polls != 0 || m.Instances != 0 || m.MeanCPU != 0 || m.MeanEntitlement != nil ||
-			!reflect.DeepEqual(m.Hosts, []string{"10.0.0.1"}) {
-			t.Fatalf("StepMetrics = %+v, want no usage but the host seen running", m)
-		}
-	})
-
-	t.Run("other runs do not count", func(t *testing.T) {
-		other := metricsRun(t, s, func(r string) []ContainerMetric {
-			return []ContainerMetric{cm(r, from, "api", 0, "10.0.0.1", 0.2, 0.4, 1000)}
+	f, i := func(v float64) *float64 { return &v }, func(v int64) *int64 { return &v }
+	stat := func(inst string, at time.Time, cpu float64, mem int64) metricRow {
+		return metricRow{instance: inst, at: at, cpu: f(cpu), mem: i(mem), quota: i(1 << 30)}
+	}
+	counter := func(inst string, at time.Time, cpuSeconds float64) metricRow {
+		return metricRow{instance: inst, at: at, cpuTimeNS: i(int64(cpuSeconds * 1e9))}
+	}
+	cases := []struct {
+		name     string
+		rows     []metricRow
+		source   string
+		inst     int
+		mean     float64
+		maxCores float64
+		total    float64
+		points   int
+		covered  float64
+	}{
+		{"nothing", nil, "", 0, 0, 0, 0, 0, 0},
+		{"sampled rates inside the window only", []metricRow{
+			stat("web/0", from.Add(-time.Second), 0.99, 9000), stat("web/0", from, 0.2, 1000), stat("web/0", to, 0.6, 2000),
+			stat("web/0", to.Add(time.Second), 0.99, 9000), stat("web/1", from.Add(10*time.Second), 0.4, 3000),
+		}, CPUFromStats, 2, 0.4, 0.4, 0.8, 3, 0.5},
+		{"counters bracket the window", []metricRow{
+			counter("web/0", from.Add(-2*time.Second), 100), counter("web/0", from.Add(5*time.Second), 104),
+			counter("web/0", to.Add(2*time.Second), 124), // 24 s of CPU over 24 s: one core
+			counter("web/1", from, 0), counter("web/1", to, 5), // a quarter of a core
+		}, CPUFromCounters, 2, 0.625, 1, 1.25, 5, 1},
+		{"counters only inside the window cover part of it", []metricRow{
+			counter("web/0", from.Add(5*time.Second), 10), counter("web/0", from.Add(15*time.Second), 15),
+		}, CPUFromCounters, 1, 0.5, 0.5, 0.5, 2, 0.5},
+		{"a restart between the readings falls back to the sampled rate", []metricRow{
+			{instance: "web/0", at: from, cpuTimeNS: i(50e9), cpu: f(0.3)}, {instance: "web/0", at: to, cpuTimeNS: i(1e9), cpu: f(0.5)},
+		}, CPUFromStats, 1, 0.4, 0.4, 0.4, 2, 1},
+		{"one sampled instance makes the whole figure sampled", []metricRow{
+			counter("web/0", from, 0), counter("web/0", to, 20), stat("web/1", from, 0.5, 1),
+		}, CPUFromStats, 2, 0.75, 1, 1.5, 3, 0.5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := SumAppMetrics(c.rows, from, to)
+			if got.CPUSource != c.source || got.Instances != c.inst || got.CPUPoints != c.points || !near(got.CPUCovered, c.covered) {
+				t.Fatalf("source %q, %d instances, %d points, covered %v; want %q, %d, %d, %v",
+					got.CPUSource, got.Instances, got.CPUPoints, got.CPUCovered, c.source, c.inst, c.points, c.covered)
+			}
+			if c.source == "" {
+				if got.CPUMeanCores != nil || got.CPUTotalCores != nil {
+					t.Fatalf("CPU figures without readings: %+v", got)
+				}
+				return
+			}
+			if !near(*got.CPUMeanCores, c.mean) || !near(*got.CPUMaxCores, c.maxCores) || !near(*got.CPUTotalCores, c.total) {
+				t.Fatalf("cores mean %v max %v total %v; want %v %v %v", *got.CPUMeanCores, *got.CPUMaxCores, *got.CPUTotalCores, c.mean, c.maxCores, c.total)
+			}
 		})
-		got, err := s.StepMetrics(ctx, other, from, to, []string{"api"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0].Polls != 1 || got[0].Instances != 1 || !near(got[0].MaxCPU, 0.2) {
-			t.Fatalf("StepMetrics of another run = %+v", got[0])
+	}
+	t.Run("memory inside the window", func(t *testing.T) {
+		got := SumAppMetrics(cases[1].rows, from, to)
+		if got.MemMeanBytes == nil || !near(*got.MemMeanBytes, 2000) || *got.MemMaxBytes != 3000 || *got.MemQuotaBytes != 1<<30 {
+			t.Fatalf("memory mean %v max %v quota %v; want 2000, 3000, 1 GiB", got.MemMeanBytes, got.MemMaxBytes, got.MemQuotaBytes)
 		}
 	})
+}
+
+func TestFindStalls(t *testing.T) {
+	const base = 10 * time.Millisecond
+	steady := func(n int, per int64) []int64 {
+		c := make([]int64, n)
+		for i := range c {
+			c[i] = per
+		}
+		return c
+	}
+	freeze := steady(1500, 30) // 15 s at 3000 req/s
+	for i := 500; i < 700; i++ {
+		freeze[i] = 0 // 2 s with no completion
+	}
+	jitter := steady(1500, 30)
+	for i := range jitter {
+		jitter[i] = int64(20 + (i*7919)%21) // 20..40 per 10 ms, never quiet
+	}
+	short := steady(1500, 30)
+	for i := 500; i < 505; i++ {
+		short[i] = 0 // 50 ms: shorter than 10 median latencies of 10 ms
+	}
+	slow := steady(60, 0) // 2 req/s over 60 s: one completion every 50 buckets
+	for i := 0; i < len(slow); i += 50 {
+		slow[i] = 1
+	}
+	cases := []struct {
+		name    string
+		counts  []int64
+		p50     time.Duration
+		longest time.Duration
+		missing int64
+	}{
+		{"a 2 s freeze", freeze, time.Millisecond, 2 * time.Second, 2 * 3000},
+		{"steady jitter", jitter, time.Millisecond, 0, 0},
+		{"a pause shorter than 10 median latencies", short, 10 * time.Millisecond, 0, 0},
+		{"too few completions to see a stall", slow, 500 * time.Millisecond, 0, 0},
+		{"nothing", nil, 0, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			longest, missing := FindStalls(c.counts, base, c.p50)
+			if longest != c.longest || missing != c.missing {
+				t.Fatalf("FindStalls = %s, %d missing; want %s, %d", longest, missing, c.longest, c.missing)
+			}
+		})
+	}
 }
 
 func TestLatestHostsReadsTheLatestPoll(t *testing.T) {

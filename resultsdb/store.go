@@ -185,6 +185,16 @@ func (s *Store) EndStep(ctx context.Context, runID, variant string, idx int, end
 	return nil
 }
 
+// SetStopReason records why the ramp of a variant ends after step idx (a stop condition).
+func (s *Store) SetStopReason(ctx context.Context, runID, variant string, idx int, reason string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE steps SET stop_reason = $4 WHERE run_id = $1 AND variant = $2 AND idx = $3`,
+		runID, variant, idx, reason)
+	if err != nil {
+		return fmt.Errorf("record why the ramp of %s stops after step %d: %w", variant, idx+1, err)
+	}
+	return nil
+}
+
 // Worker is one load-generator instance taking part in a run.
 type Worker struct {
 	ID            int32

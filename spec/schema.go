@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 const (
@@ -33,7 +35,7 @@ func checkName(s string) string {
 // absent keeps them; those that depend on another field are set after.
 func (d *decoder) spec(v value) *Spec {
 	s := &Spec{
-		Checks:     Checks{Colocation: CheckFail, GeneratorCPU: CheckWarn, FlatThroughput: CheckWarn},
+		Checks:     DefaultChecks(),
 		Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
 		Export:     Export{Dir: "results", Tables: slices.Clone(AllTables)},
 	}
@@ -384,11 +386,51 @@ func (d *decoder) stop(s *StopConditions) func(value) {
 
 func (d *decoder) checks(c *Checks) func(value) {
 	return func(v value) {
+		share := func(dst *float64) func(value) {
+			return d.number(dst, func(x float64) bool { return x > 0 && x <= 1 }, "a fraction greater than 0 and at most 1")
+		}
+		warn := []CheckLevel{CheckWarn, CheckOff}
 		d.object(v,
 			optional("colocation", enum(d, &c.Colocation, CheckFail, CheckWarn, CheckOff)),
-			optional("generator_cpu", enum(d, &c.GeneratorCPU, CheckWarn, CheckOff)),
-			optional("flat_throughput", enum(d, &c.FlatThroughput, CheckWarn, CheckOff)),
+			optional("generator_saturation", d.check(&c.GeneratorSaturation.Level, warn,
+				optional("send_lag_share", share(&c.GeneratorSaturation.SendLagShare)),
+				optional("send_lag_min", d.duration(&c.GeneratorSaturation.SendLagMin, 0)),
+				optional("cpu_share", share(&c.GeneratorSaturation.CPUShare)))),
+			optional("plateau", d.check(&c.Plateau.Level, warn,
+				optional("served_below", share(&c.Plateau.ServedBelow)),
+				optional("app_cpu_below", d.number(&c.Plateau.AppCPUBelow, func(x float64) bool { return x > 0 }, "cores greater than 0 (1 = one core)")),
+				optional("load_growth_min", share(&c.Plateau.LoadGrowthMin)))),
+			optional("pool_exhaustion", d.check(&c.PoolExhaustion.Level, warn,
+				optional("wait_share", share(&c.PoolExhaustion.WaitShare)))),
+			optional("stall", d.check(&c.Stall.Level, warn,
+				optional("longest", d.duration(&c.Stall.Longest, positive)),
+				optional("omitted_share", share(&c.Stall.OmittedShare)))),
+			optional("coverage", d.check(&c.Coverage.Level, warn,
+				optional("below", share(&c.Coverage.Below)))),
+			optional("layer_order", d.check(&c.LayerOrder.Level, warn,
+				optional("above", share(&c.LayerOrder.Above)))),
+			optional("generator_cpu", d.renamed("generator_saturation")),
+			optional("flat_throughput", d.renamed("plateau")),
 		)
+	}
+}
+
+// check decodes a check: its level alone ("warn"), or a mapping with level and the
+// check's thresholds.
+func (d *decoder) check(level *CheckLevel, levels []CheckLevel, thresholds ...field) func(value) {
+	return func(v value) {
+		if v.node.Kind == yaml.ScalarNode {
+			enum(d, level, levels...)(v)
+			return
+		}
+		d.object(v, append([]field{optional("level", enum(d, level, levels...))}, thresholds...)...)
+	}
+}
+
+// renamed refuses a field that was renamed, saying its new name.
+func (d *decoder) renamed(to string) func(value) {
+	return func(v value) {
+		d.errorf(v, "was renamed to %s (its rule changed: see docs/checks.md)", to)
 	}
 }
 

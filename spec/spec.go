@@ -201,14 +201,93 @@ const (
 	CheckOff  CheckLevel = "off"
 )
 
-// Checks are the sanity checks a run performs on its own measurement.
+// Checks are the checks a run performs on its own measurement: each a documented rule
+// judged on evidence, with its thresholds here (docs/checks.md has the rules). A clean
+// run trips none. Every check but colocation may only warn: the samples stay true, only
+// what limited them is in doubt.
 type Checks struct {
 	// Colocation trips when a generator shares a host with an app instance.
 	Colocation CheckLevel
-	// GeneratorCPU trips when a generator is near its CPU entitlement (never fail).
-	GeneratorCPU CheckLevel
-	// FlatThroughput trips when throughput stays flat while app CPU is low (never fail).
-	FlatThroughput CheckLevel
+	// GeneratorSaturation trips when the generators are the bottleneck themselves.
+	GeneratorSaturation GeneratorSaturation
+	// Plateau trips when more load bought little throughput while the app idled.
+	Plateau Plateau
+	// PoolExhaustion trips when the apps wait for database connections.
+	PoolExhaustion PoolExhaustion
+	// Stall trips when the target answered (almost) nothing for a while.
+	Stall Stall
+	// Coverage trips when the router logs miss requests of a step.
+	Coverage Coverage
+	// LayerOrder trips when a request's client, router and app times contradict each
+	// other (a layer took longer than the one around it).
+	LayerOrder LayerOrder
+}
+
+// GeneratorSaturation judges the generators by their own signal: the send lag (how late
+// requests went out against when they were due), and their CPU against the cores they
+// can get where those are known.
+type GeneratorSaturation struct {
+	Level CheckLevel
+	// SendLagShare and SendLagMin: trips when the mean send lag is at least this share
+	// of the mean latency and at least this long.
+	SendLagShare float64
+	SendLagMin   time.Duration
+	// CPUShare: trips when a generator instance used at least this share of the cores
+	// available to it (known on the local foundation or from the landscape).
+	CPUShare float64
+}
+
+// Plateau judges a step that added load: trips when the throughput grew by less than
+// ServedBelow of the load's growth (0.25: a quarter of it) while the app's mean CPU per
+// instance stayed under AppCPUBelow cores. The limit is then outside the app (a proxy,
+// the router, a pool, the network).
+type Plateau struct {
+	Level       CheckLevel
+	ServedBelow float64
+	AppCPUBelow float64
+	// LoadGrowthMin is the least growth of offered load (0.1: +10 %) worth judging.
+	LoadGrowthMin float64
+}
+
+// PoolExhaustion trips when, in a step's app timings, the apps spent at least WaitShare
+// of their time waiting for a database connection.
+type PoolExhaustion struct {
+	Level     CheckLevel
+	WaitShare float64
+}
+
+// Stall trips when the target completed (almost) nothing for at least Longest, or, in a
+// closed loop, when the requests not sent during stalls reach OmittedShare of the step.
+type Stall struct {
+	Level        CheckLevel
+	Longest      time.Duration
+	OmittedShare float64
+}
+
+// Coverage trips when a step's router logs hold less than Below of its requests.
+type Coverage struct {
+	Level CheckLevel
+	Below float64
+}
+
+// LayerOrder trips when more than Above of a step's requests have layers out of order:
+// app time over router time, or router time over client time.
+type LayerOrder struct {
+	Level CheckLevel
+	Above float64
+}
+
+// DefaultChecks are the checks of a spec that says nothing about them.
+func DefaultChecks() Checks {
+	return Checks{
+		Colocation:          CheckFail,
+		GeneratorSaturation: GeneratorSaturation{Level: CheckWarn, SendLagShare: 0.1, SendLagMin: 500 * time.Microsecond, CPUShare: 0.9},
+		Plateau:             Plateau{Level: CheckWarn, ServedBelow: 0.25, AppCPUBelow: 0.5, LoadGrowthMin: 0.1},
+		PoolExhaustion:      PoolExhaustion{Level: CheckWarn, WaitShare: 0.2},
+		Stall:               Stall{Level: CheckWarn, Longest: time.Second, OmittedShare: 0.01},
+		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
+		LayerOrder:          LayerOrder{Level: CheckWarn, Above: 0.001},
+	}
 }
 
 // Collectors configures what is recorded besides the generators' samples.

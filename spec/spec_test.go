@@ -54,7 +54,7 @@ func TestParseGood(t *testing.T) {
 				Workload: Workload{Model: ModelClosed, Users: 1, KeepAlive: true, Timeout: 10 * time.Second,
 					Requests: []Request{{Name: "r", Method: http.MethodGet, Path: "/", Weight: 1}}},
 				Ramp:       Ramp{Start: 1, Step: 1, Max: 2, Hold: time.Second},
-				Checks:     Checks{Colocation: CheckFail, GeneratorCPU: CheckWarn, FlatThroughput: CheckWarn},
+				Checks:     DefaultChecks(),
 				Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
 				Export:     Export{Dir: "results", Tables: AllTables},
 			}
@@ -208,7 +208,7 @@ func TestParseEveryOptionalSection(t *testing.T) {
   max: 5
   warmup: 999ms
   stop: {p99_above: 500ms, error_rate_above: 1, plateau: 0.03}
-checks: {colocation: off, generator_cpu: off, flat_throughput: warn}
+checks: {colocation: off, generator_saturation: off, plateau: {level: warn, served_below: 0.5, app_cpu_below: 2}, stall: {longest: 250ms}}
 collectors:
   container_metrics: {interval: 1s}
   router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5,
@@ -224,8 +224,12 @@ export: {dir: out, tables: [steps, samples]}
 	if s.Ramp != want {
 		t.Errorf("ramp = %+v, want %+v", s.Ramp, want)
 	}
-	if s.Checks != (Checks{Colocation: CheckOff, GeneratorCPU: CheckOff, FlatThroughput: CheckWarn}) {
-		t.Errorf("checks = %+v", s.Checks)
+	wantChecks := DefaultChecks()
+	wantChecks.Colocation, wantChecks.GeneratorSaturation.Level = CheckOff, CheckOff
+	wantChecks.Plateau.ServedBelow, wantChecks.Plateau.AppCPUBelow = 0.5, 2
+	wantChecks.Stall.Longest = 250 * time.Millisecond
+	if s.Checks != wantChecks {
+		t.Errorf("checks = %+v, want %+v", s.Checks, wantChecks)
 	}
 	wantC := Collectors{
 		ContainerMetrics: ContainerMetrics{Interval: time.Second},
@@ -492,7 +496,7 @@ func checkInvariants(t *testing.T, s *Spec) {
 	if r.Hold < time.Second || r.Warmup < 0 || r.Warmup >= r.Hold {
 		fail("ramp %+v", r)
 	}
-	if s.Checks.Colocation == "" || s.Checks.GeneratorCPU == "" || s.Checks.FlatThroughput == "" ||
+	if s.Checks.Colocation == "" || s.Checks.GeneratorSaturation.Level == "" || s.Checks.Plateau.Level == "" ||
 		s.Collectors.ContainerMetrics.Interval < time.Second || !strings.HasPrefix(s.Collectors.AppTimings.Path, "/") {
 		fail("checks %+v, collectors %+v", s.Checks, s.Collectors)
 	}

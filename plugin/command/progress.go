@@ -30,8 +30,7 @@ func (r *textReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
 func (r *textReporter) Note(msg string) { fmt.Fprintln(r.w, msg) }
 
 func (r *textReporter) Step(s engine.StepReport) {
-	fmt.Fprintln(r.w, report.StepLine(report.StepProgress{StepSummary: s.StepSummary, Steps: s.Steps, Left: s.Left,
-		InstancesSeen: s.InstancesSeen, AppCPU: s.AppCPU, AppEntitlement: s.AppEntitlement}))
+	fmt.Fprintln(r.w, report.StepLine(report.StepProgress{StepSummary: s.StepSummary, Steps: s.Steps, Left: s.Left}))
 	if s.Stop != "" {
 		fmt.Fprintf(r.w, "%s: stopping the ramp: %s\n", s.Variant, s.Stop)
 	}
@@ -74,25 +73,28 @@ func (r *jsonReporter) Note(msg string) { r.emit("note", map[string]any{"message
 
 func (r *jsonReporter) Step(s engine.StepReport) {
 	f := stepFields(s.StepSummary)
-	f["steps"], f["left_s"], f["instances_seen"], f["stop"] = s.Steps, s.Left.Seconds(), s.InstancesSeen, s.Stop
-	if s.AppCPU != nil {
-		f["app_cpu"] = *s.AppCPU
-	}
-	if s.AppEntitlement != nil {
-		f["app_cpu_entitlement"] = *s.AppEntitlement
-	}
+	f["steps"], f["left_s"], f["stop"] = s.Steps, s.Left.Seconds(), s.Stop
 	r.emit("step", f)
 }
 
 func (r *jsonReporter) Finding(variant string, step int, f engine.Finding) {
-	r.emit("finding", map[string]any{"variant": variant, "step": step + 1, "check": f.Check, "level": string(f.Level), "message": f.Message})
+	r.emit("finding", map[string]any{"variant": variant, "step": step + 1, "check": f.Check, "level": string(f.Level), "message": f.Message,
+		"evidence": f.Evidence})
 }
 
 // stepFields is a step summary as JSON fields; latencies in milliseconds, steps from 1.
 func stepFields(s resultsdb.StepSummary) map[string]any {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return map[string]any{"variant": s.Variant, "step": s.Step + 1, "instances": s.Instances, "users": s.Users,
-		"count": s.Count, "errors": s.Errors, "error_rate": s.ErrorRate(), "req_per_s": s.Throughput, "bytes": s.Bytes,
-		"mean_ms": ms(s.Mean), "p50_ms": ms(s.P50), "p90_ms": ms(s.P90), "p99_ms": ms(s.P99), "min_ms": ms(s.Min), "max_ms": ms(s.Max),
-		"missed": s.Missed, "omitted": s.Omitted}
+	f := map[string]any{"variant": s.Variant, "step": s.Step + 1, "instances": s.Instances, "instances_seen": s.InstancesSeen,
+		"users": s.Users, "offered_rate": s.OfferedRate, "count": s.Count, "errors": s.Errors, "errors_by_class": s.ErrorsByClass,
+		"error_rate": s.ErrorRate(), "req_per_s": s.Throughput, "bytes": s.Bytes,
+		"mean_ms": ms(s.Mean), "p50_ms": ms(s.P50), "p90_ms": ms(s.P90), "p99_ms": ms(s.P99), "p999_ms": ms(s.P999),
+		"min_ms": ms(s.Min), "max_ms": ms(s.Max), "missed": s.Missed, "send_lag_mean_ms": ms(s.SendLagMean),
+		"stalled_ms": s.Stalled.Milliseconds(), "omitted": s.Omitted}
+	for _, a := range s.Apps {
+		if a.CPUMeanCores != nil {
+			f[a.Role+"_cpu_cores"] = *a.CPUMeanCores
+		}
+	}
+	return f
 }

@@ -31,6 +31,10 @@ CREATE TABLE step_metrics (
     send_lag_p99_us bigint           NOT NULL,
     stalled_ms      bigint           NOT NULL,  -- longest time the target answered (almost) nothing
     omitted         bigint           NOT NULL,  -- closed loop: requests not sent during stalls
+    app_timed       bigint           NOT NULL,  -- requests with app timings (flushed at the step's end)
+    app_total_us    double precision,           -- their mean app time
+    app_pool_wait_us double precision,          -- their mean wait for a DB connection
+    app_query_us    double precision,           -- their mean time in queries
     computed_at     timestamptz      NOT NULL DEFAULT now(),
     PRIMARY KEY (run_id, variant, step)
 );
