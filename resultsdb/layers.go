@@ -29,7 +29,9 @@ type LayerOrder struct {
 func (o LayerOrder) AppOverRouterShare() float64 { return share(o.AppOverRouter, o.AppAndRouter) }
 
 // RouterOverClientShare is RouterOverClient relative to RouterAndClient (0 without any).
-func (o LayerOrder) RouterOverClientShare() float64 { return share(o.RouterOverClient, o.RouterAndClient) }
+func (o LayerOrder) RouterOverClientShare() float64 {
+	return share(o.RouterOverClient, o.RouterAndClient)
+}
 
 func share(n, of int64) float64 {
 	if of == 0 {

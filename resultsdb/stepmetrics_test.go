@@ -65,7 +65,7 @@ func TestSumAppMetrics(t *testing.T) {
 		}, CPUFromStats, 2, 0.4, 0.4, 0.8, 3, 0.5},
 		{"counters bracket the window", []metricRow{
 			counter("web/0", from.Add(-2*time.Second), 100), counter("web/0", from.Add(5*time.Second), 104),
-			counter("web/0", to.Add(2*time.Second), 124), // 24 s of CPU over 24 s: one core
+			counter("web/0", to.Add(2*time.Second), 124),       // 24 s of CPU over 24 s: one core
 			counter("web/1", from, 0), counter("web/1", to, 5), // a quarter of a core
 		}, CPUFromCounters, 2, 0.625, 1, 1.25, 5, 1},
 		{"counters only inside the window cover part of it", []metricRow{

@@ -55,7 +55,7 @@ type StepSummary struct {
 	// AppTimed is how many of the step's requests have app timings (the apps' own
 	// account, flushed at the step's end); AppTotal, AppPoolWait and AppQuery are their
 	// means, nil without any.
-	AppTimed                       int64
+	AppTimed                        int64
 	AppTotal, AppPoolWait, AppQuery *time.Duration
 	// Apps are the container metrics of the variant's app and generator app.
 	Apps []AppStepMetrics
