@@ -82,6 +82,15 @@ func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
 	return out, nil
 }
 
+// DeleteFindings removes the run's findings (events of kind "check") of the named
+// checks, so that judging them again does not repeat them.
+func (s *Store) DeleteFindings(ctx context.Context, runID string, checks ...string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM run_events WHERE run_id = $1 AND kind = 'check' AND check_name = ANY($2)`, runID, checks); err != nil {
+		return fmt.Errorf("delete findings of run %s: %w", runID, err)
+	}
+	return nil
+}
+
 // ErrStepNotFound is returned when a run has no step of the given variant and index.
 var ErrStepNotFound = errors.New("step not found")
 

@@ -163,7 +163,7 @@ func (s *Store) RunVariants(ctx context.Context, runID string) ([]RunVariant, er
 type Coverage struct {
 	Variant string
 	Step    int
-	// Sent counts the step's samples (warm-up included); Found those with a router
+	// Sent counts the step's samples (warm-up excluded); Found those with a router
 	// request; NoResponse the missing ones that got no response at all (the router may
 	// never have seen them).
 	Sent, Found, NoResponse int64
@@ -185,14 +185,15 @@ func (c Coverage) Share() float64 {
 	return float64(c.Found) / float64(c.Sent)
 }
 
-// RouterCoverage joins the run's samples to its router requests per step.
+// RouterCoverage joins the run's measured samples (warm-up excluded, as in the step's
+// figures) to its router requests per step.
 func (s *Store) RouterCoverage(ctx context.Context, runID string) ([]Coverage, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH per_sec AS (
     SELECT w.variant, s.step, s.intended_us / 1000000 AS sec, count(*) AS sent, count(rr.trace_id) AS found,
            count(*) FILTER (WHERE rr.trace_id IS NULL AND s.status = 0) AS no_response
     FROM workers w
-    JOIN samples s ON s.worker_id = w.id
+    JOIN samples s ON s.worker_id = w.id AND NOT s.warmup
     LEFT JOIN router_requests rr ON rr.run_id = w.run_id AND rr.worker_id = s.worker_id AND rr.seq = s.seq
     WHERE w.run_id = $1
     GROUP BY 1, 2, 3)

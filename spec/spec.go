@@ -365,11 +365,16 @@ const (
 	TableAppTimingFlushes = "app_timing_flushes"
 	TableRequestTimes     = "request_times"
 	TableRunEvents        = "run_events"
+	TableVariants         = "variants"
+	TableRequests         = "requests"
+	TableStepMetrics      = "step_metrics"
+	TableStepAppMetrics   = "step_app_metrics"
 )
 
 // AllTables is the default of Export.Tables; callers must not modify it.
 var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests,
-	TableAppTimings, TableAppTimingFlushes, TableRequestTimes, TableRunEvents}
+	TableAppTimings, TableAppTimingFlushes, TableRequestTimes, TableRunEvents, TableVariants, TableRequests, TableStepMetrics,
+	TableStepAppMetrics}
 
 // Export says where and what to export after a run.
 type Export struct {

@@ -35,6 +35,8 @@ type Workload struct {
 
 // Request is one entry of the weighted request mix.
 type Request struct {
+	// Name is the spec's name of the request, for exports and reports.
+	Name    string            `json:"name,omitempty"`
 	Method  string            `json:"method"`
 	Path    string            `json:"path"`
 	Headers map[string]string `json:"headers,omitempty"`
@@ -47,7 +49,7 @@ func FromSpec(w *spec.Workload) Workload {
 	out := Workload{Model: w.Model, Users: w.Users, ThinkTime: w.ThinkTime, Rate: w.Rate, RatePer: w.RatePer, MaxInFlight: w.MaxInFlight,
 		Count: w.RequestsPerInstance, KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader}
 	for _, r := range w.Requests {
-		out.Requests = append(out.Requests, Request{Method: r.Method, Path: r.Path, Headers: r.Headers, Body: r.Body, Weight: r.Weight})
+		out.Requests = append(out.Requests, Request{Name: r.Name, Method: r.Method, Path: r.Path, Headers: r.Headers, Body: r.Body, Weight: r.Weight})
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/worker"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -89,13 +90,24 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 		t.Fatalf("flush received %d stored %d foreign %d, want 6 5 1", flush.Received, flush.Stored, flush.Foreign)
 	}
 
+	wl := worker.Workload{Model: "closed", Users: 1, Timeout: time.Second,
+		Requests: []worker.Request{{Name: "list", Method: "GET", Path: "/", Weight: 1}, {Name: "show", Method: "GET", Path: "/1", Weight: 2}}}
+	if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: "v", GeneratorApp: "gen", TargetURL: "http://app",
+		AppName: "app", Workload: wl.Marshal()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ComputeStepMetrics(ctx, run.ID, "v", 0, []resultsdb.AppRole{{Name: "app", Role: resultsdb.RoleApp}}); err != nil {
+		t.Fatal(err)
+	}
+
 	dir := t.TempDir()
 	m, err := Export(ctx, store, run.ID, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows := map[string]int64{"runs": 1, "steps": 1, "workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0,
-		"router_requests": 5, "app_timings": 5, "app_timing_flushes": 1, "request_times": 1000, "run_events": 0}
+	wantRows := map[string]int64{"runs": 1, "variants": 1, "requests": 2, "steps": 1, "step_metrics": 1, "step_app_metrics": 1,
+		"workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "router_requests": 5, "app_timings": 5,
+		"app_timing_flushes": 1, "request_times": 1000, "run_events": 0}
 	if len(m.Files) != len(wantRows) {
 		t.Fatalf("manifest lists %d files, want %d", len(m.Files), len(wantRows))
 	}
@@ -239,7 +251,7 @@ func TestFilesHaveTheDocumentedColumns(t *testing.T) {
 		if name, ok := strings.CutPrefix(line, "## "); ok {
 			section = strings.TrimSuffix(name, ".csv")
 		}
-		if m := regexp.MustCompile("^\\| `([a-z_]+)` \\|").FindStringSubmatch(line); m != nil {
+		if m := regexp.MustCompile("^\\| `([a-z0-9_]+)` \\|").FindStringSubmatch(line); m != nil {
 			documented[section] = append(documented[section], m[1])
 		}
 	}
@@ -336,7 +348,7 @@ func TestKeyLiteralsReadBackWhatWasWritten(t *testing.T) {
 		{"steps", "'=x,3,4,1,,,,,,\n", []string{"'=x'", "3"}, false},
 		{"steps", "\"''it's\n\"\"q\"\"\",0,4,1,,,,,,\n", []string{"'''it''s\n\"q\"'", "0"}, false},
 		{"steps", "v,x,4,1,,,,,,\n", nil, true},
-		{"run_events", "12,,v,,check,warn,m\n", []string{"12"}, false},
+		{"run_events", "12,,v,,check,warn,,m,\n", []string{"12"}, false},
 		{"samples", "v,7,123,abc,0,0,0,0,0,0,0,\"\",true\n", []string{"7", "123"}, false},
 		{"router_requests", "0123456789abcdef0123456789abcdef,,,,,,,,,,\n", []string{"'0123456789abcdef0123456789abcdef'::uuid"}, false},
 		{"router_requests", "0123'; drop table runs; --,,,,,,,,,,\n", nil, true},

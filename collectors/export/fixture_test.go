@@ -12,6 +12,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // variants name the workers of a seeded run: every one needs quoting or neutralising.
@@ -62,6 +63,15 @@ func seedRun(t testing.TB, store *resultsdb.Store, perWorker int) *resultsdb.Run
 			t.Fatal(err)
 		}
 	}
+	for _, v := range variants {
+		wl := worker.Workload{Model: "closed", Users: 4, Timeout: time.Second, Requests: []worker.Request{
+			{Name: "=list", Method: "GET", Path: "/posts?page=1", Weight: 3}, {Name: "show", Method: "GET", Path: "/posts/1", Weight: 1},
+			{Name: "create", Method: "POST", Path: "/posts", Body: `{"a":1}`, Weight: 1}}}
+		if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: v, GeneratorApp: "+gen", TargetURL: "http://=app",
+			AppName: "=app", AppGUID: "guid", Workload: wl.Marshal()}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var rows []resultsdb.ContainerMetric
 	cpu, mem := -0.25, int64(-1) // impossible values: negative numbers must stay numbers
 	for i := range 50 {
@@ -70,6 +80,11 @@ func seedRun(t testing.TB, store *resultsdb.Store, perWorker int) *resultsdb.Run
 	}
 	if err := store.InsertContainerMetrics(ctx, rows); err != nil {
 		t.Fatal(err)
+	}
+	for _, v := range variants {
+		if _, err := store.ComputeStepMetrics(ctx, run.ID, v, 0, []resultsdb.AppRole{{Name: "=app", Role: resultsdb.RoleApp}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := range 100 {
 		tid := sample.NewTraceID(run.TraceTag, 1, uint64(i+1)).String()

@@ -162,10 +162,14 @@ func TestResumedExportIsByteIdentical(t *testing.T) {
 	c := &cutter{plans: []cut{
 		// runs
 		{copyData: 0, into: 3}, noCut,
+		// variants, requests
+		noCut, noCut,
 		// steps, in key order "-v", "=HYPERLINK(…)", "two\nlines, \"quoted\"", "x plain": after
 		// the header and a row, then after one row at a time, so that the keys to resume
 		// after are neutralised, hold quotes, and hold a newline
 		{copyData: 2}, {copyData: 1, into: 1}, {copyData: 1}, noCut,
+		// step_metrics, step_app_metrics
+		noCut, noCut,
 		// workers: right after the header
 		{copyData: 1}, noCut,
 		// worker_steps: before the first CopyData (the header never comes)
