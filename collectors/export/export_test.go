@@ -19,8 +19,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/sample"
-	"github.com/cf-benchmark/cf-benchmark/worker"
 	"github.com/cf-benchmark/cf-benchmark/spec"
+	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 func TestMain(m *testing.M) {
