@@ -158,16 +158,35 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 	if err != nil {
 		return nil, err
 	}
-	live, err := s.liveSummaries(ctx, runID, variant, idx)
+	rows, err := s.pool.Query(ctx, `SELECT variant, idx FROM steps WHERE run_id = $1 AND ($2 = '' OR variant = $2) AND ($3 < 0 OR idx = $3)
+		ORDER BY started_at, variant, idx`, runID, variant, idx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list the steps of run %s: %w", runID, err)
 	}
-	for i, l := range live {
-		if j := slices.IndexFunc(stored, func(m StepSummary) bool { return m.Variant == l.Variant && m.Step == l.Step }); j >= 0 {
-			live[i] = stored[j]
+	type key struct {
+		variant string
+		idx     int
+	}
+	steps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (key, error) {
+		var k key
+		return k, r.Scan(&k.variant, &k.idx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the steps of run %s: %w", runID, err)
+	}
+	out := make([]StepSummary, 0, len(steps))
+	for _, k := range steps {
+		if i := slices.IndexFunc(stored, func(m StepSummary) bool { return m.Variant == k.variant && m.Step == k.idx }); i >= 0 {
+			out = append(out, stored[i])
+			continue
 		}
+		live, err := s.liveSummaries(ctx, runID, k.variant, k.idx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, live...)
 	}
-	return live, nil
+	return out, nil
 }
 
 // liveSummaries computes the client-side figures of steps from the raw rows.
