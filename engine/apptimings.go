@@ -60,7 +60,7 @@ func (r *runner) flushTimings(ctx context.Context, v *spec.Variant, idx int) {
 	if dropped > 0 {
 		r.warnTimings(v.Name, idx, fmt.Sprintf("%s dropped %d app timings in step %d (buffer full): raise CFBENCH_TIMINGS_CAPACITY in its manifest", d.app.Name, dropped, idx+1))
 	}
-	r.opts.Logger.Debug("app timings flushed", "variant", v.Name, "step", idx, "instances", flushed, "rows", rows)
+	r.opts.Logger.Debug("app timings flushed", "variant", v.Name, "step", idx+1, "instances", flushed, "rows", rows)
 }
 
 func (r *runner) warnTimings(variant string, step int, msg string) {

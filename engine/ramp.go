@@ -175,12 +175,12 @@ func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step
 		}
 		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
 			if p.Stale > 0 {
-				opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index, "stale", p.Stale)
+				opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stale", p.Stale)
 			}
 			return nil
 		}
 		if time.Now().After(deadline) {
-			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index, "joined", p.Joined, "done", p.Done)
+			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index+1, "joined", p.Joined, "done", p.Done)
 			return nil
 		}
 		if !wait.For(ctx, 50*time.Millisecond) {

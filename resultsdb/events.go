@@ -99,16 +99,16 @@ var ErrStepNotFound = errors.New("step not found")
 // most instances it saw at once.
 func (s *Store) SetInstancesSeen(ctx context.Context, runID, variant string, step, n int) error {
 	if n < 0 {
-		return fmt.Errorf("set instances seen in step %d of %s: negative count %d", step, variant, n)
+		return fmt.Errorf("set instances seen in step %d of %s: negative count %d", step+1, variant, n)
 	}
 	// greatest ignores NULL, so the first report sets the value.
 	tag, err := s.pool.Exec(ctx, `UPDATE steps SET instances_seen = greatest(instances_seen, $4)
 		WHERE run_id = $1 AND variant = $2 AND idx = $3`, runID, variant, step, n)
 	if err != nil {
-		return fmt.Errorf("set instances seen in step %d of %s: %w", step, variant, err)
+		return fmt.Errorf("set instances seen in step %d of %s: %w", step+1, variant, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set instances seen in step %d of %s in run %s: %w", step, variant, runID, ErrStepNotFound)
+		return fmt.Errorf("set instances seen in step %d of %s in run %s: %w", step+1, variant, runID, ErrStepNotFound)
 	}
 	return nil
 }

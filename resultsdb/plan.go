@@ -121,7 +121,7 @@ func (s *Store) JoinStep(ctx context.Context, id int32, st *Step, joined time.Ti
 	_, err := s.pool.Exec(ctx, `INSERT INTO worker_steps (worker_id, step, joined_at, skew_us, late_join) VALUES ($1,$2,$3,$4,$5)
 		ON CONFLICT DO NOTHING`, id, st.Index, joined, joined.Sub(st.Started).Microseconds(), late)
 	if err != nil {
-		return fmt.Errorf("worker %d joins step %d: %w", id, st.Index, err)
+		return fmt.Errorf("worker %d joins step %d: %w", id, st.Index+1, err)
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func (s *Store) FinishStep(ctx context.Context, id int32, step int, sent, missed
 	_, err := s.pool.Exec(ctx, `UPDATE worker_steps SET sent = $3, missed = $4, done_at = clock_timestamp() WHERE worker_id = $1 AND step = $2`,
 		id, step, int64(sent), int64(missed))
 	if err != nil {
-		return fmt.Errorf("worker %d finishes step %d: %w", id, step, err)
+		return fmt.Errorf("worker %d finishes step %d: %w", id, step+1, err)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ SELECT count(*), count(ws.done_at),
 FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id
 WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3`, runID, variant, idx).Scan(&p.Joined, &p.Done, &p.Stale)
 	if err != nil {
-		return p, fmt.Errorf("progress of step %d of %s: %w", idx, variant, err)
+		return p, fmt.Errorf("progress of step %d of %s: %w", idx+1, variant, err)
 	}
 	return p, nil
 }

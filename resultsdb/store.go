@@ -170,7 +170,7 @@ func (s *Store) StartStep(ctx context.Context, st Step) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
 		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil, st.Ends)
 	if err != nil {
-		return fmt.Errorf("start step %d of %s: %w", st.Index, st.Variant, err)
+		return fmt.Errorf("start step %d of %s: %w", st.Index+1, st.Variant, err)
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func (s *Store) EndStep(ctx context.Context, runID, variant string, idx int, end
 	_, err := s.pool.Exec(ctx, `UPDATE steps SET ended_at = $4, stop_reason = $5 WHERE run_id = $1 AND variant = $2 AND idx = $3`,
 		runID, variant, idx, ended, stopReason)
 	if err != nil {
-		return fmt.Errorf("end step %d of %s: %w", idx, variant, err)
+		return fmt.Errorf("end step %d of %s: %w", idx+1, variant, err)
 	}
 	return nil
 }

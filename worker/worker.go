@@ -263,7 +263,7 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 			return
 		}
 		if err := store.JoinStep(ctx, m.id, &st, time.Now().Add(offset), late); err != nil {
-			m.log.Warn("record step start", "step", st.Index, "err", err)
+			m.log.Warn("record step start", "step", st.Index+1, "err", err)
 		}
 		sent, missed := m.gen.Sent(), m.gen.Missed()
 		m.gen.Run(m.ctx, ph)
@@ -277,7 +277,7 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 			if err == nil {
 				return
 			}
-			m.log.Warn("store the step's samples; retrying", "step", st.Index, "err", err)
+			m.log.Warn("store the step's samples; retrying", "step", st.Index+1, "err", err)
 			if !wait.Until(ctx, p.stop, time.Now().Add(time.Second)) {
 				return
 			}
