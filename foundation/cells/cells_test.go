@@ -172,7 +172,7 @@ func TestInstanceEnvironmentAndPortHealthCheck(t *testing.T) {
 		port := strconv.Itoa(in.Port)
 		want := map[string]string{
 			"PORT": port, "CF_INSTANCE_INDEX": strconv.Itoa(i), "CF_INSTANCE_GUID": in.GUID,
-			"CF_INSTANCE_IP": "127.0.0.1", "CF_INSTANCE_INTERNAL_IP": "127.0.0.1", "CF_INSTANCE_PORT": port,
+			"CF_INSTANCE_IP": in.CellAddr, "CF_INSTANCE_INTERNAL_IP": "127.0.0.1", "CF_INSTANCE_PORT": port,
 			"CF_INSTANCE_ADDR": "127.0.0.1:" + port, "INSTANCE_INDEX": strconv.Itoa(i), "INSTANCE_GUID": in.GUID,
 			"MEMORY_LIMIT": "128m", "VCAP_APPLICATION": vcap, "FOO": "bar", "HOME": dir, "_PWD": dir,
 		}

@@ -12,18 +12,25 @@ import (
 // instanceEnv builds an instance's environment: a base PATH and HOME (the app dir, as
 // /home/vcap/app is on Cloud Foundry), then the spec's env (VCAP_APPLICATION and
 // VCAP_SERVICES pass through untouched), then what Diego sets per instance.
-func instanceEnv(spec ProcessSpec, path, host string, index int, guid string, port int, tmpDir string) []string {
+//
+// host is where the instance listens (CF_INSTANCE_INTERNAL_IP, CF_INSTANCE_ADDR) and
+// cellAddr its cell's address (CF_INSTANCE_IP, the host's IP on Diego, which is also
+// what process stats report as the instance's host); "" means host.
+func instanceEnv(spec ProcessSpec, path, host, cellAddr string, index int, guid string, port int, tmpDir string) []string {
 	env := map[string]string{"PATH": path, "HOME": spec.Dir}
 	for k, v := range spec.Env {
 		env[k] = v
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	if cellAddr == "" {
+		cellAddr = host
+	}
 	for k, v := range map[string]string{
 		"TMPDIR":                  tmpDir,
 		"PORT":                    strconv.Itoa(port),
 		"CF_INSTANCE_INDEX":       strconv.Itoa(index),
 		"CF_INSTANCE_GUID":        guid,
-		"CF_INSTANCE_IP":          host,
+		"CF_INSTANCE_IP":          cellAddr,
 		"CF_INSTANCE_INTERNAL_IP": host,
 		"CF_INSTANCE_PORT":        strconv.Itoa(port),
 		"CF_INSTANCE_ADDR":        addr,

@@ -172,7 +172,7 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 
 	cmd := exec.Command("/bin/sh", "-c", in.spec.Command)
 	cmd.Dir = in.spec.Dir
-	cmd.Env = instanceEnv(in.spec, c.path, c.cfg.Host, in.index, guid, port, tmpDir)
+	cmd.Env = instanceEnv(in.spec, c.path, c.cfg.Host, in.cell.addr, in.index, guid, port, tmpDir)
 	if f, ok := logw.(*os.File); ok {
 		cmd.Stdout, cmd.Stderr = f, f
 	}
