@@ -174,19 +174,35 @@ func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 }
 
 // CheckPoolExhaustion reports a step whose requests spent at least c.WaitShare of their
-// app time waiting for a database connection (app timings; nothing to judge without).
+// app time waiting for a database connection (app timings), or in which the apps'
+// database server had at least c.ConnectionsShare of its max_connections in use (where
+// the run watched it). Without either there is nothing to judge.
 func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary) *Finding {
-	if !warns(c.Level) || m.AppTimed == 0 || m.AppTotal == nil || m.AppPoolWait == nil || *m.AppTotal <= 0 {
+	if !warns(c.Level) {
 		return nil
 	}
-	share := float64(*m.AppPoolWait) / float64(*m.AppTotal)
-	if share < c.WaitShare {
+	ev := map[string]any{}
+	var why []string
+	if m.AppTimed > 0 && m.AppTotal != nil && m.AppPoolWait != nil && *m.AppTotal > 0 {
+		share := float64(*m.AppPoolWait) / float64(*m.AppTotal)
+		ev["pool_wait_mean_ms"], ev["app_mean_ms"], ev["pool_wait_share"], ev["requests"] = ms(*m.AppPoolWait), ms(*m.AppTotal), share, m.AppTimed
+		if share >= c.WaitShare {
+			why = append(why, fmt.Sprintf("requests waited %sms on average for a database connection, %.0f%% of their %sms in the app (%d requests timed)",
+				report.Millis(*m.AppPoolWait), 100*share, report.Millis(*m.AppTotal), m.AppTimed))
+		}
+	}
+	if m.DBConnections != nil && m.DBMaxConnections != nil && *m.DBMaxConnections > 0 {
+		share := float64(*m.DBConnections) / float64(*m.DBMaxConnections)
+		ev["db_connections"], ev["db_max_connections"] = *m.DBConnections, *m.DBMaxConnections
+		if share >= c.ConnectionsShare {
+			why = append(why, fmt.Sprintf("the database server had %d of its %d connections in use", *m.DBConnections, *m.DBMaxConnections))
+		}
+	}
+	if len(why) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("requests waited %sms on average for a database connection, %.0f%% of their %sms in the app (%d requests timed):"+
-		" the connection pool, or the database's connection limit, caps throughput. Try: a bigger pool (e.g. DB_POOL_SIZE) within the database's max_connections, or fewer app instances per database.",
-		report.Millis(*m.AppPoolWait), 100*share, report.Millis(*m.AppTotal), m.AppTimed)
-	ev := map[string]any{"pool_wait_mean_ms": ms(*m.AppPoolWait), "app_mean_ms": ms(*m.AppTotal), "pool_wait_share": share, "requests": m.AppTimed}
+	msg := strings.Join(why, "; ") + ": the connection pool, or the database's connection limit, caps throughput." +
+		" Try: a bigger pool (e.g. DB_POOL_SIZE) within the database's max_connections, fewer app instances per database, or a database plan with more connections."
 	return &Finding{Check: PoolExhaustionCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
 

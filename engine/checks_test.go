@@ -180,6 +180,11 @@ func TestCheckPoolExhaustion(t *testing.T) {
 		"waited 6.000ms on average for a database connection, 60% of their 10.0ms")
 	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, time.Millisecond)), "", "")
 	wantFinding(t, CheckPoolExhaustion(c, resultsdb.StepSummary{}), "", "")
+	n := func(v int) *int { return &v }
+	capped := resultsdb.StepSummary{DBConnections: n(97), DBMaxConnections: n(100)}
+	wantFinding(t, CheckPoolExhaustion(c, capped), PoolExhaustionCheck, spec.CheckWarn, "had 97 of its 100 connections in use")
+	capped.DBConnections = n(40)
+	wantFinding(t, CheckPoolExhaustion(c, capped), "", "")
 }
 
 func TestCheckStall(t *testing.T) {

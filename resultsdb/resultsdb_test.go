@@ -255,6 +255,14 @@ func TestStepSummaryFromRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Connections to the apps' database: the busiest reading inside the window counts.
+	for _, c := range []DBConnections{{At: start, InUse: 99, MaxConnections: 100}, {At: start.Add(5 * time.Second), InUse: 40, ToDatabase: 30,
+		MaxConnections: 100}, {At: start.Add(6 * time.Second), InUse: 20, MaxConnections: 100}} {
+		c.RunID, c.Service = run.ID, "db"
+		if err := s.AddDBConnections(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	stored, err := s.ComputeStepMetrics(ctx, run.ID, "v", 0, []AppRole{{Name: "app", Role: RoleApp}})
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +288,11 @@ func TestStepSummaryFromRows(t *testing.T) {
 		if name != "live" && (len(got.Apps) != 1 || got.Apps[0].App != "app" || got.Apps[0].CPUSource != "" || got.Apps[0].CPUMeanCores != nil) {
 			t.Errorf("%s: apps = %+v, want app without readings", name, got.Apps)
 		}
+		if name != "live" && (got.DBConnections == nil || *got.DBConnections != 40 || *got.DBMaxConnections != 100) {
+			t.Errorf("%s: db connections %v of %v, want 40 of 100", name, got.DBConnections, got.DBMaxConnections)
+		}
 		got.ErrorsByClass, got.From, got.To, got.Stored, got.Apps = nil, time.Time{}, time.Time{}, false, nil
+		got.DBConnections, got.DBMaxConnections = nil, nil
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s summary\n got %+v\nwant %+v", name, got, want)
 		}

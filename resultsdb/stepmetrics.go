@@ -302,6 +302,9 @@ func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, i
 	if err := s.appTimingMeans(ctx, runID, &m); err != nil {
 		return StepSummary{}, err
 	}
+	if err := s.dbConnections(ctx, runID, &m); err != nil {
+		return StepSummary{}, err
+	}
 	for _, a := range apps {
 		am, err := s.appStepMetrics(ctx, runID, a, m.From, m.To)
 		if err != nil {

@@ -57,6 +57,9 @@ type StepSummary struct {
 	// means, nil without any.
 	AppTimed                        int64
 	AppTotal, AppPoolWait, AppQuery *time.Duration
+	// DBConnections is the most client connections the apps' database server had in the
+	// step's window, DBMaxConnections its limit; nil when not watched.
+	DBConnections, DBMaxConnections *int
 	// Apps are the container metrics of the variant's app and generator app.
 	Apps []AppStepMetrics
 	// Stored tells figures read from step_metrics; false for a step computed live.
@@ -104,8 +107,9 @@ func (s StepSummary) App(role string) (AppStepMetrics, bool) {
 const insertStepSQL = `
 INSERT INTO step_metrics (run_id, variant, step, seconds, count, errors, errors_by_class, bytes, throughput,
     mean_us, p50_us, p90_us, p99_us, p999_us, min_us, max_us, instances, instances_seen, users, offered_rate,
-    missed, send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted, app_timed, app_total_us, app_pool_wait_us, app_query_us)
-VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)
+    missed, send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted, app_timed, app_total_us, app_pool_wait_us, app_query_us,
+    db_connections, db_max_connections)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31)
 ON CONFLICT (run_id, variant, step) DO UPDATE SET seconds = EXCLUDED.seconds, count = EXCLUDED.count,
     errors = EXCLUDED.errors, errors_by_class = EXCLUDED.errors_by_class, bytes = EXCLUDED.bytes,
     throughput = EXCLUDED.throughput, mean_us = EXCLUDED.mean_us, p50_us = EXCLUDED.p50_us, p90_us = EXCLUDED.p90_us,
@@ -114,7 +118,8 @@ ON CONFLICT (run_id, variant, step) DO UPDATE SET seconds = EXCLUDED.seconds, co
     offered_rate = EXCLUDED.offered_rate, missed = EXCLUDED.missed, send_lag_mean_us = EXCLUDED.send_lag_mean_us,
     send_lag_p99_us = EXCLUDED.send_lag_p99_us, stalled_ms = EXCLUDED.stalled_ms, omitted = EXCLUDED.omitted,
     app_timed = EXCLUDED.app_timed, app_total_us = EXCLUDED.app_total_us, app_pool_wait_us = EXCLUDED.app_pool_wait_us,
-    app_query_us = EXCLUDED.app_query_us, computed_at = now()`
+    app_query_us = EXCLUDED.app_query_us, db_connections = EXCLUDED.db_connections,
+    db_max_connections = EXCLUDED.db_max_connections, computed_at = now()`
 
 const insertAppStepSQL = `
 INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered,
@@ -132,7 +137,8 @@ func (s *Store) storeStepMetrics(ctx context.Context, runID string, m *StepSumma
 			m.Throughput, float64(m.Mean)/float64(time.Microsecond), durationUS(m.P50), durationUS(m.P90), durationUS(m.P99),
 			durationUS(m.P999), durationUS(m.Min), durationUS(m.Max), m.Instances, m.InstancesSeen, m.Users, m.OfferedRate,
 			m.Missed, float64(m.SendLagMean)/float64(time.Microsecond), durationUS(m.SendLagP99), m.Stalled.Milliseconds(),
-			m.Omitted, m.AppTimed, optUS(m.AppTotal), optUS(m.AppPoolWait), optUS(m.AppQuery)); err != nil {
+			m.Omitted, m.AppTimed, optUS(m.AppTotal), optUS(m.AppPoolWait), optUS(m.AppQuery), m.DBConnections,
+			m.DBMaxConnections); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM step_app_metrics WHERE run_id = $1 AND variant = $2 AND step = $3`,
@@ -158,7 +164,7 @@ const storedStepsSQL = `
 SELECT m.variant, m.step, m.instances, m.instances_seen, m.users, m.offered_rate, st.warmup_until, m.seconds, m.count,
        m.errors, m.errors_by_class, m.bytes, m.throughput, m.mean_us, m.p50_us, m.p90_us, m.p99_us, m.p999_us, m.min_us,
        m.max_us, m.missed, m.send_lag_mean_us, m.send_lag_p99_us, m.stalled_ms, m.omitted, m.app_timed, m.app_total_us,
-       m.app_pool_wait_us, m.app_query_us
+       m.app_pool_wait_us, m.app_query_us, m.db_connections, m.db_max_connections
 FROM step_metrics m JOIN steps st ON st.run_id = m.run_id AND st.variant = m.variant AND st.idx = m.step
 WHERE m.run_id = $1 AND ($2 = '' OR m.variant = $2) AND ($3 < 0 OR m.step = $3)`
 
@@ -185,7 +191,7 @@ func (s *Store) storedSummaries(ctx context.Context, runID, variant string, idx 
 		)
 		err := r.Scan(&m.Variant, &m.Step, &m.Instances, &m.InstancesSeen, &m.Users, &m.OfferedRate, &m.From, &m.Seconds,
 			&m.Count, &m.Errors, &classes, &m.Bytes, &m.Throughput, &mean, &p50, &p90, &p99, &p999, &mn, &mx, &m.Missed,
-			&lag, &lp, &stalled, &m.Omitted, &m.AppTimed, &appTotal, &appWait, &appQuery)
+			&lag, &lp, &stalled, &m.Omitted, &m.AppTimed, &appTotal, &appWait, &appQuery, &m.DBConnections, &m.DBMaxConnections)
 		if err != nil {
 			return m, err
 		}

@@ -250,10 +250,13 @@ type Plateau struct {
 }
 
 // PoolExhaustion trips when, in a step's app timings, the apps spent at least WaitShare
-// of their time waiting for a database connection.
+// of their time waiting for a database connection, or when the apps' database server
+// (where the run can reach it) had at least ConnectionsShare of its max_connections in
+// use.
 type PoolExhaustion struct {
-	Level     CheckLevel
-	WaitShare float64
+	Level            CheckLevel
+	WaitShare        float64
+	ConnectionsShare float64
 }
 
 // Stall trips when the target completed (almost) nothing for at least Longest, or, in a
@@ -283,7 +286,7 @@ func DefaultChecks() Checks {
 		Colocation:          CheckFail,
 		GeneratorSaturation: GeneratorSaturation{Level: CheckWarn, SendLagShare: 0.1, SendLagMin: 500 * time.Microsecond, CPUShare: 0.9},
 		Plateau:             Plateau{Level: CheckWarn, ServedBelow: 0.25, AppCPUBelow: 0.5, LoadGrowthMin: 0.1},
-		PoolExhaustion:      PoolExhaustion{Level: CheckWarn, WaitShare: 0.2},
+		PoolExhaustion:      PoolExhaustion{Level: CheckWarn, WaitShare: 0.2, ConnectionsShare: 0.9},
 		Stall:               Stall{Level: CheckWarn, Longest: time.Second, OmittedShare: 0.01},
 		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
 		LayerOrder:          LayerOrder{Level: CheckWarn, Above: 0.001},
@@ -369,12 +372,13 @@ const (
 	TableRequests         = "requests"
 	TableStepMetrics      = "step_metrics"
 	TableStepAppMetrics   = "step_app_metrics"
+	TableDBConnections    = "db_connections"
 )
 
 // AllTables is the default of Export.Tables; callers must not modify it.
 var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests,
 	TableAppTimings, TableAppTimingFlushes, TableRequestTimes, TableRunEvents, TableVariants, TableRequests, TableStepMetrics,
-	TableStepAppMetrics}
+	TableStepAppMetrics, TableDBConnections}
 
 // Export says where and what to export after a run.
 type Export struct {

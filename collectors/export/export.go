@@ -27,7 +27,7 @@ import (
 
 // Tables lists the exportable tables in the order they are written.
 var Tables = []string{"runs", "variants", "requests", "steps", "step_metrics", "step_app_metrics", "workers", "worker_steps", "samples",
-	"container_metrics", "router_requests", "app_timings", "app_timing_flushes", "request_times", "run_events"}
+	"container_metrics", "db_connections", "router_requests", "app_timings", "app_timing_flushes", "request_times", "run_events"}
 
 // File describes one exported table.
 type File struct {

@@ -87,7 +87,8 @@ var tableDefs = map[string]*tableDef{
 			col("min_us", kindInt), col("max_us", kindInt), col("instances", kindInt), col("instances_seen", kindInt), col("users", kindInt),
 			col("offered_rate", kindFloat), col("missed", kindInt), col("send_lag_mean_us", kindFloat), col("send_lag_p99_us", kindInt),
 			col("stalled_ms", kindInt), col("omitted", kindInt), col("app_timed", kindInt), col("app_total_us", kindFloat),
-			col("app_pool_wait_us", kindFloat), col("app_query_us", kindFloat), col("computed_at", kindTime)},
+			col("app_pool_wait_us", kindFloat), col("app_query_us", kindFloat), col("db_connections", kindInt),
+			col("db_max_connections", kindInt), col("computed_at", kindTime)},
 		from: `FROM step_metrics m WHERE m.run_id = %[1]s`,
 		key:  []string{"m.variant", "m.step + 1"}, keyCols: []string{"variant", "step"},
 	},
@@ -98,6 +99,12 @@ var tableDefs = map[string]*tableDef{
 			col("mem_mean_bytes", kindFloat), col("mem_max_bytes", kindInt), col("mem_quota_bytes", kindInt), col("cores_available", kindFloat)},
 		from: `FROM step_app_metrics am WHERE am.run_id = %[1]s`,
 		key:  []string{"am.variant", "am.step + 1", "am.app_name"}, keyCols: []string{"variant", "step", "app_name"},
+	},
+	"db_connections": {
+		cols: []column{col("id", kindInt), col("at", kindTime), col("service", kindText), col("in_use", kindInt), col("to_database", kindInt),
+			col("max_connections", kindInt)},
+		from: `FROM db_connections dc WHERE dc.run_id = %[1]s`,
+		key:  []string{"dc.id"}, keyCols: []string{"id"},
 	},
 	"workers": {
 		cols: []column{{"worker_id", "id", kindInt}, col("variant", kindText), col("app_name", kindText), col("instance_index", kindInt),

@@ -35,6 +35,8 @@ CREATE TABLE step_metrics (
     app_total_us    double precision,           -- their mean app time
     app_pool_wait_us double precision,          -- their mean wait for a DB connection
     app_query_us    double precision,           -- their mean time in queries
+    db_connections  integer,                    -- most connections to the apps' database server in the window
+    db_max_connections integer,                 -- its max_connections; both NULL when not watched
     computed_at     timestamptz      NOT NULL DEFAULT now(),
     PRIMARY KEY (run_id, variant, step)
 );
@@ -75,3 +77,16 @@ ALTER TABLE container_metrics
 ALTER TABLE run_events
     ADD COLUMN check_name text,                 -- e.g. 'generator-saturation'; NULL for other kinds
     ADD COLUMN evidence   jsonb;                -- {"send_lag_mean_ms": 1.2, ...}
+
+-- Connections to the apps' database server, where the run can reach it: a database plan
+-- capped at 100 connections capped the study's throughput.
+CREATE TABLE db_connections (
+    id              bigserial   PRIMARY KEY,
+    run_id          text        NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    at              timestamptz NOT NULL,
+    service         text        NOT NULL,       -- the service instance watched
+    in_use          integer     NOT NULL,       -- client connections to the server, all databases
+    to_database     integer     NOT NULL,       -- of them to the service's database
+    max_connections integer     NOT NULL        -- the server's max_connections
+);
+CREATE INDEX db_connections_run ON db_connections (run_id, at);
