@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -57,15 +58,22 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	}
 
 	// Every answered request has all three views, and they nest: the app's time
-	// within the router's within the generator's, and inside the app its pool wait
-	// and query time within its total. Each layer's end mark is read before the event
-	// that lets the next layer out finish (the app's before it hands the response to
-	// its server, the router's before it hands the last byte to the client: see
-	// apps/README.md and foundation/router's responseEnd), and each start mark after
-	// the outer layer's, so an inversion means a clock starts or stops in the wrong
-	// place. Across processes the durations are cut to microseconds in different
-	// ways (the access log rounds), so a share is asserted; within the app one clock
-	// measures all three, so there none may be out of order.
+	// within the router's within the generator's (its latency, and even its own
+	// response time, from when the request went out: what the layer_order check
+	// compares), and inside the app its pool wait and query time within its total.
+	// Each layer's end mark is read before the event that lets the next layer out
+	// finish (the app's before it hands the response to its server, the router's
+	// before it hands the last byte to the client: see apps/README.md and
+	// foundation/router's responseEnd), and each start mark after the outer layer's,
+	// so an inversion means a clock starts or stops in the wrong place. Across
+	// processes the durations are cut to microseconds in different ways (the access
+	// log rounds), so a share is asserted; within the app one clock measures all
+	// three, so there none may be out of order.
+	samples := readCSV(t, filepath.Join(dir, "samples.csv"))
+	startDelay := map[[2]string]int{}
+	for _, s := range samples {
+		startDelay[[2]string{s["worker_id"], s["seq"]}] = atoi(t, s["start_delay_us"])
+	}
 	rows := readCSV(t, filepath.Join(dir, "request_times.csv"))
 	answered := map[string][]map[string]string{}
 	for _, r := range rows {
@@ -75,6 +83,8 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 		if r["router_us"] == "" || r["app_us"] == "" {
 			t.Fatalf("request without router or app timings: %v", r)
 		}
+		// The client's own response time: from when the request went out.
+		r["client_own_us"] = strconv.Itoa(atoi(t, r["client_us"]) - startDelay[[2]string{r["worker_id"], r["seq"]}])
 		answered[r["variant"]] = append(answered[r["variant"]], r)
 	}
 	if len(answered["java"]) == 0 || len(answered["node"]) == 0 {
@@ -90,6 +100,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	}{
 		{"app total_us ≤ router response_time_us", col("app_us"), col("router_us"), 0.001},
 		{"router response_time_us ≤ client latency_us", col("router_us"), col("client_us"), 0.001},
+		{"router response_time_us ≤ client latency_us − start_delay_us", col("router_us"), col("client_own_us"), 0.001},
 		{"pool_wait_us + query_us ≤ app total_us",
 			func(r map[string]string) int { return atoi(t, r["pool_wait_us"]) + atoi(t, r["query_us"]) }, col("app_us"), 0},
 	}
@@ -116,7 +127,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 		}
 	}
 	statuses := map[string]int{}
-	for _, s := range readCSV(t, filepath.Join(dir, "samples.csv")) {
+	for _, s := range samples {
 		statuses[s["status"]]++
 	}
 	if statuses["200"] == 0 || statuses["201"] == 0 || len(statuses) != 2 {
@@ -194,8 +205,8 @@ func worstOutOfOrder(out []outOfOrder, n int) string {
 	var parts []string
 	for _, o := range out[:min(n, len(out))] {
 		r := o.row
-		parts = append(parts, fmt.Sprintf("+%d µs (trace %s, step %s: client %s, router %s, app %s, pool wait %s, query %s µs)",
-			o.delta, r["trace_id"], r["step"], r["client_us"], r["router_us"], r["app_us"], r["pool_wait_us"], r["query_us"]))
+		parts = append(parts, fmt.Sprintf("+%d µs (trace %s, step %s: client %s (%s from the send), router %s, app %s, pool wait %s, query %s µs)",
+			o.delta, r["trace_id"], r["step"], r["client_us"], r["client_own_us"], r["router_us"], r["app_us"], r["pool_wait_us"], r["query_us"]))
 	}
 	return strings.Join(parts, "; ")
 }
