@@ -205,12 +205,18 @@ func (p *Proxy) await(ctx context.Context) (release func(), ok bool) {
 		}
 	}
 	if p.slots != nil {
+		// A free place first: with the wait run out meanwhile (a short MaxWait, a
+		// slow pacing), select would pick at random between the two.
 		select {
 		case p.slots <- struct{}{}:
-		case <-timer.C:
-			return nil, false
-		case <-ctx.Done():
-			return nil, false
+		default:
+			select {
+			case p.slots <- struct{}{}:
+			case <-timer.C:
+				return nil, false
+			case <-ctx.Done():
+				return nil, false
+			}
 		}
 	}
 	p.inFlight.Add(1)

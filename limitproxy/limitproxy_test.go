@@ -97,9 +97,11 @@ func get(t *testing.T, url string, header http.Header) (int, http.Header, string
 	return res.StatusCode, res.Header, string(b)
 }
 
-// TestConcurrencyCap sends three times MaxConcurrent requests at once: exactly
-// MaxConcurrent reach the upstream, the others wait in the proxy until those are
-// answered, and in the end every one is answered by the upstream.
+// TestConcurrencyCap sends three times MaxConcurrent requests at once: MaxConcurrent
+// reach the upstream, the others wait in the proxy until those are answered, the
+// upstream never holds more at once, and in the end every one is answered by it. (The
+// upstream lets go of a request before answering it, and the proxy frees its place
+// only once the answer is in, so the upstream can never count more than the cap.)
 func TestConcurrencyCap(t *testing.T) {
 	t.Parallel()
 	const limit, total = 4, 12
@@ -122,10 +124,12 @@ func TestConcurrencyCap(t *testing.T) {
 			statuses <- res.StatusCode
 		}()
 	}
-	until(t, "a full proxy", func() bool { s := p.Stats(); return s.InFlight == limit && s.Waiting == total-limit })
-	if n := g.cur.Load(); n != limit {
-		t.Errorf("upstream holds %d requests with the proxy full, want %d", n, limit)
-	}
+	// The cap holds: limit requests reach the upstream (a forwarded one may still
+	// be on its way), the rest wait in the proxy.
+	until(t, "a full proxy", func() bool {
+		s := p.Stats()
+		return s.InFlight == limit && s.Waiting == total-limit && g.cur.Load() == limit
+	})
 	close(g.release)
 	wg.Wait()
 	close(statuses)
