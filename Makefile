@@ -11,6 +11,8 @@ build:
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cf-benchmark ./plugin
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
 	mkdir -p $(BIN)/stub && cp $(BIN)/cfbench-stub $(BIN)/stub/  # the app dir manifests/stub.yml pushes
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy
+	mkdir -p $(BIN)/proxy && cp $(BIN)/cfbench-proxy $(BIN)/proxy/  # the app dir manifests/proxy-plateau.yml pushes
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel

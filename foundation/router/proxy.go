@@ -179,12 +179,16 @@ func (rt *Router) proxyError(rw http.ResponseWriter, req *http.Request, err erro
 }
 
 // responseWriter is gorouter's ProxyResponseWriter: it records the status
-// and the body bytes written, for the access log.
+// and the body bytes written, for the access log, and when the last body
+// write began (Router.responseEnd). The reverse proxy may flush from a
+// timer goroutine, but under the lock that also serialises its writes.
 type responseWriter struct {
-	rw       http.ResponseWriter
-	status   int
-	size     int64
-	hijacked bool
+	rw          http.ResponseWriter
+	now         func() time.Time
+	status      int
+	size        int64
+	hijacked    bool
+	lastWriteAt time.Time // zero until a body write
 }
 
 var (
@@ -209,6 +213,11 @@ func (w *responseWriter) WriteHeader(code int) {
 func (w *responseWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
+	}
+	if len(b) > 0 {
+		// Before the write: it may reach the client at once (see
+		// Router.responseEnd).
+		w.lastWriteAt = w.now()
 	}
 	n, err := w.rw.Write(b)
 	w.size += int64(n)

@@ -76,6 +76,8 @@ type Router struct {
 	backends *http.Transport
 	proxy    *httputil.ReverseProxy
 	counters counters
+	// listen opens the client-facing listener (tests wrap its connections).
+	listen func(ctx context.Context, network, address string) (net.Listener, error)
 
 	logMu    sync.Mutex // serialises cfg.AccessLog writes
 	active   atomic.Int64
@@ -115,6 +117,7 @@ func New(cfg Config) *Router {
 	if rt.logger == nil {
 		rt.logger = slog.New(slog.DiscardHandler)
 	}
+	rt.listen = new(net.ListenConfig).Listen
 	rt.baseCtx, rt.cancelBase = context.WithCancel(context.Background())
 	rt.backends = newBackendTransport()
 	rt.proxy = &httputil.ReverseProxy{
@@ -146,7 +149,7 @@ func (rt *Router) Start(ctx context.Context) error {
 	if addr == "" {
 		addr = defaultListen
 	}
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
+	ln, err := rt.listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}

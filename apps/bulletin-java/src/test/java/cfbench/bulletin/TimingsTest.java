@@ -10,6 +10,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import cfbench.bulletin.TestSupport.Res;
 import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,7 +20,11 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.eclipse.jetty.server.LocalConnector;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.util.BufferUtil;
 import org.junit.jupiter.api.Test;
 
 /** In-app timings over real HTTP: recording rules, the buffer, flush, the token. */
@@ -316,6 +322,67 @@ class TimingsTest {
             } finally {
                 done.set(true);
                 pool.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * total ends as the handler hands the response to Jetty, before any of it is written, so a
+     * row never exceeds the time from sending the request to the first byte of its answer (a
+     * router in front would otherwise see the app's time exceed its own). Here Jetty writes
+     * into a 16-byte buffer that the test empties only after a pause, so the write cannot
+     * complete before then: an end mark taken when Jetty reports the write done would come
+     * after the pause, long after the first byte (once the first requests have warmed the
+     * JVM and the pool up, so that the pause outlasts the request's way to the handler).
+     */
+    @Test
+    void totalEndsBeforeTheResponseIsWritten() throws Exception {
+        try (App app = TestSupport.start()) {
+            Timings timings = new Timings(16, true, 0);
+            Server server = new Server();
+            LocalConnector local = new LocalConnector(server);
+            server.addConnector(local);
+            server.setHandler(new BulletinHandler(new Ads(app.dataSource()), timings, null));
+            server.start();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    LocalConnector.LocalEndPoint ep = local.connect();
+                    ep.setGrowOutput(false);
+                    ep.setOutput(BufferUtil.allocate(16));
+                    long sent = System.nanoTime();
+                    ep.addInput("GET /ads?limit=20 HTTP/1.1\r\nHost: t\r\nX-B3-TraceId: " + id32(40 + i)
+                            + "\r\nConnection: close\r\n\r\n");
+                    StringBuilder response = new StringBuilder();
+                    ByteBuffer first = ep.waitForOutput(30, TimeUnit.SECONDS);
+                    long firstByte = System.nanoTime();
+                    if (first == null || !first.hasRemaining()) {
+                        fail("no response");
+                    }
+                    response.append(StandardCharsets.UTF_8.decode(first));
+                    Thread.sleep(200);
+                    while (true) {
+                        ByteBuffer b = ep.waitForOutput(30, TimeUnit.SECONDS);
+                        if (b == null) {
+                            fail("the response stalled after " + response);
+                        }
+                        if (!b.hasRemaining() && ep.isOutputShutdown()) {
+                            break;
+                        }
+                        response.append(StandardCharsets.UTF_8.decode(b));
+                    }
+                    assertTrue(response.toString().startsWith("HTTP/1.1 200 "), response.toString());
+
+                    JsonNode rows = TestSupport.JSON.readTree(timings.flushJson()).get("rows");
+                    assertEquals(1, rows.size(), rows.toString());
+                    assertPlausible(rows.get(0));
+                    long total = rows.get(0).get(4).asLong();
+                    long toFirstByte = (firstByte - sent) / 1000;
+                    assertTrue(total <= toFirstByte, "request " + i + ": total " + total
+                            + " µs, but the first byte of the response came " + toFirstByte
+                            + " µs after the request was sent");
+                }
+            } finally {
+                server.stop();
             }
         }
     }
