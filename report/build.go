@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -76,12 +75,27 @@ func (r *Report) Failed() bool {
 	return false
 }
 
-// q is what the queries need: the pool and the run.
+// querier is what the queries run on: one read-only transaction per run, so that
+// every figure of a run comes from one snapshot even while the run goes on.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// q is what the queries need: the snapshot and the run.
 type q struct {
-	pool  *pgxpool.Pool
+	pool  querier
 	run   *resultsdb.Run
 	opts  Options
 	notes []string
+	// pulls counts the run's router log pulls, budget tells whether one spent its
+	// document budget; cov is the coverage per variant and step found while reading
+	// the series, per second when perSecond.
+	pulls       int
+	budget      bool
+	router, app bool
+	cov         []resultsdb.Coverage
+	perSecond   bool
 }
 
 func (b *q) notef(format string, args ...any) {
@@ -93,7 +107,17 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	b := &q{pool: store.Pool(), run: run, opts: opts}
+	tx, err := store.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("report on run %s: %w", id, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	// The per-interval percentiles sort a run's samples: in memory, not in temporary
+	// files; and the queries are too short for JIT compilation to pay off.
+	if _, err := tx.Exec(ctx, `SET LOCAL work_mem = '256MB'; SET LOCAL jit = off`); err != nil {
+		return nil, fmt.Errorf("report on run %s: %w", id, err)
+	}
+	b := &q{pool: tx, run: run, opts: opts}
 	r := &Run{ID: run.ID, Name: run.Name, SpecFile: run.SpecFile, Status: string(run.Status), Reason: run.Reason,
 		Started: run.Started.UTC(), Variants: []*Variant{}, Findings: []Finding{}}
 	if run.Ended != nil {
@@ -353,48 +377,111 @@ func (b *q) span(vs []*Variant) float64 {
 }
 
 // series reads each variant's throughput, p99 and errors per interval of intended send
-// time. Percentiles per interval are observed values, like the steps'.
+// time and step (warm-up included), and, in the same pass, how many of those requests
+// the router logs hold. Percentiles per interval are observed values, like the steps'.
+// One query per variant reads its workers' samples by key.
 func (b *q) series(ctx context.Context, vs []*Variant) error {
-	width := interval(b.span(vs), b.opts.MaxPoints)
-	rows, err := b.pool.Query(ctx, `
-SELECT w.variant, floor(s.intended_us / $2::float8)::bigint AS k, count(*),
-       count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
-       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)
-FROM workers w JOIN samples s ON s.worker_id = w.id
-WHERE w.run_id = $1
-GROUP BY 1, 2 ORDER BY 1, 2`, b.run.ID, width*1e6)
-	if err != nil {
-		return fmt.Errorf("read the time series of run %s: %w", b.run.ID, err)
+	if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM router_log_pulls WHERE run_id = $1),
+		(SELECT coalesce(bool_or(budget_exhausted), false) FROM router_log_pulls WHERE run_id = $1),
+		EXISTS (SELECT 1 FROM router_requests WHERE run_id = $1), EXISTS (SELECT 1 FROM app_timings WHERE run_id = $1)`,
+		b.run.ID).Scan(&b.pulls, &b.budget, &b.router, &b.app); err != nil {
+		return fmt.Errorf("look for router logs and app timings of run %s: %w", b.run.ID, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			variant         string
-			k, n, errs, p99 int64
-		)
-		if err := rows.Scan(&variant, &k, &n, &errs, &p99); err != nil {
-			return fmt.Errorf("read the time series of run %s: %w", b.run.ID, err)
-		}
-		v := variantNamed(vs, variant)
-		if v == nil {
-			continue
-		}
+	width := interval(b.span(vs), b.opts.MaxPoints)
+	// The router and app views of the requests join in the same pass: coverage and
+	// the latency decomposition need no second scan of the samples.
+	joined := "0::bigint, 0::bigint, " + strings.Repeat("0::float8, ", 7) + "0::bigint FROM samples s"
+	switch {
+	case b.router && b.app:
+		joined = `count(rr.seq), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0),
+       ` + decompSums + `
+FROM samples s
+LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id = s.worker_id AND rr.seq = s.seq
+LEFT JOIN app_timings a ON a.run_id = $2 AND a.trace_id = rr.trace_id`
+	case b.router:
+		joined = `count(rr.seq), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0), ` + strings.Repeat("0::float8, ", 7) + `0::bigint
+FROM samples s LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id = s.worker_id AND rr.seq = s.seq`
+	}
+	b.perSecond = width == 1
+	for _, v := range vs {
 		if v.Series == nil {
 			v.Series = &Series{}
 		}
-		s := v.Series
-		s.IntervalS = width
-		s.T = append(s.T, float64(k)*width)
-		s.Throughput = append(s.Throughput, float64(n)/width)
-		s.Errors = append(s.Errors, errs)
-		s.P99US = append(s.P99US, p99)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the time series of run %s: %w", b.run.ID, err)
-	}
-	for _, v := range vs {
-		if v.Series != nil && v.Series.IntervalS == 0 {
-			v.Series.IntervalS = width
+		sr := v.Series
+		sr.IntervalS = width
+		rows, err := b.pool.Query(ctx, `
+SELECT s.step, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
+       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us), avg(s.intended_us)::float8, `+joined+`
+WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
+GROUP BY 1, 2 ORDER BY 6`, v.Name, b.run.ID, int64(width*1e6))
+		if err != nil {
+			return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
+		}
+		cov := map[int]*resultsdb.Coverage{}
+		var order []int
+		sums := map[int]*[8]float64{}
+		for rows.Next() {
+			var (
+				step                                int
+				k, n, errs, p99, found, lost, joins int64
+				mean                                float64
+				l                                   [7]float64
+			)
+			if err := rows.Scan(&step, &k, &n, &errs, &p99, &mean, &found, &lost, &l[0], &l[1], &l[2], &l[3], &l[4], &l[5], &l[6], &joins); err != nil {
+				rows.Close()
+				return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
+			}
+			// Requests per second over the part of the interval the step covers.
+			from, to := float64(k)*width, float64(k+1)*width
+			if i := slices.IndexFunc(sr.Steps, func(w StepWindow) bool { return w.Step == step+1 }); i >= 0 {
+				from = max(from, sr.Steps[i].StartS)
+				if e := sr.Steps[i].EndS; e != nil {
+					to = min(to, *e)
+				}
+			}
+			if to-from < 0.05*width {
+				to = from + width // a sliver: do not blow its rate up
+			}
+			sr.T = append(sr.T, mean/1e6)
+			sr.Throughput = append(sr.Throughput, float64(n)/(to-from))
+			sr.Errors = append(sr.Errors, errs)
+			sr.P99US = append(sr.P99US, p99)
+			if joins > 0 {
+				sum := sums[step]
+				if sum == nil {
+					sum = &[8]float64{}
+					sums[step] = sum
+				}
+				for i := range l {
+					sum[i] += l[i]
+				}
+				sum[7] += float64(joins)
+			}
+			c := cov[step]
+			if c == nil {
+				c = &resultsdb.Coverage{Variant: v.Name, Step: step}
+				cov[step] = c
+				order = append(order, step)
+			}
+			c.Sent, c.Found, c.NoResponse, c.Seconds = c.Sent+n, c.Found+found, c.NoResponse+lost, c.Seconds+1
+			switch {
+			case found == 0:
+				c.EmptySeconds++
+				c.MissingInEmpty += n
+			case found < n:
+				c.PartialSeconds++
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
+		}
+		slices.Sort(order)
+		for _, step := range order {
+			b.cov = append(b.cov, *cov[step])
+		}
+		for step, sum := range sums {
+			b.decompose(v, step, sum)
 		}
 	}
 	return nil
@@ -464,79 +551,53 @@ func settle(xs []float64) (float64, bool) {
 // may move for it to count as settled.
 const SettleBand = 0.10
 
-// decomposition splits each step's latency by layer over the requests found in the
-// router logs and in the app timings alike.
-func (b *q) decomposition(ctx context.Context, vs []*Variant) error {
-	var router, app bool
-	if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM router_requests WHERE run_id = $1),
-		EXISTS (SELECT 1 FROM app_timings WHERE run_id = $1)`, b.run.ID).Scan(&router, &app); err != nil {
-		return fmt.Errorf("look for router and app timings of run %s: %w", b.run.ID, err)
-	}
+// decompSums are, over the requests of a group that are past warm-up and have a
+// router line with both times and an app timing: the sums of the client latency and of
+// each layer, and their count. Sums, not means, so that groups add up to a step.
+var decompSums = strings.ReplaceAll(`coalesce(sum(s.latency_us::float8) FILTER (WHERE d.ok), 0),
+       coalesce(sum((s.latency_us - rr.response_time_us)::float8) FILTER (WHERE d.ok), 0),
+       coalesce(sum(rr.gorouter_time_us::float8) FILTER (WHERE d.ok), 0),
+       coalesce(sum((rr.response_time_us - rr.gorouter_time_us - a.total_us)::float8) FILTER (WHERE d.ok), 0),
+       coalesce(sum((a.total_us - a.pool_wait_us - a.query_us)::float8) FILTER (WHERE d.ok), 0),
+       coalesce(sum(a.pool_wait_us::float8) FILTER (WHERE d.ok), 0),
+       coalesce(sum(a.query_us::float8) FILTER (WHERE d.ok), 0),
+       count(*) FILTER (WHERE d.ok)`,
+	"d.ok", "(NOT s.warmup AND rr.response_time_us IS NOT NULL AND rr.gorouter_time_us IS NOT NULL AND a.trace_id IS NOT NULL)")
+
+// decomposition says why there is none when the run lacks router lines or app
+// timings; the figures themselves come from the pass of series.
+func (b *q) decomposition(_ context.Context, _ []*Variant) error {
 	switch {
-	case !router && !app:
+	case !b.router && !b.app:
 		b.notef("no router logs and no app timings: no latency decomposition (collectors.router_logs, collectors.app_timings)")
-		return nil
-	case !router:
+	case !b.router:
 		b.notef("no router logs: no latency decomposition, which needs router and app timings of the same requests (collectors.router_logs)")
-		return nil
-	case !app:
+	case !b.app:
 		b.notef("no app timings: no latency decomposition, which needs router and app timings of the same requests (collectors.app_timings)")
-		return nil
-	}
-	rows, err := b.pool.Query(ctx, `
-SELECT w.variant, s.step, count(*),
-       avg(s.latency_us)::float8,
-       avg(s.latency_us - rr.response_time_us)::float8,
-       avg(rr.gorouter_time_us)::float8,
-       avg(rr.response_time_us - rr.gorouter_time_us - a.total_us)::float8,
-       avg(a.total_us - a.pool_wait_us - a.query_us)::float8,
-       avg(a.pool_wait_us)::float8,
-       avg(a.query_us)::float8
-FROM router_requests rr
-JOIN samples s ON s.worker_id = rr.worker_id AND s.seq = rr.seq
-JOIN workers w ON w.id = s.worker_id AND w.run_id = rr.run_id
-JOIN app_timings a ON a.run_id = rr.run_id AND a.trace_id = rr.trace_id
-WHERE rr.run_id = $1 AND NOT s.warmup AND rr.response_time_us IS NOT NULL AND rr.gorouter_time_us IS NOT NULL
-GROUP BY 1, 2 ORDER BY 1, 2`, b.run.ID)
-	if err != nil {
-		return fmt.Errorf("decompose the latency of run %s: %w", b.run.ID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			variant string
-			idx     int
-			d       Decomposition
-			l       [6]float64
-		)
-		if err := rows.Scan(&variant, &idx, &d.Requests, &d.ClientMeanUS, &l[0], &l[1], &l[2], &l[3], &l[4], &l[5]); err != nil {
-			return fmt.Errorf("decompose the latency of run %s: %w", b.run.ID, err)
-		}
-		v := variantNamed(vs, variant)
-		if v == nil {
-			continue
-		}
-		i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == idx+1 })
-		if i < 0 {
-			continue
-		}
-		best := 0
-		for j, name := range LayerNames {
-			d.Layers = append(d.Layers, Layer{Name: name, MeanUS: l[j]})
-			if l[j] > l[best] {
-				best = j
-			}
-		}
-		d.Dominant = LayerNames[best]
-		if c := v.Steps[i].Count; c > 0 {
-			d.Share = float64(d.Requests) / float64(c)
-		}
-		v.Steps[i].Decomposition = &d
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("decompose the latency of run %s: %w", b.run.ID, err)
 	}
 	return nil
+}
+
+// decompose turns a step's sums (decompSums) into its Decomposition.
+func (b *q) decompose(v *Variant, step int, sum *[8]float64) {
+	i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == step+1 })
+	if i < 0 || sum[7] == 0 {
+		return
+	}
+	n := sum[7]
+	d := &Decomposition{Requests: int64(n), ClientMeanUS: sum[0] / n}
+	best := 0
+	for j, name := range LayerNames {
+		d.Layers = append(d.Layers, Layer{Name: name, MeanUS: sum[j+1] / n})
+		if d.Layers[j].MeanUS > d.Layers[best].MeanUS {
+			best = j
+		}
+	}
+	d.Dominant = LayerNames[best]
+	if c := v.Steps[i].Count; c > 0 {
+		d.Share = float64(d.Requests) / float64(c)
+	}
+	v.Steps[i].Decomposition = d
 }
 
 // LayerNames are the layers of a Decomposition, in the order a request crosses them.
@@ -623,26 +684,25 @@ func sourceWord(src string) string {
 	return "no CPU source"
 }
 
-// coverage reads the router-log coverage when the run pulled router logs.
+// coverage is the router-log coverage when the run pulled router logs: from the pass
+// over the samples that made the series when its intervals are seconds (what
+// resultsdb.Store.RouterCoverage computes), else from RouterCoverage itself.
 func (b *q) coverage(ctx context.Context, store *resultsdb.Store) ([]CoverageRow, error) {
-	var pulls int
-	var budget bool
-	if err := b.pool.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(budget_exhausted), false) FROM router_log_pulls WHERE run_id = $1`,
-		b.run.ID).Scan(&pulls, &budget); err != nil {
-		return nil, fmt.Errorf("read the router log pulls of run %s: %w", b.run.ID, err)
-	}
-	if pulls == 0 {
+	if b.pulls == 0 {
 		b.notef("no router logs were pulled for this run: no coverage")
 		return nil, nil
 	}
-	cov, err := store.RouterCoverage(ctx, b.run.ID)
-	if err != nil {
-		return nil, err
+	cov := b.cov
+	if !b.perSecond {
+		var err error
+		if cov, err = store.RouterCoverage(ctx, b.run.ID); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]CoverageRow, len(cov))
 	for i, c := range cov {
 		out[i] = CoverageRow{Variant: c.Variant, Step: c.Step + 1, Sent: c.Sent, Found: c.Found, Missing: c.Missing(),
-			Share: c.Share(), Verdict: CoverageVerdict(c, budget)}
+			Share: c.Share(), Verdict: CoverageVerdict(c, b.budget)}
 	}
 	return out, nil
 }

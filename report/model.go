@@ -242,9 +242,13 @@ type Memory struct {
 }
 
 // Series is a variant's throughput and p99 over time, per interval of IntervalS
-// seconds by intended send time (warm-up included), with the step boundaries.
+// seconds by intended send time and per step (an interval that a step boundary cuts
+// gives a point for each side), warm-up included, with the step boundaries.
 type Series struct {
-	IntervalS  float64   `json:"interval_s"`
+	IntervalS float64 `json:"interval_s"`
+	// T is the mean intended send time of the point's requests, in seconds since the
+	// run's epoch; Throughput is its requests per second over the part of the interval
+	// its step covers.
 	T          []float64 `json:"t"`
 	Throughput []float64 `json:"throughput"`
 	P99US      []int64   `json:"p99_us"`
