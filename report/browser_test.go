@@ -134,18 +134,14 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal("no chromium on PATH: scripts/install-deps.sh installs the Debian package")
 	}
-	rep := fixtureReport(t, fixtureStore(t, 200))
-	var html bytes.Buffer
-	if err := rep.WriteHTML(&html); err != nil {
+	store := fixtureStore(t, 200)
+	full := fixtureReport(t, store)
+	fixture{id: "20261123-080000-0003", epoch: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), tag: 0x5eed0005, speed: 1, perStep: 100, bare: true}.seed(t, store)
+	bare, err := Build(context.Background(), store, []string{"20261123-080000-0003"}, Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	file := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(file, html.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fileURL := "file://" + file
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
@@ -205,6 +201,37 @@ func TestHTMLInChromium(t *testing.T) {
 	step("enable runtime events", err)
 	_, err = chromedp.Call(bctx, log.Enable, cdp.Empty{})
 	step("enable log events", err)
+	for _, c := range []struct {
+		name string
+		rep  *Report
+	}{{"fixture", full}, {"bare", bare}} {
+		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			problems, requests = nil, nil
+			mu.Unlock()
+			checkPage(t, bctx, c.rep, c.name, dir, &mu, &problems, &requests)
+		})
+	}
+}
+
+// checkPage writes rep's HTML to dir, opens it in the browser of bctx and checks it;
+// problems and requests are what the browser's listener records.
+func checkPage(t *testing.T, bctx context.Context, rep *Report, name, dir string, mu *sync.Mutex, problems, requests *[]string) {
+	var html bytes.Buffer
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name+".html")
+	if err := os.WriteFile(file, html.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fileURL := "file://" + file
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("chromium: %s: %v", what, err)
+		}
+	}
 	step("open the report", chromedp.Do(bctx, chromedp.Navigate(fileURL), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered]`))))
 	charts, err := chromedp.Run(bctx, chromedp.Evaluate[[]drawnChart](drawnJS))
 	step("read the charts", err)
@@ -213,8 +240,8 @@ func TestHTMLInChromium(t *testing.T) {
 	pdf, err := chromedp.Run(bctx, chromedp.PrintToPDF(chromedp.PDFPrintBackground()))
 	step("print to PDF", err)
 	art := artifactDir(t)
-	for name, b := range map[string][]byte{"fixture.jpg": shot, "fixture.pdf": pdf} {
-		if err := os.WriteFile(filepath.Join(art, name), b, 0o644); err != nil {
+	for file, b := range map[string][]byte{name + ".jpg": shot, name + ".pdf": pdf} {
+		if err := os.WriteFile(filepath.Join(art, file), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +249,7 @@ func TestHTMLInChromium(t *testing.T) {
 	for i, c := range charts {
 		png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.ID(fmt.Sprintf("chart-%d", i+1))))
 		step("screenshot of a chart", err)
-		if err := os.WriteFile(filepath.Join(art, fmt.Sprintf("chart-%02d-%s.png", i+1, c.Kind)), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(art, fmt.Sprintf("%s-chart-%02d-%s.png", name, i+1, c.Kind)), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,15 +257,15 @@ func TestHTMLInChromium(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range *problems {
 		t.Errorf("the page logged: %s", p)
 	}
-	for _, u := range requests {
+	for _, u := range *requests {
 		if u != fileURL {
 			t.Errorf("the page requested %s: it must fetch nothing", u)
 		}
 	}
-	if len(requests) == 0 {
+	if len(*requests) == 0 {
 		t.Errorf("no request seen at all, not even the file: the network listener is not working")
 	}
 	want := expectedCharts(rep)

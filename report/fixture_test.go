@@ -53,6 +53,9 @@ type fixture struct {
 	speed   float64 // throughput factor against fixtureSteps (latency divides by it)
 	perStep int     // samples per step and variant
 	noSLO   bool
+	// bare leaves out everything but steps, samples and step_metrics (and those of the
+	// last step of node), as a run with no collectors that was cut short stores.
+	bare bool
 }
 
 const stepSeconds = 10
@@ -64,7 +67,7 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 	ctx := context.Background()
 	db := store.Pool()
 	specText := fixtureSpec
-	if f.noSLO {
+	if f.noSLO || f.bare {
 		specText = specText[:len(specText)-len("slo:\n  latency: mean\n  max_latency: 8ms\n  max_error_rate: 0.01\n  max_app_cpu_cores: 1\n")]
 	}
 	end := f.epoch.Add(8*stepSeconds*time.Second + 5*time.Second)
@@ -120,7 +123,7 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 					s.Status = 503
 				}
 				w.Add(s)
-				if variant == "java" && j%10 == 0 {
+				if variant == "java" && j%10 == 0 && !f.bare {
 					tid := sample.NewTraceID(f.tag, uint32(worker), uint64(seq))
 					resp := int64(lat) - 300
 					router = append(router, []any{f.id, [16]byte(tid), f.epoch.Add(time.Duration(s.IntendedUS) * time.Microsecond), app,
@@ -136,6 +139,9 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 				byClass["timeout"] = fs.errors / 3
 			}
 			classes, _ := json.Marshal(byClass)
+			if f.bare && variant == "node" && si == 3 {
+				continue
+			}
 			count := int64(thr * 8)
 			execSQL(t, db, `INSERT INTO step_metrics (run_id, variant, step, seconds, count, errors, errors_by_class, bytes, throughput,
 				mean_us, p50_us, p90_us, p99_us, p999_us, min_us, max_us, instances, instances_seen, users, offered_rate, missed,
@@ -144,6 +150,9 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 				f.id, variant, si, count, fs.errors, classes, count*2048, thr, meanUS,
 				int64(meanUS*0.95), int64(meanUS*1.4), int64(meanUS*2.2), int64(meanUS*3.1), int64(meanUS*0.5), int64(meanUS*4.5),
 				2*(si+1), st.Ends)
+			if f.bare {
+				continue
+			}
 			execSQL(t, db, `INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points,
 				cpu_mean_cores, cpu_max_cores, cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cores_available)
 				VALUES ($1,$2,$3,$4,'app', 1, 'counters', 2, $5, $6, $5, $7, $8, $9, 2),
@@ -164,6 +173,9 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 			"pool_wait_us", "query_us", "total_us", "worker_id", "seq"}, pgx.CopyFromRows(timings)); err != nil {
 			t.Fatal(err)
 		}
+		if f.bare {
+			continue
+		}
 		// Memory grows, then levels off; polled every 2 s over the whole run.
 		var cms []resultsdb.ContainerMetric
 		for k := range 43 {
@@ -176,6 +188,9 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 		if err := store.InsertContainerMetrics(ctx, cms); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if f.bare {
+		return
 	}
 	execSQL(t, db, `INSERT INTO router_log_pulls (run_id, source, cursor, retrieved, stored) VALUES ($1, 'file:/tmp/access.log', '{}', 100, 100)`, f.id)
 	for _, e := range []resultsdb.Event{
