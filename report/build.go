@@ -303,7 +303,7 @@ func joinInts(xs []int) string {
 
 func (b *q) appMetrics(ctx context.Context, vs []*Variant) error {
 	rows, err := b.pool.Query(ctx, `
-SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_mean_cores, cpu_max_cores, cpu_total_cores,
+SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores, cpu_total_cores,
        cores_available, mem_mean_bytes, mem_max_bytes, mem_quota_bytes
 FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`, b.run.ID)
 	if err != nil {
@@ -316,7 +316,7 @@ FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`,
 			idx           int
 			a             AppUsage
 		)
-		if err := rows.Scan(&variant, &idx, &a.Name, &role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUMeanCores,
+		if err := rows.Scan(&variant, &idx, &a.Name, &role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
 			&a.CPUMaxCores, &a.CPUTotalCores, &a.CoresAvailable, &a.MemMeanBytes, &a.MemMaxBytes, &a.MemQuotaBytes); err != nil {
 			return fmt.Errorf("read the step app metrics of run %s: %w", b.run.ID, err)
 		}
@@ -605,23 +605,33 @@ var LayerNames = []string{"generator+network", "router", "router→app", "app co
 
 // findings reads the checks that tripped, with the figures of their steps.
 func (b *q) findings(ctx context.Context, vs []*Variant) ([]Finding, error) {
-	rows, err := b.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), level, message
+	rows, err := b.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), level, message, coalesce(check_name, ''), evidence
 FROM run_events WHERE run_id = $1 AND kind = 'check' AND level IN ('warn', 'fail') ORDER BY id`, b.run.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read the findings of run %s: %w", b.run.ID, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Finding, error) {
 		var (
-			f   Finding
-			idx int
+			f        Finding
+			idx      int
+			evidence []byte
 		)
-		err := r.Scan(&f.At, &f.Variant, &idx, &f.Level, &f.Message)
+		err := r.Scan(&f.At, &f.Variant, &idx, &f.Level, &f.Message, &f.Check, &evidence)
+		if err != nil {
+			return f, err
+		}
 		f.At = f.At.UTC()
 		f.Step = idx + 1
-		if check, msg, ok := strings.Cut(f.Message, ": "); ok && !strings.Contains(check, " ") {
+		// Older runs put the check's name in front of the message only.
+		if check, msg, ok := strings.Cut(f.Message, ": "); ok && !strings.Contains(check, " ") && (f.Check == "" || f.Check == check) {
 			f.Check, f.Message = check, msg
 		}
-		return f, err
+		if len(evidence) > 0 {
+			if err := json.Unmarshal(evidence, &f.Figures); err != nil {
+				return f, fmt.Errorf("evidence of a finding: %w", err)
+			}
+		}
+		return f, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the findings of run %s: %w", b.run.ID, err)

@@ -153,10 +153,10 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 			if f.bare {
 				continue
 			}
-			execSQL(t, db, `INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points,
+			execSQL(t, db, `INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered,
 				cpu_mean_cores, cpu_max_cores, cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cores_available)
-				VALUES ($1,$2,$3,$4,'app', 1, 'counters', 2, $5, $6, $5, $7, $8, $9, 2),
-				       ($1,$2,$3,$10,'generator', $11, 'stats', 8, $12, $13, $14, 25e6, 26000000, 268435456, NULL)`,
+				VALUES ($1,$2,$3,$4,'app', 1, 'counters', 2, 1, $5, $6, $5, $7, $8, $9, 2),
+				       ($1,$2,$3,$10,'generator', $11, 'stats', 8, 0.75, $12, $13, $14, 25e6, 26000000, 268435456, NULL)`,
 				f.id, variant, si, app, fs.appCPU, fs.appCPU*1.1, float64(300+40*si)*1e6, int64(310+40*si)*1e6, int64(1024)<<20,
 				gen, 2*(si+1), 0.2+0.05*float64(si), 0.3+0.05*float64(si), (0.2+0.05*float64(si))*float64(2*(si+1)))
 			execSQL(t, db, `INSERT INTO app_timing_flushes (run_id, variant, step, app_name, instance_index, at, rows_received, stored, foreign_rows, dropped)
@@ -193,16 +193,27 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 		return
 	}
 	execSQL(t, db, `INSERT INTO router_log_pulls (run_id, source, cursor, retrieved, stored) VALUES ($1, 'file:/tmp/access.log', '{}', 100, 100)`, f.id)
-	for _, e := range []resultsdb.Event{
-		{RunID: f.id, At: f.epoch.Add(20 * time.Second), Variant: "node", Step: 1, Kind: "check", Level: "warn",
-			Message: "generator-cpu: generators at 85% of their CPU entitlement: the generator, not the app, may be the bottleneck"},
-		{RunID: f.id, At: f.epoch.Add(40 * time.Second), Variant: "java", Step: 3, Kind: "check", Level: "warn",
-			Message: "flat-throughput: throughput +7.3% on more load while the app's CPU is under 50% of its entitlement: the bottleneck is outside the app"},
-		{RunID: f.id, At: f.epoch.Add(40 * time.Second), Variant: "java", Step: 3, Kind: "stop", Level: "info", Message: "mean 10.4ms over 8.000ms"},
+	// Findings as the engine records them: check name and the figures its rule judged.
+	for _, e := range []struct {
+		at                            time.Duration
+		variant                       string
+		step                          int
+		kind, level, check, msg, evid string
+	}{
+		{20 * time.Second, "node", 1, "check", "warn", "generator-cpu",
+			"generator-cpu: generators at 85% of their CPU entitlement: the generator, not the app, may be the bottleneck",
+			`{"generator_entitlement_share": 0.85, "send_lag_p99_ms": 0.048}`},
+		{40 * time.Second, "java", 3, "check", "warn", "flat-throughput",
+			"flat-throughput: throughput +7.3% on more load while the app's CPU is under 50% of its entitlement: the bottleneck is outside the app",
+			`{"throughput_gain": 0.073, "app_entitlement_share": 0.45}`},
+		{40 * time.Second, "java", 3, "stop", "info", "", "mean 10.4ms over 8.000ms", ""},
 	} {
-		if err := store.AddEvent(ctx, e); err != nil {
-			t.Fatal(err)
+		var check, evid *string
+		if e.check != "" {
+			check, evid = &e.check, &e.evid
 		}
+		execSQL(t, db, `INSERT INTO run_events (run_id, at, variant, step, kind, level, message, check_name, evidence)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)`, f.id, f.epoch.Add(e.at), e.variant, e.step, e.kind, e.level, e.msg, check, evid)
 	}
 }
 

@@ -148,8 +148,11 @@ type AppUsage struct {
 	Instances int    `json:"instances"`
 	// CPUSource is "counters" (exact, from cumulative CPU time), "stats" (sampled
 	// rates) or "" (none); CPUPoints the readings it rests on.
-	CPUSource      string   `json:"cpu_source"`
-	CPUPoints      int      `json:"cpu_points"`
+	CPUSource string `json:"cpu_source"`
+	CPUPoints int    `json:"cpu_points"`
+	// CPUCovered is the share of the step's window the CPU readings span (0..1): a
+	// figure resting on a small part of the step is less sure.
+	CPUCovered     float64  `json:"cpu_covered"`
 	CPUMeanCores   *float64 `json:"cpu_mean_cores,omitempty"`
 	CPUMaxCores    *float64 `json:"cpu_max_cores,omitempty"`
 	CPUTotalCores  *float64 `json:"cpu_total_cores,omitempty"`
@@ -275,7 +278,10 @@ type Finding struct {
 	Check   string    `json:"check"`
 	Message string    `json:"message"`
 	At      time.Time `json:"at"`
-	// Evidence are the step's figures the finding rests on, in words.
+	// Figures are what the check's rule judged, as the run recorded them (names with
+	// their unit, e.g. send_lag_p99_ms); absent for runs that recorded none.
+	Figures map[string]any `json:"figures,omitempty"`
+	// Evidence are the step's figures, in words, from the step's stored metrics.
 	Evidence []string `json:"evidence,omitempty"`
 }
 

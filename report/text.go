@@ -207,6 +207,9 @@ func (t *textWriter) run(r *Run, what string) {
 				if a.CPUSource == "stats" {
 					cpu += " (sampled)"
 				}
+				if a.CPUTotalCores != nil && a.CPUCovered < 0.9 {
+					cpu += fmt.Sprintf(" (over %.0f%% of the step)", 100*a.CPUCovered)
+				}
 				perCore, perPct = fmtOpt(a.ThroughputPerCore, "%.0f"), fmtOpt(a.ThroughputPerCPUPercent, "%.1f")
 				if a.Utilisation != nil {
 					util = fmt.Sprintf("%.0f%%", 100**a.Utilisation)
@@ -282,6 +285,18 @@ func (t *textWriter) run(r *Run, what string) {
 			where += fmt.Sprintf(" step %d", f.Step)
 		}
 		t.printf("  %s  %s  %s: %s\n", f.Level, where, f.Check, f.Message)
+		if len(f.Figures) > 0 {
+			keys := make([]string, 0, len(f.Figures))
+			for k := range f.Figures {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = fmt.Sprintf("%s %v", k, f.Figures[k])
+			}
+			t.printf("      judged: %s\n", strings.Join(parts, ", "))
+		}
 		for _, e := range f.Evidence {
 			t.printf("      %s\n", e)
 		}

@@ -149,7 +149,8 @@
     vs.forEach(function (v) {
       v.steps.forEach(function (s) {
         var a = s.app || {};
-        rows.push([v.name, s.step, num(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : ""),
+        rows.push([v.name, s.step, num(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
+            (a.cpu_total_cores !== undefined && a.cpu_covered < 0.9 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
           opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
           s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
       });
@@ -223,6 +224,9 @@
         var li = add(ul, "li", { "class": f.level });
         add(li, "strong", {}, f.level + " · " + (f.variant || "run") + (f.step ? " step " + f.step : "") + " · " + f.check + ": ");
         li.appendChild(document.createTextNode(f.message));
+        if (f.figures) {
+          add(li, "div", { "class": "hint" }, "judged: " + Object.keys(f.figures).sort().map(function (k) { return k + " " + f.figures[k]; }).join(", "));
+        }
         if (f.evidence) {
           var ev = add(li, "ul");
           f.evidence.forEach(function (e) { add(ev, "li", {}, e); });
