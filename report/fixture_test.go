@@ -145,8 +145,8 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 			count := int64(thr * 8)
 			execSQL(t, db, `INSERT INTO step_metrics (run_id, variant, step, seconds, count, errors, errors_by_class, bytes, throughput,
 				mean_us, p50_us, p90_us, p99_us, p999_us, min_us, max_us, instances, instances_seen, users, offered_rate, missed,
-				send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted, computed_at)
-				VALUES ($1,$2,$3, 8, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, 2, NULL, 0, 35, 48, 0, 0, $17)`,
+				send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted, app_timed, computed_at)
+				VALUES ($1,$2,$3, 8, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, 2, NULL, 0, 35, 48, 0, 0, 0, $17)`,
 				f.id, variant, si, count, fs.errors, classes, count*2048, thr, meanUS,
 				int64(meanUS*0.95), int64(meanUS*1.4), int64(meanUS*2.2), int64(meanUS*3.1), int64(meanUS*0.5), int64(meanUS*4.5),
 				2*(si+1), st.Ends)

@@ -26,8 +26,8 @@ func setStepMetrics(t *testing.T, dsn, run string, p99 int64) {
 	defer store.Close()
 	_, err = store.Pool().Exec(context.Background(), `
 INSERT INTO step_metrics (run_id, variant, step, seconds, count, errors, errors_by_class, bytes, throughput, mean_us,
-    p50_us, p90_us, p99_us, p999_us, min_us, max_us, instances, instances_seen, users, missed, send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted)
-SELECT run_id, variant, idx, 1, 1000, 0, '{}', 2000, 1000, $2 / 2, $2 / 2, $2 / 2, $2, $2, 1, $2, instances, instances, users, 0, 0, 0, 0, 0
+    p50_us, p90_us, p99_us, p999_us, min_us, max_us, instances, instances_seen, users, missed, send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted, app_timed)
+SELECT run_id, variant, idx, 1, 1000, 0, '{}', 2000, 1000, $2 / 2, $2 / 2, $2 / 2, $2, $2, 1, $2, instances, instances, users, 0, 0, 0, 0, 0, 0
 FROM steps WHERE run_id = $1
 ON CONFLICT (run_id, variant, step) DO UPDATE SET p99_us = EXCLUDED.p99_us`, run, p99)
 	if err != nil {
