@@ -95,38 +95,52 @@ func expectedCharts(rep *Report) []wantChart {
 	return out
 }
 
-// drawnJS reports, per chart, its kind, its series and how many of them left pixels of
-// their own colour on the canvas.
+// drawnJS reports, per chart, its kind, its series, how many of them uPlot drew (built
+// paths for, from data that is not all null) and how many left pixels of their own
+// colour on the canvas (a series hidden under another with the same values does not).
 const drawnJS = `window.cfbCharts.map(function (c) {
   var u = c.plot, cv = u.ctx.canvas;
   var px = u.ctx.getImageData(0, 0, cv.width, cv.height).data;
   var opaque = 0;
   for (var i = 3; i < px.length; i += 4) if (px[i] > 0) opaque++;
-  var drawn = 0;
+  var drawn = 0, visible = 0;
   for (var s = 1; s < u.series.length; s++) {
+    var has = u.data[s].some(function (v) { return v !== null && v !== undefined; });
+    if (has && u.series[s]._paths) drawn++;
     var col = u.series[s].stroke;
     if (typeof col === "function") col = col(u, s);
     var r = parseInt(col.substr(1, 2), 16), g = parseInt(col.substr(3, 2), 16), b = parseInt(col.substr(5, 2), 16), n = 0;
     for (var j = 0; j < px.length && n < 3; j += 4) {
       if (px[j + 3] > 200 && Math.abs(px[j] - r) < 12 && Math.abs(px[j + 1] - g) < 12 && Math.abs(px[j + 2] - b) < 12) n++;
     }
-    if (n >= 3) drawn++;
+    if (n >= 3) visible++;
   }
-  return {kind: c.kind, title: c.title, series: u.series.length - 1, drawn: drawn, opaque: opaque};
+  return {kind: c.kind, title: c.title, series: u.series.length - 1, drawn: drawn, visible: visible, opaque: opaque};
 })`
 
 type drawnChart struct {
-	Kind   string `json:"kind"`
-	Title  string `json:"title"`
-	Series int    `json:"series"`
-	Drawn  int    `json:"drawn"`
-	Opaque int    `json:"opaque"`
+	Kind    string `json:"kind"`
+	Title   string `json:"title"`
+	Series  int    `json:"series"`
+	Drawn   int    `json:"drawn"`
+	Visible int    `json:"visible"`
+	Opaque  int    `json:"opaque"`
 }
 
-// TestHTMLInChromium opens the fixture's HTML report in headless Chromium (offline, a
-// fresh profile) and checks that it logs no error, draws every chart with all its
-// series, and requests nothing but the file itself. It keeps a screenshot and a PDF.
-func TestHTMLInChromium(t *testing.T) {
+// browser is a headless Chromium with a fresh profile and what its pages logged.
+type browser struct {
+	ctx      context.Context
+	dir      string
+	mu       sync.Mutex
+	problems []string
+	requests []string
+}
+
+// newBrowser starts Chromium offline-minded: no background networking, component
+// updates, sync or first-run work, in a fresh user-data dir. It is stopped at the end
+// of t. Under -short it skips t.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("the browser test runs in make test, not with -short")
 	}
@@ -134,16 +148,8 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal("no chromium on PATH: scripts/install-deps.sh installs the Debian package")
 	}
-	store := fixtureStore(t, 200)
-	full := fixtureReport(t, store)
-	fixture{id: "20261123-080000-0003", epoch: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), tag: 0x5eed0005, speed: 1, perStep: 100, bare: true}.seed(t, store)
-	bare, err := Build(context.Background(), store, []string{"20261123-080000-0003"}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b := &browser{dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(chromium),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -151,26 +157,20 @@ func TestHTMLInChromium(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.UserDataDir(filepath.Join(b.dir, "profile")),
 		chromedp.WindowSize(1200, 900),
 	)
-	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-
-	var (
-		mu       sync.Mutex
-		problems []string
-		requests []string
-	)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancel() })
+	b.ctx = bctx
 	listen := func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
+			b.requests = append(b.requests, e.Request.URL)
 		case *runtime.EventExceptionThrown:
-			problems = append(problems, fmt.Sprintf("exception: %s (line %d)", e.ExceptionDetails.Text, e.ExceptionDetails.LineNumber+1))
+			b.problems = append(b.problems, fmt.Sprintf("exception: %s (line %d)", e.ExceptionDetails.Text, e.ExceptionDetails.LineNumber+1))
 		case *runtime.EventConsoleAPICalled:
 			switch e.Type {
 			case runtime.ConsoleAPICalledTypeError, runtime.ConsoleAPICalledTypeWarning, runtime.ConsoleAPICalledTypeAssert:
@@ -178,45 +178,56 @@ func TestHTMLInChromium(t *testing.T) {
 				for _, a := range e.Args {
 					args = append(args, string(a.Value)+a.Description)
 				}
-				problems = append(problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " ")))
+				b.problems = append(b.problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " ")))
 			}
 		case *log.EventEntryAdded:
 			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
-				problems = append(problems, fmt.Sprintf("log %s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
+				b.problems = append(b.problems, fmt.Sprintf("log %s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
 			}
 		}
 	}
 	if err := chromedp.Listen(bctx, listen); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	step := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("chromium: %s: %v", what, err)
+	for what, call := range map[string]func() error{
+		"network": func() error { _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); return err },
+		"runtime": func() error { _, err := chromedp.Call(bctx, runtime.Enable, cdp.Empty{}); return err },
+		"log":     func() error { _, err := chromedp.Call(bctx, log.Enable, cdp.Empty{}); return err },
+	} {
+		if err := call(); err != nil {
+			t.Fatalf("chromium: enable %s events: %v", what, err)
 		}
 	}
-	_, err = chromedp.Call(bctx, network.Enable, network.EnableParams{})
-	step("enable network events", err)
-	_, err = chromedp.Call(bctx, runtime.Enable, cdp.Empty{})
-	step("enable runtime events", err)
-	_, err = chromedp.Call(bctx, log.Enable, cdp.Empty{})
-	step("enable log events", err)
+	return b
+}
+
+// TestHTMLInChromium opens the fixture's HTML report, and that of a bare run, in
+// headless Chromium and checks that each logs no error, draws every chart with all its
+// series, and requests nothing but the file itself. It keeps screenshots and a PDF.
+func TestHTMLInChromium(t *testing.T) {
+	b := newBrowser(t)
+	store := fixtureStore(t, 200)
+	full := fixtureReport(t, store)
+	fixture{id: "20261123-080000-0003", epoch: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), tag: 0x5eed0005, speed: 1, perStep: 100, bare: true}.seed(t, store)
+	bare, err := Build(context.Background(), store, []string{"20261123-080000-0003"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		rep  *Report
 	}{{"fixture", full}, {"bare", bare}} {
-		t.Run(c.name, func(t *testing.T) {
-			mu.Lock()
-			problems, requests = nil, nil
-			mu.Unlock()
-			checkPage(t, bctx, c.rep, c.name, dir, &mu, &problems, &requests)
-		})
+		t.Run(c.name, func(t *testing.T) { b.check(t, c.rep, c.name, true) })
 	}
 }
 
-// checkPage writes rep's HTML to dir, opens it in the browser of bctx and checks it;
-// problems and requests are what the browser's listener records.
-func checkPage(t *testing.T, bctx context.Context, rep *Report, name, dir string, mu *sync.Mutex, problems, requests *[]string) {
+// check writes rep's HTML, opens it in the browser and checks it; screenshots and the
+// PDF go to the artifact directory under name.
+func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool) {
+	b.mu.Lock()
+	b.problems, b.requests = nil, nil
+	b.mu.Unlock()
+	bctx, dir := b.ctx, b.dir
 	var html bytes.Buffer
 	if err := rep.WriteHTML(&html); err != nil {
 		t.Fatal(err)
@@ -255,31 +266,35 @@ func checkPage(t *testing.T, bctx context.Context, rep *Report, name, dir string
 	}
 	t.Logf("screenshots and PDF in %s", art)
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range *problems {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
 		t.Errorf("the page logged: %s", p)
 	}
-	for _, u := range *requests {
+	for _, u := range b.requests {
 		if u != fileURL {
 			t.Errorf("the page requested %s: it must fetch nothing", u)
 		}
 	}
-	if len(*requests) == 0 {
+	if len(b.requests) == 0 {
 		t.Errorf("no request seen at all, not even the file: the network listener is not working")
 	}
 	want := expectedCharts(rep)
 	for _, c := range charts {
-		t.Logf("chart %q: %s, %d series, %d drawn, %d pixels", c.Title, c.Kind, c.Series, c.Drawn, c.Opaque)
+		t.Logf("chart %q: %s, %d series, %d drawn, %d visible, %d pixels", c.Title, c.Kind, c.Series, c.Drawn, c.Visible, c.Opaque)
 	}
 	if len(charts) != len(want) {
 		t.Fatalf("%d charts drawn, want %d: %+v", len(charts), len(want), charts)
 	}
 	for i, c := range charts {
 		w := want[i]
-		if c.Kind != w.Kind || c.Series != w.Series || c.Drawn != w.Series || c.Opaque == 0 {
-			t.Errorf("chart %d %q: kind %s with %d series, %d drawn (%d pixels); want %s with %d series, all drawn",
-				i+1, c.Title, c.Kind, c.Series, c.Drawn, c.Opaque, w.Kind, w.Series)
+		visible := c.Visible >= 1
+		if allVisible {
+			visible = c.Visible == w.Series
+		}
+		if c.Kind != w.Kind || c.Series != w.Series || c.Drawn != w.Series || !visible || c.Opaque == 0 {
+			t.Errorf("chart %d %q: kind %s with %d series, %d drawn, %d visible (%d pixels); want %s with %d series, all drawn, visible: all %v",
+				i+1, c.Title, c.Kind, c.Series, c.Drawn, c.Visible, c.Opaque, w.Kind, w.Series, allVisible)
 		}
 	}
 	if len(pdf) < 1000 || !bytes.HasPrefix(pdf, []byte("%PDF")) {

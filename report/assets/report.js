@@ -182,7 +182,11 @@
       var s = v.series;
       if (!s || !s.t || !s.t.length) return;
       var plot = chart(sec, "time", v.name + ": throughput (req/s per " + s.interval_s + " s) and p99 (ms) over the run, dashed lines at step starts", {
-        scales: { x: { time: false }, ms: {} },
+        scales: { x: { time: false, range: function (u, mn, mx) {
+          // the whole of every step, even where its first or last interval has no request
+          (s.steps || []).forEach(function (w) { mn = Math.min(mn, w.start_s); if (w.end_s !== undefined && w.end_s !== null) mx = Math.max(mx, w.end_s); });
+          return [mn, mx];
+        } }, ms: {} },
         axes: [{ label: "s since the run's start" }, { label: "req/s" }, { scale: "ms", side: 1, label: "p99 ms", grid: { show: false } }],
         series: [{ label: "s" }, line("req/s", colors[0], { points: { show: false } }), line("p99 ms", colors[1], { scale: "ms", points: { show: false } })],
         hooks: { draw: [stepLines(s.steps || [])] }
