@@ -84,7 +84,7 @@ func expectedCharts(rep *Report) []wantChart {
 				}
 			}
 		}
-		if r.Coverage != nil {
+		if len(r.Coverage) > 0 {
 			seen := map[string]bool{}
 			for _, c := range r.Coverage {
 				seen[c.Variant] = true

@@ -746,6 +746,9 @@ FROM app_timing_flushes WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, b.run.ID
 	if err != nil {
 		return nil, fmt.Errorf("read the app timing flushes of run %s: %w", b.run.ID, err)
 	}
+	if len(out) == 0 {
+		return nil, nil
+	}
 	return out, nil
 }
 

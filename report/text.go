@@ -324,7 +324,7 @@ func (t *textWriter) run(r *Run, what string) {
 	}
 
 	t.printf("\n7. Router-log coverage and app-timing flushes\n")
-	if r.Coverage == nil {
+	if len(r.Coverage) == 0 {
 		t.printf("  router logs: not pulled\n")
 	} else {
 		rows = rows[:0]
@@ -333,7 +333,7 @@ func (t *textWriter) run(r *Run, what string) {
 		}
 		t.table("variant\tstep\tsent\tfound\tmissing\tcoverage\tgaps", rows)
 	}
-	if r.Flushes == nil {
+	if len(r.Flushes) == 0 {
 		t.printf("  app timings: none flushed\n")
 	} else {
 		rows = rows[:0]

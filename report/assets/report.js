@@ -253,7 +253,7 @@
     }
 
     add(sec, "h3", {}, "7. Router-log coverage and app-timing flushes");
-    if (!run.coverage) add(sec, "p", {}, "Router logs: not pulled.");
+    if (!run.coverage || !run.coverage.length) add(sec, "p", {}, "Router logs: not pulled.");
     else {
       var covVs = [];
       run.coverage.forEach(function (r) { if (covVs.indexOf(r.variant) < 0) covVs.push(r.variant); });
@@ -268,7 +268,7 @@
         return [r.variant, r.step, r.sent, r.found, r.missing, pct(r.share), r.verdict];
       }), "num");
     }
-    if (!run.flushes) add(sec, "p", {}, "App timings: none flushed.");
+    if (!run.flushes || !run.flushes.length) add(sec, "p", {}, "App timings: none flushed.");
     else table(sec, ["variant", "step", "instances", "received", "stored", "foreign", "dropped", "flushes"], run.flushes.map(function (f) {
       return [f.variant, f.step, f.instances, f.rows_received, f.stored, f.foreign, f.dropped, f.verdict];
     }), "num");
