@@ -15,8 +15,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
-// setStepMetrics stores the figures of every step of run with the given p99 (µs), as
-// the engine does after a step's end (whether or not it already did).
+// setStepMetrics replaces the stored figures of every step of run with fixed ones (1000
+// req/s) and the given p99 (µs), so that comparisons of two real runs are deterministic.
 func setStepMetrics(t *testing.T, dsn, run string, p99 int64) {
 	t.Helper()
 	store, err := resultsdb.Open(context.Background(), dsn)
@@ -24,12 +24,14 @@ func setStepMetrics(t *testing.T, dsn, run string, p99 int64) {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	if _, err := store.Pool().Exec(context.Background(), `DELETE FROM step_metrics WHERE run_id = $1`, run); err != nil {
+		t.Fatal(err)
+	}
 	_, err = store.Pool().Exec(context.Background(), `
 INSERT INTO step_metrics (run_id, variant, step, seconds, count, errors, errors_by_class, bytes, throughput, mean_us,
     p50_us, p90_us, p99_us, p999_us, min_us, max_us, instances, instances_seen, users, missed, send_lag_mean_us, send_lag_p99_us, stalled_ms, omitted, app_timed)
 SELECT run_id, variant, idx, 1, 1000, 0, '{}', 2000, 1000, $2 / 2, $2 / 2, $2 / 2, $2, $2, 1, $2, instances, instances, users, 0, 0, 0, 0, 0, 0
-FROM steps WHERE run_id = $1
-ON CONFLICT (run_id, variant, step) DO UPDATE SET p99_us = EXCLUDED.p99_us`, run, p99)
+FROM steps WHERE run_id = $1`, run, p99)
 	if err != nil {
 		t.Fatal(err)
 	}
