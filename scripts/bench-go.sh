@@ -7,7 +7,10 @@
 #     \copy (select …) to a file straight from the database (collectors/export
 #     BenchmarkExport; goal: at least 80% of psql's rate);
 #   - the local foundation's router vs talking to the app directly (foundation/router
-#     BenchmarkRouter), when that package exists.
+#     BenchmarkRouter), when that package exists;
+#   - the report (Build + HTML) of a 250,000- and a 1,000,000-request fixture run vs a
+#     plain COPY of the same run's samples out of Postgres (report BenchmarkReport;
+#     goals: at most 2 s and 2 MB of HTML at 1,000,000, time linear in requests).
 # Each figure is the median of BENCH_GO_COUNT runs.
 #
 # Example: BENCH_GO_COUNT=1 scripts/bench-go.sh
@@ -27,6 +30,8 @@ if [ -d foundation/router ]; then
 	echo "bench-go: router (foundation/router BenchmarkRouter, $COUNT runs)" >&2
 	CGO_ENABLED=0 $GO test -run '^$' -bench 'Router' -benchtime 2s -count "$COUNT" ./foundation/router >>"$raw"
 fi
+echo "bench-go: report (report BenchmarkReport, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench 'Report' -benchtime 3x -count "$COUNT" ./report >>"$raw"
 
 # median NAME UNIT: the median of the values printed before UNIT on NAME's lines.
 median() {
@@ -59,6 +64,15 @@ report() {
 		d=$(median 'Router/direct-latency' 'p50-µs')
 		echo "| router, p50 latency µs (one request at a time) | $(printf '%.0f' "${r:-0}") (through the router) | $(printf '%.0f' "${d:-0}") (direct to the app) | +$(awk -v a="${r:-0}" -v b="${d:-0}" 'BEGIN{printf "%.0f µs", a - b}') | the router adds little |"
 	fi
+	local r1 c1 r4 c4 hb
+	r1=$(median 'Report/report/samples=250000' 'ns/op')
+	c1=$(median 'Report/copy-samples/samples=250000' 'ns/op')
+	r4=$(median 'Report/report/samples=1000000' 'ns/op')
+	c4=$(median 'Report/copy-samples/samples=1000000' 'ns/op')
+	hb=$(median 'Report/report/samples=1000000' 'html-bytes')
+	echo "| report of a 1,000,000-request run, s (Build + HTML) | $(awk -v x="${r4:-0}" 'BEGIN{printf "%.2f", x / 1e9}') | $(awk -v x="${c4:-0}" 'BEGIN{printf "%.2f", x / 1e9}') (COPY of its samples to nowhere) | $(ratio "$r4" "$c4") | ≤ 2 s |"
+	echo "| report HTML of that run, bytes | $(printf '%.0f' "${hb:-0}") | – | – | ≤ 2 MB |"
+	echo "| report time, 1,000,000 vs 250,000 requests | $(ratio "$r4" "$r1") | COPY: $(ratio "$c4" "$c1") | – | ≤ 4× (linear) |"
 }
 mkdir -p "$(dirname "$OUT")"
 report | tee "$OUT.tmp"

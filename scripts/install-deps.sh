@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need on a fresh Debian machine, and nothing
-# that is already there: PostgreSQL server binaries, a JDK, Maven and Node.js (Debian packages),
+# that is already there: PostgreSQL server binaries, a JDK, Maven, Node.js and Chromium (Debian packages),
 # the Go modules, the real cf CLI (built from the Go module proxy into a cache dir), and
 # Elasticsearch and OpenSearch for tests (scripts/install-es.sh, install-opensearch.sh).
 set -euo pipefail
@@ -26,6 +26,8 @@ command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 || missing+=(
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # Maven builds the Java sample app and fetches the search engines' test distributions.
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+# The report's browser test renders the HTML report in headless Chromium.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "install-deps: installing Debian packages: ${missing[*]}" >&2

@@ -50,6 +50,7 @@ func (d *decoder) spec(v value) *Spec {
 		required("workload", d.workload(&s.Workload)),
 		required("ramp", d.ramp(&s.Ramp)),
 		optional("checks", d.checks(&s.Checks)),
+		optional("slo", d.slo(&s.SLO)),
 		optional("collectors", d.collectors(&s.Collectors)),
 		optional("export", d.export(&s.Export)),
 	)

@@ -25,11 +25,13 @@ type Spec struct {
 	// which is only allowed when no variant uses a manifest.
 	Landscape *Landscape
 	// ResultsDB is the results database service instance on CF; nil when absent.
-	ResultsDB  *ResultsDB
-	Variants   []Variant
-	Workload   Workload
-	Ramp       Ramp
-	Checks     Checks
+	ResultsDB *ResultsDB
+	Variants  []Variant
+	Workload  Workload
+	Ramp      Ramp
+	Checks    Checks
+	// SLO is what the report judges capacity against; nil when the spec has none.
+	SLO        *SLO
 	Collectors Collectors
 	Export     Export
 }

@@ -24,6 +24,9 @@ const (
 	ExitAborted = 130
 	// ExitNotRunning is foundation status's answer for a stopped foundation.
 	ExitNotRunning = 3
+	// ExitThresholds is report's answer when a --fail-on threshold failed (or could
+	// not be judged): the benchmark ran, its result is worse than the baseline allows.
+	ExitThresholds = 4
 )
 
 // Env is what a command may use of its process.
@@ -89,7 +92,7 @@ type Command struct {
 }
 
 // Commands is every registered command. Only commands that work are listed.
-var Commands = []*Command{runCmd, validateCmd, statusCmd, collectLogsCmd, exportCmd, foundationCmd, logsCmd}
+var Commands = []*Command{runCmd, validateCmd, statusCmd, collectLogsCmd, exportCmd, reportCmd, foundationCmd, logsCmd}
 
 // PluginCommands are the commands the cf CLI plugin registers.
 func PluginCommands() []*Command {
@@ -202,6 +205,8 @@ func exitCode(env *Env, prog string, c *Command, err error) int {
 		return ExitAborted
 	case errors.Is(err, errNotRunning):
 		return ExitNotRunning
+	case errors.Is(err, errThresholds):
+		return ExitThresholds
 	}
 	fmt.Fprintf(env.Stderr, "error: %v\n", err)
 	return ExitFailure

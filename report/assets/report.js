@@ -1,0 +1,300 @@
+// Renders the cf-benchmark report from the JSON embedded in the page (id "report-data"):
+// tables with plain DOM, charts with uPlot. Nothing is fetched. Every chart is listed in
+// window.cfbCharts ({id, kind, plot}) so that a test can check what it drew.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var root = document.getElementById("report");
+  var colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
+  var layerColors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"];
+  window.cfbCharts = [];
+  var chartNo = 0;
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function add(parent, tag, attrs, text) { var e = el(tag, attrs, text); parent.appendChild(e); return e; }
+  function ms(us) { if (us === null || us === undefined) return "–"; var m = us / 1000; return m < 10 ? m.toFixed(3) : m < 1000 ? m.toFixed(1) : m.toFixed(0); }
+  function num(x) {
+    if (x === null || x === undefined || !isFinite(x)) return "–";
+    if (Math.abs(x) >= 100) return Math.round(x).toLocaleString("en-US");
+    return Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2);
+  }
+  function pct(f) { return f === null || f === undefined ? "–" : (100 * f).toFixed(f < 0.1 ? 2 : 1) + "%"; }
+  function opt(x, d) { return x === null || x === undefined ? "–" : x.toFixed(d); }
+  function ratio(x) { return x === null || x === undefined ? "–" : x.toFixed(2) + "×"; }
+
+  function table(parent, head, rows, cls) {
+    var t = add(parent, "table", cls ? { "class": cls } : {});
+    var tr = add(add(t, "thead"), "tr");
+    head.forEach(function (h) { add(tr, "th", {}, h); });
+    var tb = add(t, "tbody");
+    rows.forEach(function (r) {
+      var row = add(tb, "tr");
+      r.forEach(function (c) { add(row, "td", {}, c); });
+    });
+    return t;
+  }
+
+  // union of x values, each series' y at those x (null where it has none)
+  function align(sets) {
+    var xs = [];
+    sets.forEach(function (s) { s.x.forEach(function (x) { if (xs.indexOf(x) < 0) xs.push(x); }); });
+    xs.sort(function (a, b) { return a - b; });
+    var out = [xs];
+    sets.forEach(function (s) {
+      out.push(xs.map(function (x) { var i = s.x.indexOf(x); return i < 0 ? null : s.y[i]; }));
+    });
+    return out;
+  }
+
+  function chart(parent, kind, title, opts, aligned) {
+    var box = add(parent, "figure", { "class": "chart", "data-kind": kind });
+    add(box, "figcaption", {}, title);
+    var id = "chart-" + (++chartNo);
+    box.id = id;
+    opts.width = Math.min(900, Math.max(480, (root.clientWidth || 900) - 40));
+    opts.height = opts.height || 260;
+    opts.legend = opts.legend || { show: true };
+    var plot = new uPlot(opts, aligned, box);
+    window.cfbCharts.push({ id: id, kind: kind, title: title, plot: plot });
+    return plot;
+  }
+
+  function line(label, color, extra) {
+    var s = { label: label, stroke: color, width: 2, spanGaps: true, points: { show: true, size: 6, fill: color } };
+    for (var k in extra || {}) s[k] = extra[k];
+    return s;
+  }
+
+  // stepLines draws the step boundaries of a time chart.
+  function stepLines(windows) {
+    return function (u) {
+      var ctx = u.ctx;
+      ctx.save();
+      ctx.strokeStyle = "#999";
+      ctx.setLineDash([4, 4]);
+      ctx.lineWidth = 1;
+      ctx.fillStyle = "#555";
+      ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+      windows.forEach(function (w) {
+        var x = Math.round(u.valToPos(w.start_s, "x", true));
+        if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+        ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+        ctx.fillText("step " + w.step, x + 3, u.bbox.top + 12 * devicePixelRatio);
+      });
+      ctx.restore();
+    };
+  }
+
+  function runSection(run, what) {
+    var sec = add(root, "section", { "class": "run" });
+    add(sec, "h2", {}, what + " " + run.id + " — " + run.name);
+    var meta = run.spec_file + " · " + run.status + (run.reason ? " (" + run.reason + ")" : "") + " · started " + run.started_at.replace("T", " ").replace("Z", " UTC");
+    add(sec, "p", { "class": "meta" }, meta);
+    if (run.slo) add(sec, "p", {}, "SLO: " + run.slo.text);
+    (run.notes || []).forEach(function (n) { add(sec, "p", { "class": "note" }, "note: " + n); });
+    var vs = run.variants || [];
+
+    add(sec, "h3", {}, "1. Capacity at the SLO");
+    if (!run.slo) add(sec, "p", {}, "Not judged: the spec has no slo block.");
+    else table(sec, ["variant", "capacity", "limited by"], vs.map(function (v) {
+      return [v.name, v.capacity ? v.capacity.text : "–", v.capacity && v.capacity.limited_by ? v.capacity.limited_by.join("; ") : ""];
+    }));
+
+    add(sec, "h3", {}, "2. Steps");
+    add(sec, "p", { "class": "hint" }, "Latency in ms from the intended send time, warm-up excluded; percentiles are observed values.");
+    var rows = [];
+    vs.forEach(function (v) {
+      v.steps.forEach(function (s) {
+        var cls = Object.keys(s.errors_by_class || {}).filter(function (k) { return s.errors_by_class[k] > 0; })
+          .sort().map(function (k) { return k + " " + s.errors_by_class[k]; }).join(", ");
+        rows.push([v.name, s.step, num(s.load), s.count, s.offered_rate ? num(s.offered_rate) : "–", num(s.throughput), ms(s.mean_us), ms(s.p50_us), ms(s.p90_us),
+          ms(s.p99_us), ms(s.p999_us), ms(s.min_us), ms(s.max_us), s.errors + (cls ? " (" + cls + ")" : ""), (s.bandwidth_bytes_per_sec / 1048576).toFixed(1),
+          s.missed, s.omitted, s.meets_slo === undefined ? "" : s.meets_slo ? "meets" : "breaks: " + (s.slo_breaches || []).join(", ")]);
+      });
+    });
+    table(sec, ["variant", "step", "load", "count", "offered/s", "req/s", "mean", "p50", "p90", "p99", "p99.9", "min", "max", "errors", "MiB/s", "missed", "omitted", "SLO"], rows, "num");
+
+    add(sec, "h3", {}, "3. Scaling");
+    var withSteps = vs.filter(function (v) { return v.steps.length > 0; });
+    if (withSteps.length) {
+      chart(sec, "throughput-vs-load", "Throughput (req/s) vs load", {
+        scales: { x: { time: false } }, axes: [{ label: "load (" + withSteps[0].load_unit + ")" }, { label: "req/s" }],
+        series: [{ label: "load" }].concat(withSteps.map(function (v, i) { return line(v.name, colors[i % colors.length]); }))
+      }, align(withSteps.map(function (v) { return { x: v.steps.map(function (s) { return s.load; }), y: v.steps.map(function (s) { return s.throughput; }) }; })));
+      var pser = [{ label: "load" }], psets = [], k = 0;
+      withSteps.forEach(function (v) {
+        [["p50", "p50_us"], ["p90", "p90_us"], ["p99", "p99_us"]].forEach(function (p, j) {
+          pser.push(line(v.name + " " + p[0], colors[(k++) % colors.length], { dash: j === 0 ? undefined : j === 1 ? [6, 3] : [2, 2] }));
+          psets.push({ x: v.steps.map(function (s) { return s.load; }), y: v.steps.map(function (s) { return s[p[1]] / 1000; }) });
+        });
+      });
+      chart(sec, "percentiles-vs-load", "Latency percentiles (ms, observed) vs load", { scales: { x: { time: false } }, axes: [{ label: "load" }, { label: "ms" }], series: pser }, align(psets));
+    }
+    var cpuVs = vs.filter(function (v) { return v.steps.some(function (s) { return s.app && s.app.cpu_total_cores !== undefined; }); });
+    if (cpuVs.length) {
+      chart(sec, "cpu-vs-throughput", "App CPU (cores, all instances) vs throughput (req/s)", {
+        scales: { x: { time: false } }, axes: [{ label: "req/s" }, { label: "cores" }],
+        series: [{ label: "req/s" }].concat(cpuVs.map(function (v, i) { return line(v.name, colors[i % colors.length]); }))
+      }, align(cpuVs.map(function (v) {
+        var st = v.steps.filter(function (s) { return s.app && s.app.cpu_total_cores !== undefined; });
+        return { x: st.map(function (s) { return s.throughput; }), y: st.map(function (s) { return s.app.cpu_total_cores; }) };
+      })));
+    }
+    rows = [];
+    vs.forEach(function (v) {
+      v.steps.forEach(function (s) {
+        var a = s.app || {};
+        rows.push([v.name, s.step, num(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
+            (a.cpu_total_cores !== undefined && a.cpu_covered < 0.9 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
+          opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
+          s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
+      });
+    });
+    table(sec, ["variant", "step", "load", "req/s", "app instances", "app CPU (cores)", "req/s per core", "req/s per CPU%", "utilisation", "generator CPU/instance"], rows, "num");
+    rows = [];
+    vs.forEach(function (v) {
+      (v.utilisation || []).forEach(function (u) {
+        rows.push([v.name, u.app_instances, u.cores_available === undefined ? "unknown" : (100 * u.cores_available).toFixed(0) + "%",
+          (100 * u.cpu_max_total_cores).toFixed(0) + "%", u.utilisation === undefined ? "–" : pct(u.utilisation), u.steps.join(", ")]);
+      });
+    });
+    if (rows.length) {
+      add(sec, "p", {}, "CPU utilisation per app instance count (CPU% as cf app shows it: 100% = one core):");
+      table(sec, ["variant", "app instances", "available", "used at most", "utilisation", "steps"], rows, "num");
+    }
+    var memVs = vs.filter(function (v) { return v.memory; });
+    if (memVs.length) {
+      chart(sec, "memory", "App memory per instance (MiB) over the run (s)", {
+        scales: { x: { time: false } }, axes: [{ label: "s" }, { label: "MiB" }],
+        series: [{ label: "s" }].concat(memVs.map(function (v, i) { return line(v.name, colors[i % colors.length], { points: { show: false } }); }))
+      }, align(memVs.map(function (v) { return { x: v.memory.t, y: v.memory.mean_bytes.map(function (b) { return b / 1048576; }) }; })));
+      memVs.forEach(function (v) {
+        add(sec, "p", {}, "memory of " + v.name + ": " + (v.memory.settled_bytes / 1048576).toFixed(1) + " MiB per instance at the end, " +
+          (v.memory.settled ? "settled" : "not settled (still moving by more than 10% in the last quarter)"));
+      });
+    }
+    vs.forEach(function (v) {
+      var s = v.series;
+      if (!s || !s.t || !s.t.length) return;
+      var plot = chart(sec, "time", v.name + ": throughput (req/s per " + s.interval_s + " s) and p99 (ms) over the run, dashed lines at step starts", {
+        scales: { x: { time: false, range: function (u, mn, mx) {
+          // the whole of every step, even where its first or last interval has no request
+          (s.steps || []).forEach(function (w) { mn = Math.min(mn, w.start_s); if (w.end_s !== undefined && w.end_s !== null) mx = Math.max(mx, w.end_s); });
+          return [mn, mx];
+        } }, ms: {} },
+        axes: [{ label: "s since the run's start" }, { label: "req/s" }, { scale: "ms", side: 1, label: "p99 ms", grid: { show: false } }],
+        series: [{ label: "s" }, line("req/s", colors[0], { points: { show: false } }), line("p99 ms", colors[1], { scale: "ms", points: { show: false } })],
+        hooks: { draw: [stepLines(s.steps || [])] }
+      }, [s.t, s.throughput, s.p99_us.map(function (x) { return x / 1000; })]);
+      return plot;
+    });
+
+    add(sec, "h3", {}, "4. Latency decomposition");
+    var decVs = vs.filter(function (v) { return v.steps.some(function (s) { return s.decomposition; }); });
+    if (!decVs.length) add(sec, "p", {}, "None: needs router logs and app timings of the same requests.");
+    decVs.forEach(function (v) {
+      var st = v.steps.filter(function (s) { return s.decomposition; });
+      var names = st[0].decomposition.layers.map(function (l) { return l.name; });
+      var layers = names.map(function (_, j) { return st.map(function (s) { return s.decomposition.layers[j].mean_us / 1000; }); });
+      var cum = layers.map(function (_, j) { return st.map(function (_, i) { var t = 0; for (var q = 0; q <= j; q++) t += layers[q][i]; return t; }); });
+      var series = [{ label: "step" }], d = [st.map(function (s) { return s.step; })];
+      for (var j = names.length - 1; j >= 0; j--) {
+        (function (j) {
+          series.push({ label: names[j], stroke: layerColors[j], fill: layerColors[j], width: 1, points: { show: false }, paths: uPlot.paths.bars({ size: [0.6, 80] }),
+            value: function (u, val, si, i) { return i === null || i === undefined ? "–" : layers[j][i].toFixed(3) + " ms"; } });
+          d.push(cum[j]);
+        })(j);
+      }
+      chart(sec, "decomposition", v.name + ": mean latency per request by layer (ms, stacked), per step", {
+        scales: { x: { time: false, range: function (u, mn, mx) { return [mn - 0.5, mx + 0.5]; } }, y: { range: function (u, mn, mx) { return [0, mx * 1.05]; } } },
+        axes: [{ label: "step", incrs: [1] }, { label: "ms" }], series: series
+      }, d);
+      table(sec, ["step", "requests", "share", "client"].concat(names).concat(["dominant"]), st.map(function (s) {
+        var dd = s.decomposition;
+        return [s.step, dd.requests, pct(dd.share), ms(dd.client_mean_us)].concat(dd.layers.map(function (l) { return ms(l.mean_us); })).concat([dd.dominant]);
+      }), "num");
+    });
+
+    add(sec, "h3", {}, "5. Findings");
+    if (!run.findings.length) add(sec, "p", {}, "None: no check tripped.");
+    else {
+      var ul = add(sec, "ul", { "class": "findings" });
+      run.findings.forEach(function (f) {
+        var li = add(ul, "li", { "class": f.level });
+        add(li, "strong", {}, f.level + " · " + (f.variant || "run") + (f.step ? " step " + f.step : "") + " · " + f.check + ": ");
+        li.appendChild(document.createTextNode(f.message));
+        if (f.figures) {
+          add(li, "div", { "class": "hint" }, "judged: " + Object.keys(f.figures).sort().map(function (k) { return k + " " + f.figures[k]; }).join(", "));
+        }
+        if (f.evidence) {
+          var ev = add(li, "ul");
+          f.evidence.forEach(function (e) { add(ev, "li", {}, e); });
+        }
+      });
+    }
+
+    add(sec, "h3", {}, "6. Variants side by side");
+    var c = run.comparison;
+    if (!c) add(sec, "p", {}, "One variant: nothing to compare.");
+    else {
+      table(sec, ["variant", "capacity req/s", "× " + c.reference, "max req/s", "× " + c.reference], c.variants.map(function (v) {
+        return [v.variant, v.capacity === undefined ? "–" : num(v.capacity), ratio(v.capacity_ratio), num(v.max_throughput), ratio(v.max_throughput_ratio)];
+      }), "num");
+      rows = [];
+      c.variants.slice(1).forEach(function (v) {
+        v.steps.forEach(function (s) { rows.push([v.variant, s.step, ratio(s.throughput_ratio), ratio(s.mean_ratio), ratio(s.p99_ratio), ratio(s.cpu_per_request_ratio)]); });
+      });
+      if (rows.length) table(sec, ["variant", "step", "req/s", "mean", "p99", "app CPU per request"], rows, "num");
+    }
+
+    add(sec, "h3", {}, "7. Router-log coverage and app-timing flushes");
+    if (!run.coverage || !run.coverage.length) add(sec, "p", {}, "Router logs: not pulled.");
+    else {
+      var covVs = [];
+      run.coverage.forEach(function (r) { if (covVs.indexOf(r.variant) < 0) covVs.push(r.variant); });
+      chart(sec, "coverage", "Router-log coverage (% of requests found) per step", {
+        scales: { x: { time: false }, y: { range: [0, 100] } }, axes: [{ label: "step", incrs: [1] }, { label: "%" }],
+        series: [{ label: "step" }].concat(covVs.map(function (n, i) { return line(n, colors[i % colors.length]); }))
+      }, align(covVs.map(function (n) {
+        var rs = run.coverage.filter(function (r) { return r.variant === n; });
+        return { x: rs.map(function (r) { return r.step; }), y: rs.map(function (r) { return 100 * r.share; }) };
+      })));
+      table(sec, ["variant", "step", "sent", "found", "missing", "coverage", "gaps"], run.coverage.map(function (r) {
+        return [r.variant, r.step, r.sent, r.found, r.missing, pct(r.share), r.verdict];
+      }), "num");
+    }
+    if (!run.flushes || !run.flushes.length) add(sec, "p", {}, "App timings: none flushed.");
+    else table(sec, ["variant", "step", "instances", "received", "stored", "foreign", "dropped", "flushes"], run.flushes.map(function (f) {
+      return [f.variant, f.step, f.instances, f.rows_received, f.stored, f.foreign, f.dropped, f.verdict];
+    }), "num");
+  }
+
+  data.runs.forEach(function (r) { runSection(r, "Run"); });
+  if (data.baseline) {
+    runSection(data.baseline, "Baseline run");
+    var sec = add(root, "section", { "class": "compare" });
+    add(sec, "h2", {}, "Changes against the baseline " + data.baseline.id);
+    table(sec, ["run", "variant", "figure", "step", "baseline", "this run", "change"], (data.changes || []).map(function (c) {
+      var f = function (x) { return c.unit === "us" ? ms(x) + " ms" : num(x) + " " + c.unit; };
+      return [c.run, c.variant, c.metric, c.step || "", f(c.baseline), f(c.value), (c.change === undefined ? "–" : (c.change >= 0 ? "+" : "") + (100 * c.change).toFixed(1) + "%") + (c.lower_bound ? " (lower bound)" : "")];
+    }), "num");
+  }
+  if (data.spread && data.spread.length) {
+    var sp = add(root, "section", { "class": "compare" });
+    add(sp, "h2", {}, "Run-to-run spread");
+    table(sp, ["spec", "variant", "figure (req/s)", "runs", "mean", "min", "max", "CV"], data.spread.map(function (s) {
+      return [s.name, s.variant, s.metric, s.values.length, num(s.mean), num(s.min), num(s.max), pct(s.cv)];
+    }), "num");
+  }
+  if (data.thresholds && data.thresholds.length) {
+    var th = add(root, "section", { "class": "compare" });
+    add(th, "h2", {}, "Thresholds (--fail-on)");
+    table(th, ["threshold", "verdict", "detail"], data.thresholds.map(function (t) { return [t.spec, t.failed ? "FAIL" : "ok", t.detail]; }));
+  }
+  document.body.setAttribute("data-rendered", String(window.cfbCharts.length));
+})();

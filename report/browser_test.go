@@ -1,0 +1,303 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// artifactDir is where the browser test keeps its screenshots and PDF (git-ignored).
+func artifactDir(t *testing.T) string {
+	dir := os.Getenv("CFBENCH_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", ".artifacts")
+	}
+	dir = filepath.Join(dir, "report")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// wantChart is a chart the page must draw: its kind and how many series.
+type wantChart struct {
+	Kind   string
+	Series int
+}
+
+// expectedCharts lists the charts of the report in page order, worked out from the
+// report itself rather than from the page's script.
+func expectedCharts(rep *Report) []wantChart {
+	var out []wantChart
+	runs := rep.Runs
+	if rep.Baseline != nil {
+		runs = append(runs[:len(runs):len(runs)], rep.Baseline)
+	}
+	for _, r := range runs {
+		var steps, cpu, mem int
+		for _, v := range r.Variants {
+			if len(v.Steps) > 0 {
+				steps++
+			}
+			for _, s := range v.Steps {
+				if s.App != nil && s.App.CPUTotalCores != nil {
+					cpu++
+					break
+				}
+			}
+			if v.Memory != nil {
+				mem++
+			}
+		}
+		if steps > 0 {
+			out = append(out, wantChart{"throughput-vs-load", steps}, wantChart{"percentiles-vs-load", 3 * steps})
+		}
+		if cpu > 0 {
+			out = append(out, wantChart{"cpu-vs-throughput", cpu})
+		}
+		if mem > 0 {
+			out = append(out, wantChart{"memory", mem})
+		}
+		for _, v := range r.Variants {
+			if v.Series != nil && len(v.Series.T) > 0 {
+				out = append(out, wantChart{"time", 2})
+			}
+		}
+		for _, v := range r.Variants {
+			for _, s := range v.Steps {
+				if s.Decomposition != nil {
+					out = append(out, wantChart{"decomposition", len(LayerNames)})
+					break
+				}
+			}
+		}
+		if len(r.Coverage) > 0 {
+			seen := map[string]bool{}
+			for _, c := range r.Coverage {
+				seen[c.Variant] = true
+			}
+			out = append(out, wantChart{"coverage", len(seen)})
+		}
+	}
+	return out
+}
+
+// drawnJS reports, per chart, its kind, its series, how many of them uPlot drew (built
+// paths for, from data that is not all null) and how many left pixels of their own
+// colour on the canvas (a series hidden under another with the same values does not).
+const drawnJS = `window.cfbCharts.map(function (c) {
+  var u = c.plot, cv = u.ctx.canvas;
+  var px = u.ctx.getImageData(0, 0, cv.width, cv.height).data;
+  var opaque = 0;
+  for (var i = 3; i < px.length; i += 4) if (px[i] > 0) opaque++;
+  var drawn = 0, visible = 0;
+  for (var s = 1; s < u.series.length; s++) {
+    var has = u.data[s].some(function (v) { return v !== null && v !== undefined; });
+    if (has && u.series[s]._paths) drawn++;
+    var col = u.series[s].stroke;
+    if (typeof col === "function") col = col(u, s);
+    var r = parseInt(col.substr(1, 2), 16), g = parseInt(col.substr(3, 2), 16), b = parseInt(col.substr(5, 2), 16), n = 0;
+    for (var j = 0; j < px.length && n < 3; j += 4) {
+      if (px[j + 3] > 200 && Math.abs(px[j] - r) < 12 && Math.abs(px[j + 1] - g) < 12 && Math.abs(px[j + 2] - b) < 12) n++;
+    }
+    if (n >= 3) visible++;
+  }
+  return {kind: c.kind, title: c.title, series: u.series.length - 1, drawn: drawn, visible: visible, opaque: opaque};
+})`
+
+type drawnChart struct {
+	Kind    string `json:"kind"`
+	Title   string `json:"title"`
+	Series  int    `json:"series"`
+	Drawn   int    `json:"drawn"`
+	Visible int    `json:"visible"`
+	Opaque  int    `json:"opaque"`
+}
+
+// browser is a headless Chromium with a fresh profile and what its pages logged.
+type browser struct {
+	ctx      context.Context
+	dir      string
+	mu       sync.Mutex
+	problems []string
+	requests []string
+}
+
+// newBrowser starts Chromium offline-minded: no background networking, component
+// updates, sync or first-run work, in a fresh user-data dir. It is stopped at the end
+// of t. Under -short it skips t.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the browser test runs in make test, not with -short")
+	}
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("no chromium on PATH: scripts/install-deps.sh installs the Debian package")
+	}
+	b := &browser{dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(filepath.Join(b.dir, "profile")),
+		chromedp.WindowSize(1200, 900),
+	)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancel() })
+	b.ctx = bctx
+	listen := func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			b.requests = append(b.requests, e.Request.URL)
+		case *runtime.EventExceptionThrown:
+			b.problems = append(b.problems, fmt.Sprintf("exception: %s (line %d)", e.ExceptionDetails.Text, e.ExceptionDetails.LineNumber+1))
+		case *runtime.EventConsoleAPICalled:
+			switch e.Type {
+			case runtime.ConsoleAPICalledTypeError, runtime.ConsoleAPICalledTypeWarning, runtime.ConsoleAPICalledTypeAssert:
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				b.problems = append(b.problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " ")))
+			}
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+				b.problems = append(b.problems, fmt.Sprintf("log %s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
+			}
+		}
+	}
+	if err := chromedp.Listen(bctx, listen); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	for what, call := range map[string]func() error{
+		"network": func() error { _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); return err },
+		"runtime": func() error { _, err := chromedp.Call(bctx, runtime.Enable, cdp.Empty{}); return err },
+		"log":     func() error { _, err := chromedp.Call(bctx, log.Enable, cdp.Empty{}); return err },
+	} {
+		if err := call(); err != nil {
+			t.Fatalf("chromium: enable %s events: %v", what, err)
+		}
+	}
+	return b
+}
+
+// TestHTMLInChromium opens the fixture's HTML report, and that of a bare run, in
+// headless Chromium and checks that each logs no error, draws every chart with all its
+// series, and requests nothing but the file itself. It keeps screenshots and a PDF.
+func TestHTMLInChromium(t *testing.T) {
+	b := newBrowser(t)
+	store := fixtureStore(t, 200)
+	full := fixtureReport(t, store)
+	fixture{id: "20261123-080000-0003", epoch: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), tag: 0x5eed0005, speed: 1, perStep: 100, bare: true}.seed(t, store)
+	bare, err := Build(context.Background(), store, []string{"20261123-080000-0003"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		rep  *Report
+	}{{"fixture", full}, {"bare", bare}} {
+		t.Run(c.name, func(t *testing.T) { b.check(t, c.rep, c.name, true) })
+	}
+}
+
+// check writes rep's HTML, opens it in the browser and checks it; screenshots and the
+// PDF go to the artifact directory under name.
+func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool) {
+	b.mu.Lock()
+	b.problems, b.requests = nil, nil
+	b.mu.Unlock()
+	bctx, dir := b.ctx, b.dir
+	var html bytes.Buffer
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name+".html")
+	if err := os.WriteFile(file, html.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fileURL := "file://" + file
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("chromium: %s: %v", what, err)
+		}
+	}
+	step("open the report", chromedp.Do(bctx, chromedp.Navigate(fileURL), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered]`))))
+	charts, err := chromedp.Run(bctx, chromedp.Evaluate[[]drawnChart](drawnJS))
+	step("read the charts", err)
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+	step("screenshot", err)
+	pdf, err := chromedp.Run(bctx, chromedp.PrintToPDF(chromedp.PDFPrintBackground()))
+	step("print to PDF", err)
+	art := artifactDir(t)
+	for file, b := range map[string][]byte{name + ".jpg": shot, name + ".pdf": pdf} {
+		if err := os.WriteFile(filepath.Join(art, file), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One PNG per chart, for a look and for the gallery.
+	for i, c := range charts {
+		png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.ID(fmt.Sprintf("chart-%d", i+1))))
+		step("screenshot of a chart", err)
+		if err := os.WriteFile(filepath.Join(art, fmt.Sprintf("%s-chart-%02d-%s.png", name, i+1, c.Kind)), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshots and PDF in %s", art)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		t.Errorf("the page logged: %s", p)
+	}
+	for _, u := range b.requests {
+		if u != fileURL {
+			t.Errorf("the page requested %s: it must fetch nothing", u)
+		}
+	}
+	if len(b.requests) == 0 {
+		t.Errorf("no request seen at all, not even the file: the network listener is not working")
+	}
+	want := expectedCharts(rep)
+	for _, c := range charts {
+		t.Logf("chart %q: %s, %d series, %d drawn, %d visible, %d pixels", c.Title, c.Kind, c.Series, c.Drawn, c.Visible, c.Opaque)
+	}
+	if len(charts) != len(want) {
+		t.Fatalf("%d charts drawn, want %d: %+v", len(charts), len(want), charts)
+	}
+	for i, c := range charts {
+		w := want[i]
+		visible := c.Visible >= 1
+		if allVisible {
+			visible = c.Visible == w.Series
+		}
+		if c.Kind != w.Kind || c.Series != w.Series || c.Drawn != w.Series || !visible || c.Opaque == 0 {
+			t.Errorf("chart %d %q: kind %s with %d series, %d drawn, %d visible (%d pixels); want %s with %d series, all drawn, visible: all %v",
+				i+1, c.Title, c.Kind, c.Series, c.Drawn, c.Visible, c.Opaque, w.Kind, w.Series, allVisible)
+		}
+	}
+	if len(pdf) < 1000 || !bytes.HasPrefix(pdf, []byte("%PDF")) {
+		t.Errorf("printing to PDF gave %d bytes", len(pdf))
+	}
+}
