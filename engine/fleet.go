@@ -47,7 +47,9 @@ func (f *localFleet) Scale(_ context.Context, n int) error {
 	for len(f.insts) < n {
 		in := worker.New(worker.Config{Store: f.store, App: f.app, Index: len(f.insts), Host: "127.0.0.1",
 			PollEvery: f.poll, Logger: f.log, LookupEnv: f.lookupEnv})
-		in.Start(f.ctx)
+		if err := in.Start(f.ctx); err != nil {
+			return err
+		}
 		f.insts = append(f.insts, in)
 	}
 	for len(f.insts) > n {

@@ -17,10 +17,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -51,15 +51,17 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// Worker is one running instance. Lifecycle: New, Start, then Close (graceful) or cancel
-// the Start context (abrupt), then Wait.
+// Worker is one instance. It follows the lifecycle of package lifecycle: Close stops it
+// gracefully (requests in flight get part of Config.Grace, every sample is stored); the
+// end of Start's context stops it abruptly (requests in flight are aborted and recorded
+// as canceled, then the samples are stored as on Close). Database errors are logged and
+// retried; they never stop it.
 type Worker struct {
-	cfg      Config
-	stopping chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-	err      error
+	cfg  Config
+	life lifecycle.State
 }
+
+var _ lifecycle.Part = (*Worker)(nil)
 
 // New returns an instance that is not started yet.
 func New(cfg Config) *Worker {
@@ -73,32 +75,31 @@ func New(cfg Config) *Worker {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = cfg.Logger.With("app", cfg.App, "index", cfg.Index)
-	return &Worker{cfg: cfg, stopping: make(chan struct{}), done: make(chan struct{})}
+	return &Worker{cfg: cfg}
 }
 
-// Start follows the plan until Close or until ctx ends. Database errors are logged and
-// retried; they never end the worker.
-func (w *Worker) Start(ctx context.Context) {
-	go func() {
-		defer close(w.done)
-		w.err = w.loop(ctx)
-	}()
+// Start starts following the plan in the background and returns at once; it fails only
+// when the worker was started or closed before.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.life.Begin(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	stopping := w.life.Stopping()
+	go func() { w.life.Stopped(w.loop(ctx, stopping)) }()
+	return nil
 }
 
 // Close stops the instance gracefully and waits until it is stopped (at most about
 // Config.Grace). The error says what could not be stored.
-func (w *Worker) Close() error {
-	w.stopOnce.Do(func() { close(w.stopping) })
-	return w.Wait()
-}
+func (w *Worker) Close() error { return w.life.Close() }
 
-// Wait waits until the instance has stopped.
-func (w *Worker) Wait() error {
-	<-w.done
-	return w.err
-}
+// Wait blocks until the instance has stopped; the error says what could not be stored.
+func (w *Worker) Wait() error { return w.life.Wait() }
 
-func (w *Worker) loop(ctx context.Context) error {
+// Run is Start followed by Wait.
+func (w *Worker) Run(ctx context.Context) error { return lifecycle.Run(ctx, w) }
+
+func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 	var (
 		cur    *membership
 		broken string // a run this instance could not join; not retried
@@ -140,11 +141,10 @@ func (w *Worker) loop(ctx context.Context) error {
 			}
 		}
 		select {
-		case <-w.stopping:
+		case <-stopping:
 			return leave()
 		case <-ctx.Done():
-			leave()
-			return ctx.Err()
+			return leave() // requests in flight were aborted with ctx
 		case <-tick.C:
 		}
 	}

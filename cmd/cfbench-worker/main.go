@@ -115,7 +115,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 	w := worker.New(worker.Config{Store: store, App: *app, Index: *index, GUID: getenv("CF_INSTANCE_GUID"), Host: host,
 		PollEvery: *poll, SpillDir: *spillDir, Logger: logger})
 	// The worker runs on a context of its own so that the signal stops it gracefully.
-	w.Start(context.WithoutCancel(ctx))
+	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
+		return fail(err)
+	}
 	logger.Info("following runs", "app", *app, "index", *index, "host", host)
 	<-ctx.Done()
 	if err := w.Close(); err != nil {
