@@ -91,16 +91,16 @@ func (s *State) initLocked() {
 }
 
 // Begin marks the part as starting. It returns ErrStarted on the second call and
-// ErrClosed after Close; the part must then not start.
+// ErrClosed after a Close that came first; the part must then not start.
 func (s *State) Begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.initLocked()
 	switch {
-	case s.closing:
-		return ErrClosed
 	case s.began:
 		return ErrStarted
+	case s.closing:
+		return ErrClosed
 	}
 	s.began = true
 	return nil

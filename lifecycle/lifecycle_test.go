@@ -62,8 +62,8 @@ func TestStartFailure(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, boom) {
 		t.Fatalf("Close after a failed Start: %v, want %v", err, boom)
 	}
-	if err := s.Begin(); !errors.Is(err, lifecycle.ErrClosed) {
-		t.Fatalf("Begin after Close: %v, want ErrClosed", err)
+	if err := s.Begin(); !errors.Is(err, lifecycle.ErrStarted) {
+		t.Fatalf("Begin after a failed start: %v, want ErrStarted", err)
 	}
 }
 

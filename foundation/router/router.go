@@ -28,6 +28,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // Config configures a Router.
@@ -59,16 +61,16 @@ const (
 	spareConnAge = 500 * time.Millisecond
 )
 
-// Errors returned by Start and Wait.
+// Errors returned by Start.
 var (
-	ErrStarted    = errors.New("router already started")
-	ErrClosed     = errors.New("router closed")
-	ErrNotStarted = errors.New("router not started")
-	ErrNoTable    = errors.New("router config has no table")
+	ErrStarted = fmt.Errorf("router: %w", lifecycle.ErrStarted)
+	ErrClosed  = fmt.Errorf("router: %w", lifecycle.ErrClosed)
+	ErrNoTable = errors.New("router config has no table")
 )
 
-// Router is a gorouter look-alike. Create it with New, then Start it; Close
-// stops it. All methods are safe for concurrent use.
+// Router is a gorouter look-alike. Create it with New; it follows the lifecycle of
+// package lifecycle (Start listens, Close drains). The end of Start's context closes it
+// as Close does. All methods are safe for concurrent use.
 type Router struct {
 	cfg      Config
 	now      func() time.Time
@@ -88,28 +90,19 @@ type Router struct {
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 
-	mu        sync.Mutex
-	started   bool
-	closed    bool
-	srv       *http.Server
-	ln        net.Listener
-	stopWatch func() bool
-
-	closeOnce sync.Once
-	closeErr  error
-	drained   chan struct{} // closed when Close has finished draining
-	done      chan struct{} // closed when serving has stopped
-	serveErr  error
+	life lifecycle.State
+	mu   sync.Mutex
+	ln   net.Listener // set by Start
 }
+
+var _ lifecycle.Part = (*Router)(nil)
 
 // New returns a Router for cfg. It does not listen until Start.
 func New(cfg Config) *Router {
 	rt := &Router{
-		cfg:     cfg,
-		now:     cfg.Clock,
-		logger:  cfg.Logger,
-		drained: make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:    cfg,
+		now:    cfg.Clock,
+		logger: cfg.Logger,
 	}
 	if rt.now == nil {
 		rt.now = time.Now
@@ -132,18 +125,20 @@ func New(cfg Config) *Router {
 	return rt
 }
 
-// Start listens on cfg.Listen and serves in the background. It returns
-// listen errors. When ctx is cancelled the router closes as by Close.
+// Start listens on cfg.Listen and serves in the background. It returns listen errors,
+// ErrNoTable, ErrStarted and ErrClosed. When ctx ends the router closes as by Close.
 func (rt *Router) Start(ctx context.Context) error {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	switch {
-	case rt.started:
-		return ErrStarted
-	case rt.closed:
+	if err := rt.life.Begin(); errors.Is(err, lifecycle.ErrClosed) {
 		return ErrClosed
-	case rt.cfg.Table == nil:
-		return ErrNoTable
+	} else if err != nil {
+		return ErrStarted
+	}
+	fail := func(err error) error {
+		rt.life.Stopped(err)
+		return err
+	}
+	if rt.cfg.Table == nil {
+		return fail(ErrNoTable)
 	}
 	addr := rt.cfg.Listen
 	if addr == "" {
@@ -151,11 +146,12 @@ func (rt *Router) Start(ctx context.Context) error {
 	}
 	ln, err := rt.listen(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return fail(fmt.Errorf("listen %s: %w", addr, err))
 	}
+	rt.mu.Lock()
 	rt.ln = ln
-	rt.started = true
-	rt.srv = &http.Server{
+	rt.mu.Unlock()
+	srv := &http.Server{
 		Handler:           http.HandlerFunc(rt.serveHTTP),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       frontendIdleTimeout,
@@ -163,20 +159,32 @@ func (rt *Router) Start(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return rt.baseCtx },
 		ConnState:         rt.connState,
 	}
-	go rt.serve(rt.srv, ln)
-	rt.stopWatch = context.AfterFunc(ctx, func() { _ = rt.Close() })
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	go rt.supervise(ctx, srv, served)
 	rt.logger.Info("router-started", slog.String("addr", ln.Addr().String()))
 	return nil
 }
 
-func (rt *Router) serve(srv *http.Server, ln net.Listener) {
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-		<-rt.drained
+// supervise waits for Close, the end of ctx or a failure of the listener, then shuts
+// the server down and records why it stopped.
+func (rt *Router) supervise(ctx context.Context, srv *http.Server, served <-chan error) {
+	var failed error
+	select {
+	case err := <-served:
+		failed = fmt.Errorf("router: serve: %w", err)
+		served = nil
+		rt.logger.Error("router-failed", slog.Any("err", err))
+	case <-rt.life.Stopping():
+	case <-ctx.Done():
 	}
-	rt.serveErr = err
-	close(rt.done)
+	err := rt.shutdown(srv)
+	if served != nil {
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, fmt.Errorf("router: serve: %w", serr))
+		}
+	}
+	rt.life.Stopped(errors.Join(failed, err))
 }
 
 // Addr returns the address the router listens on, or "" before Start.
@@ -189,19 +197,12 @@ func (rt *Router) Addr() string {
 	return rt.ln.Addr().String()
 }
 
-// Wait blocks until the router has stopped serving and returns why: nil
-// after Close, the serve error otherwise. It returns ErrNotStarted at once
-// if Start has not succeeded.
-func (rt *Router) Wait() error {
-	rt.mu.Lock()
-	started := rt.started
-	rt.mu.Unlock()
-	if !started {
-		return ErrNotStarted
-	}
-	<-rt.done
-	return rt.serveErr
-}
+// Wait blocks until the router has stopped serving and returns why: nil after Close or
+// the end of Start's context, the serve or shutdown error otherwise.
+func (rt *Router) Wait() error { return rt.life.Wait() }
+
+// Run is Start followed by Wait.
+func (rt *Router) Run(ctx context.Context) error { return lifecycle.Run(ctx, rt) }
 
 // Close stops accepting connections, lets in-flight requests finish for up
 // to 10 s, then cuts what is left. Upgraded connections (WebSocket, chisel
@@ -209,32 +210,19 @@ func (rt *Router) Wait() error {
 // requests have drained. Close returns once every handler has returned (or
 // a further 2 s have passed); an error means the grace ran out. Calling it
 // again returns the same result.
-func (rt *Router) Close() error {
-	rt.mu.Lock()
-	rt.closed = true
-	started := rt.started
-	rt.mu.Unlock()
-	if !started {
-		return nil
-	}
-	rt.closeOnce.Do(rt.shutdown)
-	<-rt.done
-	return rt.closeErr
-}
+func (rt *Router) Close() error { return rt.life.Close() }
 
-func (rt *Router) shutdown() {
-	defer close(rt.drained)
-	rt.stopWatch()
+func (rt *Router) shutdown(srv *http.Server) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	stop := make(chan struct{})
 	go rt.closeSpareConns(stop)
-	err := rt.srv.Shutdown(ctx)
+	serr := srv.Shutdown(ctx)
 	close(stop)
 	rt.cancelBase()
-	if err != nil {
-		_ = rt.srv.Close()
-		rt.closeErr = fmt.Errorf("shutdown: %w", err)
+	if serr != nil {
+		_ = srv.Close()
+		err = fmt.Errorf("router: shutdown: %w", serr)
 	}
 	deadline := time.Now().Add(unwindGrace)
 	for rt.active.Load() > 0 && time.Now().Before(deadline) {
@@ -245,6 +233,7 @@ func (rt *Router) shutdown() {
 	}
 	rt.backends.CloseIdleConnections()
 	rt.logger.Info("router-stopped")
+	return err
 }
 
 func (rt *Router) connState(c net.Conn, state http.ConnState) {
