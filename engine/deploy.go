@@ -404,7 +404,9 @@ func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.
 	}
 	p := ccstats.New(ccstats.Config{Client: d.cf.Client().Processes, Store: d.Store, RunID: runID, Interval: every, Logger: log})
 	p.SetTargets(targets)
-	p.Start(ctx)
+	if err := p.Start(ctx); err != nil { // only when ctx has ended: nothing left to poll
+		log.Warn("container metrics not polled", "err", err)
+	}
 	return func() { p.Close() }
 }
 

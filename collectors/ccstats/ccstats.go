@@ -11,6 +11,7 @@ package ccstats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -42,16 +44,17 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// Poller polls its targets on an interval until closed. Lifecycle: New, SetTargets (any
-// time, from any goroutine), Start, Close.
+// Poller polls its targets on an interval until closed. It follows the lifecycle of
+// package lifecycle; SetTargets may be called any time, from any goroutine. A failed
+// poll is logged and retried at the next tick: it never stops the poller.
 type Poller struct {
 	cfg     Config
 	mu      sync.Mutex
 	targets []Target
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	life    lifecycle.State
 }
+
+var _ lifecycle.Part = (*Poller)(nil)
 
 // New returns a poller that is not started.
 func New(cfg Config) *Poller {
@@ -64,7 +67,7 @@ func New(cfg Config) *Poller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Poller{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Poller{cfg: cfg}
 }
 
 // SetTargets replaces the processes polled from the next poll on.
@@ -74,28 +77,37 @@ func (p *Poller) SetTargets(t []Target) {
 	p.mu.Unlock()
 }
 
-// Start polls at once and then every Interval until Close or ctx ends. Failed polls are
-// logged and retried at the next tick; they never stop the poller.
-func (p *Poller) Start(ctx context.Context) {
+// Start polls at once and then every Interval, in the background, until Close or the
+// end of ctx (which also aborts a poll in progress). It fails only when the poller was
+// started or closed before.
+func (p *Poller) Start(ctx context.Context) error {
+	if err := p.life.Begin(); err != nil {
+		return fmt.Errorf("container metrics poller: %w", err)
+	}
+	stopping := p.life.Stopping()
 	go func() {
-		defer close(p.done)
+		defer p.life.Stopped(nil)
 		for {
 			if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
 				p.cfg.Logger.Warn("poll process stats", "err", err)
 			}
-			if !wait.Until(ctx, p.stop, time.Now().Add(p.cfg.Interval)) {
+			if !wait.Until(ctx, stopping, time.Now().Add(p.cfg.Interval)) {
 				return
 			}
 		}
 	}()
-}
-
-// Close stops polling and waits for a poll in progress.
-func (p *Poller) Close() error {
-	p.once.Do(func() { close(p.stop) })
-	<-p.done
 	return nil
 }
+
+// Close stops polling and waits for a poll in progress. It returns nil: failed polls
+// are logged, not returned.
+func (p *Poller) Close() error { return p.life.Close() }
+
+// Wait blocks until the poller has stopped (Close, or the end of Start's context).
+func (p *Poller) Wait() error { return p.life.Wait() }
+
+// Run is Start followed by Wait.
+func (p *Poller) Run(ctx context.Context) error { return lifecycle.Run(ctx, p) }
 
 // Poll fetches every target's stats once and stores them. A target that fails is
 // skipped (and reported in the error); the others are stored.

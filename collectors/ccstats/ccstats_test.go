@@ -53,7 +53,9 @@ func TestPollsTheLocalFoundation(t *testing.T) {
 	if err := p.Poll(ctx); err == nil {
 		t.Fatal("polling an unknown process reported no error")
 	}
-	p.Start(ctx)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
