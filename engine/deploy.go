@@ -404,7 +404,7 @@ func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.
 	}
 	p := ccstats.New(ccstats.Config{Client: d.cf.Client().Processes, Store: d.Store, RunID: runID, Interval: every, Logger: log})
 	p.SetTargets(targets)
-	if err := p.Start(ctx); err != nil { // only when ctx has ended: nothing left to poll
+	if err := p.Start(ctx); err != nil { // a new poller starts; this is a guard
 		log.Warn("container metrics not polled", "err", err)
 	}
 	return func() { p.Close() }
