@@ -33,6 +33,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // AppInfo is what the pipeline knows about an app from the firehose envelope.
@@ -91,7 +92,8 @@ type Config struct {
 	// NoTemplate skips installing the index template that maps fields as the
 	// pipeline's templates do.
 	NoTemplate bool
-	// Transport is the HTTP transport to Elasticsearch; nil for the default.
+	// Transport is the HTTP transport to Elasticsearch; nil for one of the shipper's
+	// own, whose idle connections it closes when it stops.
 	Transport http.RoundTripper
 	// Clock gives the write time of lines, which decides their quota window; nil is
 	// time.Now.
@@ -106,7 +108,7 @@ type Stats struct {
 	Received      int64 // lines written
 	Shipped       int64 // documents Elasticsearch accepted
 	DroppedQuota  int64 // lines over the quota of their window
-	DroppedBuffer int64 // lines that found the buffer full (or came after Close)
+	DroppedBuffer int64 // lines that found the buffer full, came after Close, or were written to a shipper closed before Start
 	Failed        int64 // documents given up on after retries, or rejected
 	Unparseable   int64 // lines that are not gorouter access-log lines
 	NoApp         int64 // lines without an app id, skipped (see Config.IncludeNoApp)
@@ -117,8 +119,9 @@ type Stats struct {
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("logship: shipper closed")
 
-// Shipper ships access-log lines to Elasticsearch. Write, Stats and Close may be called
-// from any goroutine.
+// Shipper ships access-log lines to Elasticsearch. It follows the lifecycle of package
+// lifecycle; Write and Stats may be called from any goroutine, before Start too. Failed
+// requests are retried with backoff and counted; they never stop the shipper.
 type Shipper struct {
 	cfg    Config
 	es     *elasticsearch.Client
@@ -134,10 +137,10 @@ type Shipper struct {
 	started bool
 	stopAt  time.Time // when Close was called
 
+	own  *http.Transport // the transport when Config.Transport is nil
 	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	stop <-chan struct{} // life.Stopping()
+	life lifecycle.State
 
 	// Owned by the shipping goroutine.
 	batch        []item
@@ -156,7 +159,10 @@ type lineSpan struct {
 // item is one encoded bulk action and document.
 type item struct{ body []byte }
 
-var _ io.Writer = (*Shipper)(nil)
+var (
+	_ io.Writer      = (*Shipper)(nil)
+	_ lifecycle.Part = (*Shipper)(nil)
+)
 
 // New returns a Shipper for cfg with defaults filled in. It does not contact
 // Elasticsearch; a URL the client cannot use makes every document fail (and is
@@ -195,11 +201,15 @@ func New(cfg Config) *Shipper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shipper{cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Shipper{cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1)}
+	s.stop = s.life.Stopping()
 	var r [6]byte
 	_, _ = crand.Read(r[:])
 	s.idBase = hex.EncodeToString(r[:])
+	if cfg.Transport == nil {
+		s.own = http.DefaultTransport.(*http.Transport).Clone()
+		cfg.Transport = s.own
+	}
 	s.es, s.esErr = elasticsearch.NewClient(elasticsearch.Config{
 		Addresses: []string{strings.TrimRight(cfg.URL, "/")},
 		Transport: cfg.Transport,
@@ -213,42 +223,53 @@ func New(cfg Config) *Shipper {
 }
 
 // Start ships in the background until Close, or until ctx ends (then, as on Close,
-// what is buffered is sent within FlushTimeout). Call it at most once.
-func (s *Shipper) Start(ctx context.Context) {
-	s.mu.Lock()
-	if s.started || s.closed {
-		s.mu.Unlock()
-		return
+// what is buffered is sent within FlushTimeout). It fails only when the shipper was
+// started or closed before.
+func (s *Shipper) Start(ctx context.Context) error {
+	if err := s.life.Begin(); err != nil {
+		return fmt.Errorf("logship: %w", err)
 	}
+	s.mu.Lock()
 	s.started = true
 	s.mu.Unlock()
-	go s.run(ctx)
+	go func() {
+		s.run(ctx)
+		if s.own != nil {
+			s.own.CloseIdleConnections()
+		}
+		s.life.Stopped(nil)
+	}()
+	return nil
 }
 
 // Wait blocks until the shipping goroutine has ended (after Close, or after Start's
-// context ended and the buffer was flushed).
-func (s *Shipper) Wait() error {
-	<-s.done
-	return nil
-}
+// context ended and the buffer was flushed). It returns nil: lines that could not be
+// sent are counted in Stats, not returned.
+func (s *Shipper) Wait() error { return s.life.Wait() }
+
+// Run is Start followed by Wait.
+func (s *Shipper) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
 
 // Close stops accepting lines, sends what is buffered (for up to FlushTimeout) and
-// waits for that. Lines it could not send count as failed.
+// waits for that. Lines it could not send count as failed. A shipper closed before
+// Start sends nothing: the lines written to it count as dropped.
 func (s *Shipper) Close() error {
-	s.once.Do(func() {
-		s.mu.Lock()
-		started := s.started
-		s.closed = true
+	s.mu.Lock()
+	s.closed = true
+	if s.stopAt.IsZero() {
 		s.stopAt = time.Now()
-		s.mu.Unlock()
-		close(s.stop)
-		if !started {
-			s.drain(s.stopAt.Add(s.cfg.FlushTimeout))
-			close(s.done)
-		}
-	})
-	<-s.done
-	return nil
+	}
+	s.mu.Unlock()
+	err := s.life.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started && len(s.lines) > 0 {
+		n := int64(len(s.lines))
+		s.buf, s.lines = nil, nil
+		s.buffered.Add(-n)
+		s.droppedBuffer.Add(n)
+	}
+	return err
 }
 
 // Write takes one or more complete access-log lines (a final line without a newline
@@ -320,7 +341,6 @@ func (s *Shipper) Stats() Stats {
 }
 
 func (s *Shipper) run(ctx context.Context) {
-	defer close(s.done)
 	// A request in flight when Close comes may go on until FlushTimeout, no longer.
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -222,10 +222,24 @@ func TestCountsUnparseableAndNoApp(t *testing.T) {
 	f2 := &fakeES{}
 	srv2 := newFakeES(t, f2)
 	s2 := New(Config{URL: srv2.URL, IncludeNoApp: true})
-	s2.Write([]byte(noApp))
-	s2.Close() // never started: Close still flushes
+	s2.Write([]byte(noApp)) // before Start: buffered
+	if err := s2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
 	if st := s2.Stats(); st.Shipped != 1 || st.NoApp != 0 || f2.count() != 1 {
 		t.Errorf("with IncludeNoApp: stats %+v, indexed %d", st, f2.count())
+	}
+
+	// Closed before Start: Close returns at once, and what was written counts as dropped.
+	f3 := &fakeES{}
+	s3 := New(Config{URL: newFakeES(t, f3).URL})
+	s3.Write([]byte(routerLine(3)))
+	if err := s3.Close(); err != nil {
+		t.Errorf("Close before Start: %v", err)
+	}
+	if st := s3.Stats(); st.Received != 1 || st.DroppedBuffer != 1 || st.Buffered != 0 || f3.count() != 0 {
+		t.Errorf("closed before Start: stats %+v, indexed %d", st, f3.count())
 	}
 }
 
