@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // Instance states, named as Cloud Controller's process stats name them.
@@ -162,7 +163,10 @@ type Instance struct {
 	Cell, CellAddr string
 }
 
-// Cells runs app instances. Its methods may be called concurrently.
+// Cells runs app instances. It follows the lifecycle of package lifecycle: Close and the
+// end of Start's context both stop every instance gracefully (SIGTERM, StopGrace,
+// SIGKILL). A crashed instance is restarted, never the end of Cells. Its methods may be
+// called concurrently.
 type Cells struct {
 	cfg  Config
 	log  *slog.Logger
@@ -186,13 +190,13 @@ type Cells struct {
 	// cpusAvailable, if set by a test, stands in for the machine's CPUs.
 	cpusAvailable func() ([]int, error)
 
-	runners   sync.WaitGroup // instance goroutines
-	bg        sync.WaitGroup // stats sampler and context watcher
-	quit      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error // of removing the cgroups; written before done is closed
+	runners sync.WaitGroup // instance goroutines
+	bg      sync.WaitGroup // stats sampler
+	quit    chan struct{}  // closed when shutting down
+	life    lifecycle.State
 }
+
+var _ lifecycle.Part = (*Cells)(nil)
 
 type process struct {
 	spec  ProcessSpec
@@ -243,7 +247,6 @@ func New(cfg Config) *Cells {
 		ports:     map[int]bool{},
 		lastDone:  map[instanceKey]chan struct{}{},
 		quit:      make(chan struct{}),
-		done:      make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -267,13 +270,29 @@ func New(cfg Config) *Cells {
 // launches the desired instances and the supervisor that samples stats; crash
 // restarts run in each instance's goroutine. When ctx ends, everything is stopped as
 // by Close. It fails on a configuration the machine cannot honour, such as a cell
-// with a CPU it does not have. Start may be called once.
+// with a CPU it does not have, and when Cells were started or closed before.
 func (c *Cells) Start(ctx context.Context) error {
+	if err := c.life.Begin(); err != nil {
+		return fmt.Errorf("cells: %w", err)
+	}
+	if err := c.start(); err != nil {
+		c.life.Stopped(err)
+		return err
+	}
+	stopping := c.life.Stopping()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stopping:
+		}
+		c.life.Stopped(c.shutdown())
+	}()
+	return nil
+}
+
+func (c *Cells) start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.started || c.closed {
-		return errors.New("cells: already started or closed")
-	}
 	if err := c.setupIsolation(); err != nil {
 		return fmt.Errorf("cells: %w", err)
 	}
@@ -290,21 +309,15 @@ func (c *Cells) Start(ctx context.Context) error {
 		return fmt.Errorf("create instance tmp root: %w", err)
 	}
 	c.started = true
-	for _, p := range c.procs {
-		c.convergeLocked(p, false)
+	if !c.closed { // else a Close came during Start: the supervisor stops at once
+		for _, p := range c.procs {
+			c.convergeLocked(p, false)
+		}
 	}
-	c.bg.Add(2)
+	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
 		c.sampleLoop()
-	}()
-	go func() {
-		defer c.bg.Done()
-		select {
-		case <-ctx.Done():
-			go c.Close() // Close waits for this goroutine
-		case <-c.quit:
-		}
 	}()
 	return nil
 }
@@ -417,42 +430,40 @@ func (c *Cells) Instances(processGUID string) []Instance {
 // cgroups and the tmp root it created. It is safe to call more than once; each call
 // returns the error of removing the cgroups, if any.
 func (c *Cells) Close() error {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		for _, p := range c.procs {
-			for _, in := range p.insts {
-				in.requestStop()
-			}
-		}
-		close(c.quit)
-		c.mu.Unlock()
-
-		c.runners.Wait()
-		c.bg.Wait()
-		c.closeErr = c.teardownIsolation()
-		if c.ownTmp {
-			if err := os.RemoveAll(c.tmpRoot); err != nil {
-				c.log.Warn("remove instance tmp root", "dir", c.tmpRoot, "err", err)
-			}
-		}
-		close(c.done)
-	})
-	<-c.done
-	return c.closeErr
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.life.Close()
 }
 
-// Wait blocks until Cells has shut down (Close, or the end of Start's context). It
-// returns at once if Start was never called.
-func (c *Cells) Wait() error {
+// Wait blocks until Cells have shut down (Close, or the end of Start's context) and
+// returns the error of removing the cgroups, if any.
+func (c *Cells) Wait() error { return c.life.Wait() }
+
+// Run is Start followed by Wait.
+func (c *Cells) Run(ctx context.Context) error { return lifecycle.Run(ctx, c) }
+
+// shutdown stops every instance and removes what Start set up.
+func (c *Cells) shutdown() error {
 	c.mu.Lock()
-	started := c.started
-	c.mu.Unlock()
-	if !started {
-		return nil
+	c.closed = true
+	for _, p := range c.procs {
+		for _, in := range p.insts {
+			in.requestStop()
+		}
 	}
-	<-c.done
-	return nil
+	close(c.quit)
+	c.mu.Unlock()
+
+	c.runners.Wait()
+	c.bg.Wait()
+	err := c.teardownIsolation()
+	if c.ownTmp {
+		if err := os.RemoveAll(c.tmpRoot); err != nil {
+			c.log.Warn("remove instance tmp root", "dir", c.tmpRoot, "err", err)
+		}
+	}
+	return err
 }
 
 // allocPort finds a free TCP port on Host that no other instance holds.

@@ -3,6 +3,7 @@ package cells
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 var fixtureBin string
@@ -538,11 +541,14 @@ func TestInstancesBeforeStartAndUnknown(t *testing.T) {
 	if len(c.Instances("../escape")) != 0 {
 		t.Error("accepted a process guid that escapes LogDir")
 	}
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
 	if err := c.Wait(); err != nil {
 		t.Error(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Error(err)
+	if err := c.Start(context.Background()); !errors.Is(err, lifecycle.ErrClosed) {
+		t.Errorf("Start after Close: %v, want lifecycle.ErrClosed", err)
 	}
 }
 
