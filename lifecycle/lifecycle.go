@@ -7,11 +7,13 @@
 // A part's constructor makes it without starting it. Then:
 //
 //   - Start(ctx) starts the part and returns once it runs, or with why it could not
-//     start; then nothing of it keeps running and Wait returns that error too. ctx bounds
-//     the part's whole life, not only Start: when ctx ends the part stops as by Close,
-//     except that it may skip its grace (work in flight is aborted, not drained; each
-//     part's doc says). A part starts at most once: a second Start fails with
-//     ErrStarted, a Start after Close with ErrClosed (both wrapped).
+//     start; then nothing of it keeps running and Wait returns that error too (nil
+//     when a Close during Start kept it from starting; Start then fails with
+//     ErrClosed). ctx bounds the part's whole life, not only Start: when ctx ends the
+//     part stops as by Close, except that it may skip its grace (work in flight is
+//     aborted, not drained; each part's doc says). A part starts at most once: a
+//     second Start fails with ErrStarted, a Start after Close with ErrClosed (both
+//     wrapped).
 //   - Wait blocks until the part has stopped and returns why: nil when it stopped
 //     because it was asked to (Close, or the end of Start's ctx) and stopping went
 //     well; otherwise the failure that stopped it, or what went wrong while stopping

@@ -22,6 +22,8 @@ import (
 	"github.com/jpillora/chisel/share/cnet"
 	"github.com/jpillora/chisel/share/settings"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // ClientConfig configures a Client. Server, Auth, Fingerprint and Remote are required.
@@ -54,9 +56,10 @@ type ClientConfig struct {
 }
 
 // Client is the CLI's side of the tunnel: a local listener on 127.0.0.1 whose every
-// connection goes through the tunnel to Remote. Lifecycle: NewClient, Start (which fails
-// fast on a wrong fingerprint, credentials or remote), then Close and Wait. While running
-// it reconnects by itself, with backoff, when the tunnel drops; a connection accepted
+// connection goes through the tunnel to Remote. It follows the lifecycle of package
+// lifecycle; Start fails fast on a wrong fingerprint, credentials or remote, and Close (or
+// the end of Start's context) also aborts a Start in progress. While running it
+// reconnects by itself, with backoff, when the tunnel drops; a connection accepted
 // meanwhile waits for the tunnel (up to chisel's SSH_WAIT, 35 s) before it fails.
 //
 // chisel's client logs through loggers it forks before this package can configure them:
@@ -71,11 +74,12 @@ type Client struct {
 	headers    http.Header
 	log        *slog.Logger
 
-	mu      sync.Mutex
-	started bool
-	local   string
-	ch      *chclient.Client
+	life  lifecycle.State
+	mu    sync.Mutex
+	local string
 }
+
+var _ lifecycle.Part = (*Client)(nil)
 
 // NewClient checks cfg. Errors never quote the credentials.
 func NewClient(cfg ClientConfig) (*Client, error) {
@@ -135,19 +139,61 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // chisel's client, and returns once the tunnel is up. It returns ErrFingerprint, ErrAuth
 // or ErrDenied (wrapped) when the server refuses; then nothing keeps running.
 func (c *Client) Start(ctx context.Context) error {
-	c.mu.Lock()
-	if c.started {
-		c.mu.Unlock()
-		return errors.New("tunnel client: already started")
+	if err := c.life.Begin(); err != nil {
+		return fmt.Errorf("tunnel client: %w", err)
 	}
-	c.started = true
-	c.mu.Unlock()
-	if err := c.handshake(ctx); err != nil {
+	// run ends with Close, with ctx, or with a failed start: Close aborts a Start too.
+	run, stop := context.WithCancel(ctx)
+	stopping := c.life.Stopping()
+	go func() {
+		select {
+		case <-stopping:
+			stop()
+		case <-run.Done():
+		}
+	}()
+	ch, err := c.start(run)
+	if err != nil {
+		stop()
+		select {
+		case <-stopping: // Close came during Start: the client stopped as asked
+			c.life.Stopped(nil)
+			return fmt.Errorf("tunnel client: %w", lifecycle.ErrClosed)
+		default:
+		}
+		c.life.Stopped(err)
 		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ch.Wait() }()
+	go func() {
+		var err error
+		select {
+		case <-run.Done():
+			ch.Close()
+			if werr := <-waited; werr != nil && !errors.Is(werr, context.Canceled) {
+				err = fmt.Errorf("tunnel client: stop: %w", werr)
+			}
+		case werr := <-waited: // chisel retries for ever: it ended on a failure of its own
+			err = fmt.Errorf("tunnel client: chisel client stopped: %w", werr)
+			if werr == nil {
+				err = errors.New("tunnel client: chisel client stopped")
+			}
+		}
+		stop()
+		c.life.Stopped(err)
+	}()
+	return nil
+}
+
+// start does the work of Start on ctx, which Close cancels.
+func (c *Client) start(ctx context.Context) (*chclient.Client, error) {
+	if err := c.handshake(ctx); err != nil {
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return fmt.Errorf("tunnel client: %w", err)
+		return nil, fmt.Errorf("tunnel client: %w", err)
 	}
 	local := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	ch, err := chclient.NewClient(&chclient.Config{
@@ -162,29 +208,26 @@ func (c *Client) Start(ctx context.Context) error {
 		Headers:          c.headers,
 	})
 	if err != nil {
-		return fmt.Errorf("tunnel client: %w", err)
+		return nil, fmt.Errorf("tunnel client: %w", err)
 	}
 	ch.Logger.SetOutput(logWriter{log: c.log, level: slog.LevelInfo})
 	if err := ch.Start(ctx); err != nil {
-		return fmt.Errorf("tunnel client: %w", err)
+		return nil, fmt.Errorf("tunnel client: %w", err)
 	}
-	c.mu.Lock()
-	c.ch = ch // from here Close stops it
-	c.mu.Unlock()
 	ready, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	if !ch.Ready(ready) {
 		ch.Close()
 		ch.Wait()
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return fmt.Errorf("tunnel client: no tunnel to %s within %s", c.httpURL, c.cfg.Timeout)
+		return nil, fmt.Errorf("tunnel client: no tunnel to %s within %s", c.httpURL, c.cfg.Timeout)
 	}
 	c.mu.Lock()
 	c.local = local
 	c.mu.Unlock()
-	return nil
+	return ch, nil
 }
 
 // handshake does what chisel's client does on connecting, once, to tell a permanent
@@ -312,24 +355,13 @@ func parseDSN(dsn string) (*url.URL, error) {
 	return u, nil
 }
 
-// Close stops the client and its listener. It is safe to call more than once.
-func (c *Client) Close() error {
-	c.mu.Lock()
-	ch := c.ch
-	c.mu.Unlock()
-	if ch != nil {
-		return ch.Close()
-	}
-	return nil
-}
+// Close stops the client and its listener, or aborts a Start in progress, and waits
+// until they are gone. It is safe to call more than once.
+func (c *Client) Close() error { return c.life.Close() }
 
-// Wait blocks until a started client has stopped.
-func (c *Client) Wait() error {
-	c.mu.Lock()
-	ch := c.ch
-	c.mu.Unlock()
-	if ch == nil {
-		return nil
-	}
-	return ch.Wait()
-}
+// Wait blocks until the client has stopped: nil after Close or the end of Start's
+// context, else why chisel's client ended.
+func (c *Client) Wait() error { return c.life.Wait() }
+
+// Run is Start followed by Wait.
+func (c *Client) Run(ctx context.Context) error { return lifecycle.Run(ctx, c) }

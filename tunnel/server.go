@@ -13,6 +13,8 @@ import (
 
 	chserver "github.com/jpillora/chisel/server"
 	"github.com/jpillora/chisel/share/ccrypto"
+
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // ServerConfig configures a Server. Every field but KeepAlive and Logger is required.
@@ -36,9 +38,11 @@ type ServerConfig struct {
 }
 
 // Server is the tunnel app's side: a chisel server that lets one user reach one
-// host:port. Lifecycle: NewServer, Start, then Close and Wait. Close drops every tunnel at
-// once, like a crash of the app would; a client reconnects to a restarted server with the
-// same key.
+// host:port. It follows the lifecycle of package lifecycle. Close (and the end of Start's
+// context) drops every tunnel at once, like a crash of the app would; a client reconnects
+// to a restarted server with the same key. A listener that fails for good (closed under
+// it) stops the server; Wait reports it. Failed accepts (out of file descriptors) are
+// logged and retried.
 //
 // Why a relay: chisel's own Close stops accepting but leaves established tunnels running
 // (their WebSockets are hijacked connections the HTTP server no longer tracks), and chisel
@@ -56,15 +60,16 @@ type Server struct {
 	ch          *chserver.Server
 	fingerprint string
 
+	life     lifecycle.State
 	mu       sync.Mutex
-	started  bool
 	closed   bool
 	ln       net.Listener
 	internal string // chisel's loopback address
 	conns    map[net.Conn]struct{}
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // accept loop and relays
 }
+
+var _ lifecycle.Part = (*Server)(nil)
 
 // NewServer checks cfg and prepares the chisel server. The user is kept in memory, never
 // in a file, and chisel's allow-all Auth option is not used.
@@ -111,10 +116,15 @@ func (s *Server) Fingerprint() string { return s.fingerprint }
 // Start listens on Addr and serves until ctx ends or Close. It returns once the listener
 // is bound. A Server starts once; to restart, make a new one with the same config.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started || s.closed {
-		return errors.New("tunnel server: already started")
+	if err := s.life.Begin(); err != nil {
+		return fmt.Errorf("tunnel server: %w", err)
+	}
+	fail := func(err error) error {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.life.Stopped(err)
+		return err
 	}
 	ctx, stop := context.WithCancel(ctx)
 	// chisel prints its start-up lines (fingerprint, the private address) through its
@@ -133,8 +143,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		stop()
-		s.closed = true // a Server starts once
-		return fmt.Errorf("tunnel server: start chisel: %w", err)
+		return fail(fmt.Errorf("tunnel server: start chisel: %w", err))
 	}
 	s.ch.Info = true // before the first connection reaches chisel: that goes through the relay below
 	ln, err := net.Listen("tcp", s.cfg.Addr)
@@ -142,19 +151,46 @@ func (s *Server) Start(ctx context.Context) error {
 		stop()
 		s.ch.Close()
 		s.ch.Wait()
-		s.closed = true
-		return fmt.Errorf("tunnel server: %w", err)
+		return fail(fmt.Errorf("tunnel server: %w", err))
 	}
-	s.ln, s.stop, s.started = ln, stop, true
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		<-ctx.Done()
-		s.Close()
-	}()
-	go s.accept(ctx)
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	failed := make(chan error, 1)
+	s.wg.Add(1)
+	go s.accept(ctx, ln, failed)
+	go s.supervise(ctx, stop, failed)
 	s.log.Info("tunnel server listening", "addr", ln.Addr().String(), "remote", s.cfg.Remote, "fingerprint", s.fingerprint)
 	return nil
+}
+
+// supervise waits for Close, the end of ctx or a failed listener, then drops every
+// tunnel and records why the server stopped.
+func (s *Server) supervise(ctx context.Context, stop context.CancelFunc, failed <-chan error) {
+	var failure error
+	select {
+	case <-s.life.Stopping():
+	case <-ctx.Done():
+	case failure = <-failed:
+		s.log.Error("tunnel server: listener failed; stopping", "err", failure)
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	stop()
+	err := s.ch.Close()
+	s.wg.Wait()
+	if werr := s.ch.Wait(); werr != nil && !errors.Is(werr, context.Canceled) {
+		err = errors.Join(err, werr)
+	}
+	if err != nil {
+		err = fmt.Errorf("tunnel server: stop chisel: %w", err)
+	}
+	s.life.Stopped(errors.Join(failure, err))
 }
 
 // Addr is the address the server listens on (nil before Start).
@@ -167,13 +203,17 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-func (s *Server) accept(ctx context.Context) {
+func (s *Server) accept(ctx context.Context, ln net.Listener, failed chan<- error) {
 	defer s.wg.Done()
 	var delay time.Duration
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if s.isClosed() {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) { // for good: nothing to retry
+				failed <- fmt.Errorf("tunnel server: accept: %w", err)
 				return
 			}
 			// Out of file descriptors and the like: wait and go on, as net/http does.
@@ -253,44 +293,21 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// Close stops listening and drops every tunnel. It is safe to call more than once and
-// from any goroutine.
+// Close stops listening, drops every tunnel and waits until every connection is gone.
+// It is safe to call more than once and from any goroutine.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	started := s.started
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	if s.stop != nil {
-		s.stop()
-	}
+	s.closed = true // no relay starts from here on, even before Start's listener is set
 	s.mu.Unlock()
-	if started {
-		return s.ch.Close()
-	}
-	return nil
+	return s.life.Close()
 }
 
-// Wait blocks until a started server has stopped (after Close or the end of Start's
-// context) and every connection is gone.
-func (s *Server) Wait() error {
-	s.mu.Lock()
-	started := s.started
-	s.mu.Unlock()
-	if !started {
-		return nil
-	}
-	s.wg.Wait()
-	return s.ch.Wait()
-}
+// Wait blocks until the server has stopped (after Close, the end of Start's context or
+// a failed listener) and every connection is gone.
+func (s *Server) Wait() error { return s.life.Wait() }
+
+// Run is Start followed by Wait.
+func (s *Server) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
 
 // freePort asks the kernel for a free loopback port.
 func freePort() (int, error) {
