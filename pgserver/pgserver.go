@@ -1,11 +1,12 @@
 // Package pgserver runs a private PostgreSQL server: the results store of local runs, the
 // local foundation's postgres service, and the database of every test that needs one.
 //
-// Start finds the server binaries, initialises a cluster in a state directory on first
-// use (password auth, a generated password kept beside it), listens on a free port of
-// 127.0.0.1 only, and runs the server as an unprivileged user when the caller is root,
-// since Postgres refuses to run as root. A server already running on the same state
-// directory is reused instead of started twice; Stop then leaves it running.
+// A Server follows the lifecycle of package lifecycle. Start finds the server binaries,
+// initialises a cluster in a state directory on first use (password auth, a generated
+// password kept beside it), listens on a free port of 127.0.0.1 only, and runs the server
+// as an unprivileged user when the caller is root, since Postgres refuses to run as root.
+// A server already running on the same state directory is reused instead of started
+// twice; Close then leaves it running.
 package pgserver
 
 import (
@@ -29,6 +30,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // Superuser is the name of the cluster's superuser; the DSNs carry it.
@@ -52,64 +55,138 @@ type Options struct {
 	Fast bool
 }
 
-// Server is a running PostgreSQL server on 127.0.0.1.
+// Server is a PostgreSQL server on 127.0.0.1. Close and the end of Start's context stop
+// it (fast shutdown) if this process started it. A server that exits on its own (killed,
+// out of disk) is a failure Wait reports.
 type Server struct {
+	opts         Options
 	dir, dataDir string
 	port         int
 	password     string
 	pid          int
 	owned        bool          // started by this process (not attached to a running one)
 	exited       chan struct{} // closed when our child exits; nil when not our child
+	exitErr      *error        // why our child exited; set before exited is closed
 	logFile      string
+	life         lifecycle.State
 }
 
-// Start starts (or attaches to) the private server of opts.Dir and waits until it
-// accepts connections or ctx ends.
-func Start(ctx context.Context, opts Options) (*Server, error) {
+var _ lifecycle.Part = (*Server)(nil)
+
+// New returns the server of opts.Dir, not started.
+func New(opts Options) *Server { return &Server{opts: opts} }
+
+// Start starts (or attaches to) the private server of Options.Dir and returns once it
+// accepts connections, or with why it could not start. ctx bounds its life: to keep a
+// server beyond a request, pass a context that outlives it.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.life.Begin(); err != nil {
+		return fmt.Errorf("pgserver: %w", err)
+	}
+	if err := s.start(ctx); err != nil {
+		s.life.Stopped(err)
+		return err
+	}
+	go s.supervise(ctx)
+	return nil
+}
+
+// Wait blocks until the server has stopped, or this process has let go of a server it
+// attached to: nil after Close or the end of Start's context, else why the server ended.
+func (s *Server) Wait() error { return s.life.Wait() }
+
+// Close shuts the server down (fast shutdown: open sessions are ended, the cluster is
+// consistent) if this process started it, and waits for it to exit. A server this
+// process only attached to keeps running.
+func (s *Server) Close() error { return s.life.Close() }
+
+// Run is Start followed by Wait.
+func (s *Server) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
+
+// supervise waits for Close, the end of ctx or the server's exit, and stops it.
+func (s *Server) supervise(ctx context.Context) {
+	var failure error
+	gone := s.exited
+	if gone == nil { // attached: watch the pid
+		g := make(chan struct{})
+		gone = g
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for syscall.Kill(s.pid, 0) != syscall.ESRCH {
+				select {
+				case <-tick.C:
+				case <-s.life.Stopping():
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+			close(g)
+		}()
+	}
+	select {
+	case <-s.life.Stopping():
+	case <-ctx.Done():
+	case <-gone:
+		failure = fmt.Errorf("postgres (pid %d) exited", s.pid)
+		if s.exitErr != nil && *s.exitErr != nil {
+			failure = fmt.Errorf("postgres (pid %d) exited: %w", s.pid, *s.exitErr)
+		}
+	}
+	var err error
+	if failure == nil && s.owned {
+		err = stopPID(s.pid, s.exited)
+	}
+	s.life.Stopped(errors.Join(failure, err))
+}
+
+func (s *Server) start(ctx context.Context) error {
+	opts := s.opts
 	if opts.Dir == "" {
-		return nil, errors.New("pgserver: a state directory is required")
+		return errors.New("pgserver: a state directory is required")
 	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create postgres state dir: %w", err)
+		return fmt.Errorf("create postgres state dir: %w", err)
 	}
 	binDir, err := FindBinDir()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cred, err := runAs(opts.User)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s := &Server{dir: dir, dataDir: dataDirFor(dir, cred), logFile: filepath.Join(dir, "postgres.log")}
+	s.dir, s.dataDir, s.logFile = dir, dataDirFor(dir, cred), filepath.Join(dir, "postgres.log")
 	if s.password, err = loadOrCreatePassword(filepath.Join(dir, "password")); err != nil {
-		return nil, err
+		return err
 	}
 	if pid, port, ok := running(s.dataDir); ok {
 		s.pid, s.port = pid, port
 		if err := s.waitReady(ctx); err != nil {
-			return nil, fmt.Errorf("postgres already running in %s (pid %d) does not answer: %w", s.dataDir, pid, err)
+			return fmt.Errorf("postgres already running in %s (pid %d) does not answer: %w", s.dataDir, pid, err)
 		}
-		return s, nil
+		return nil
 	}
 	if err := s.initCluster(ctx, binDir, cred); err != nil {
-		return nil, err
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		port := opts.Port
 		if port == 0 {
 			if port, err = freePort(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		err := s.launch(ctx, binDir, cred, port, opts)
 		// Another process may take a free port between our probe and the server's
 		// bind; only then is a retry on a new port worth it.
 		if err == nil || opts.Port != 0 || attempt == 4 || !strings.Contains(err.Error(), "could not bind") {
-			return s, err
+			return err
 		}
 	}
 }
@@ -129,7 +206,7 @@ func (s *Server) PID() int { return s.pid }
 // caller is root and the server's user cannot reach Dir.
 func (s *Server) DataDir() string { return s.dataDir }
 
-// Owned reports whether this process started the server (Stop stops only those).
+// Owned reports whether this process started the server (Close stops only those).
 func (s *Server) Owned() bool { return s.owned }
 
 var dbName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -163,22 +240,12 @@ func (s *Server) CreateDatabase(ctx context.Context, name string) error {
 	return nil
 }
 
-// Stop shuts the server down (fast shutdown: open sessions are ended, the cluster is
-// consistent) if this process started it, and waits for it to exit. A server this
-// process only attached to keeps running.
-func (s *Server) Stop() error {
-	if !s.owned {
-		return nil
-	}
-	return stopPID(s.pid, s.exited)
-}
-
 // ErrNotRunning is returned by Attach when no server runs on the state directory.
 var ErrNotRunning = errors.New("no postgres server is running on this state directory")
 
 // Attach finds the server running on state directory dir, whoever started it, without
-// starting one. user is as in Options. The result does not own the server: use Kill to
-// stop it.
+// starting one. user is as in Options. The result does not own the server and is not
+// started (its Start would attach again): use Kill to stop the server.
 func Attach(dir, user string) (*Server, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -188,7 +255,7 @@ func Attach(dir, user string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: abs, dataDir: dataDirFor(abs, cred), logFile: filepath.Join(abs, "postgres.log")}
+	s := &Server{opts: Options{Dir: dir, User: user}, dir: abs, dataDir: dataDirFor(abs, cred), logFile: filepath.Join(abs, "postgres.log")}
 	pid, port, ok := running(s.dataDir)
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", abs, ErrNotRunning)
@@ -414,10 +481,14 @@ func (s *Server) launch(ctx context.Context, binDir string, cred *syscall.Creden
 	}
 	s.pid, s.port, s.owned = cmd.Process.Pid, port, true
 	// Reaped while we live; a detached server is inherited by init when we exit.
-	s.exited = make(chan struct{})
-	go func() { cmd.Wait(); close(s.exited) }()
+	exited, exitErr := make(chan struct{}), new(error)
+	s.exited, s.exitErr = exited, exitErr
+	go func() {
+		*exitErr = cmd.Wait()
+		close(exited)
+	}()
 	if err := s.waitReady(ctx); err != nil {
-		s.Stop()
+		stopPID(s.pid, s.exited)
 		return fmt.Errorf("start postgres on 127.0.0.1:%d: %w\n%s", port, err, s.logSince(logStart))
 	}
 	return nil

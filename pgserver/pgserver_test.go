@@ -47,11 +47,11 @@ func stateDir(t *testing.T) string {
 func TestStartCreateStopRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := stateDir(t)
-	srv, err := Start(ctx, Options{Dir: dir, Fast: true})
+	srv, err := startServer(ctx, Options{Dir: dir, Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Stop() })
+	t.Cleanup(func() { srv.Close() })
 	if !srv.Owned() || srv.Port() == 0 {
 		t.Fatalf("owned %v port %d", srv.Owned(), srv.Port())
 	}
@@ -85,14 +85,14 @@ func TestStartCreateStopRestart(t *testing.T) {
 	}
 
 	// A second Start on the same dir attaches to the running server and does not own it.
-	again, err := Start(ctx, Options{Dir: dir})
+	again, err := startServer(ctx, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Owned() || again.PID() != srv.PID() || again.Port() != srv.Port() {
 		t.Fatalf("second start: owned %v pid %d port %d; first pid %d port %d", again.Owned(), again.PID(), again.Port(), srv.PID(), srv.Port())
 	}
-	if err := again.Stop(); err != nil {
+	if err := again.Close(); err != nil {
 		t.Fatal(err)
 	}
 	query(t, dsn, `SELECT 'still up'`)
@@ -105,21 +105,21 @@ func TestStartCreateStopRestart(t *testing.T) {
 		c.Close(ctx)
 	}
 	pid := srv.PID()
-	if err := srv.Stop(); err != nil {
+	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("postgres pid %d still exists after Stop: %v", pid, err)
+		t.Fatalf("postgres pid %d still exists after Close: %v", pid, err)
 	}
 	if _, _, ok := running(srv.DataDir()); ok {
 		t.Fatal("postmaster.pid left behind by a clean stop")
 	}
 
-	srv2, err := Start(ctx, Options{Dir: dir, Fast: true})
+	srv2, err := startServer(ctx, Options{Dir: dir, Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv2.Stop() })
+	t.Cleanup(func() { srv2.Close() })
 	if got := query(t, srv2.DSN("results"), `SELECT v FROM kept`); got != "across restarts" {
 		t.Fatalf("after restart: %q", got)
 	}
@@ -131,7 +131,7 @@ func TestAttachAndKill(t *testing.T) {
 	if _, err := Attach(dir, ""); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("Attach before start = %v", err)
 	}
-	srv, err := Start(ctx, Options{Dir: dir, Fast: true, Detach: true})
+	srv, err := startServer(ctx, Options{Dir: dir, Fast: true, Detach: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestClusterOfAnotherMajorVersion(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "PG_VERSION"), []byte("9\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Start(context.Background(), Options{Dir: dir})
+	_, err = startServer(context.Background(), Options{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "is PostgreSQL 9 but the server binaries in "+bin) {
 		t.Fatalf("Start = %v", err)
 	}
@@ -181,7 +181,7 @@ func TestNoBinaries(t *testing.T) {
 		t.Skipf("server binaries exist in %v, so the missing-binaries message cannot be provoked here", dirs)
 	}
 	t.Setenv("PATH", t.TempDir())
-	_, err := Start(context.Background(), Options{Dir: t.TempDir()})
+	_, err := startServer(context.Background(), Options{Dir: t.TempDir()})
 	if !errors.Is(err, ErrNoBinaries) || !strings.Contains(err.Error(), "apt-get install postgresql") {
 		t.Fatalf("Start = %v", err)
 	}
@@ -211,11 +211,17 @@ func TestTraversable(t *testing.T) {
 		t.Fatalf("dataDirFor = %q", got)
 	}
 	// And the server really starts there.
-	srv, err := Start(context.Background(), Options{Dir: inner, Fast: true})
+	srv, err := startServer(context.Background(), Options{Dir: inner, Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(filepath.Dir(srv.DataDir()))
-	defer srv.Stop()
+	defer srv.Close()
 	query(t, srv.DSN("postgres"), `SELECT 'ok'`)
+}
+
+// startServer is New and Start.
+func startServer(ctx context.Context, opts Options) (*Server, error) {
+	s := New(opts)
+	return s, s.Start(ctx)
 }

@@ -313,11 +313,11 @@ func TestSampleWriterSurvivesADatabaseRestart(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
-	srv, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, Fast: true})
-	if err != nil {
+	srv := pgserver.New(pgserver.Options{Dir: dir, Fast: true})
+	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { srv.Stop() }()
+	defer func() { srv.Close() }()
 	s, err := Open(ctx, srv.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ func TestSampleWriterSurvivesADatabaseRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := srv.Port()
-	if err := srv.Stop(); err != nil {
+	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	spilled := func(want uint64) {
@@ -369,7 +369,8 @@ func TestSampleWriterSurvivesADatabaseRestart(t *testing.T) {
 		t.Fatalf("dropped %d, want 1", w.Dropped())
 	}
 	seq-- // that one will not be stored
-	if srv, err = pgserver.Start(ctx, pgserver.Options{Dir: dir, Fast: true, Port: port}); err != nil {
+	srv = pgserver.New(pgserver.Options{Dir: dir, Fast: true, Port: port})
+	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(ctx); err != nil {

@@ -47,8 +47,9 @@ func main() {
 func run(ctx context.Context, verb, dir, db string) (int, error) {
 	switch verb {
 	case "start":
-		srv, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, Detach: true})
-		if err != nil {
+		// Detached, the server outlives this process, which exits without Close.
+		srv := pgserver.New(pgserver.Options{Dir: dir, Detach: true})
+		if err := srv.Start(ctx); err != nil {
 			return 1, err
 		}
 		if err := srv.CreateDatabase(ctx, db); err != nil {

@@ -32,9 +32,11 @@ func start() {
 	if startErr = os.Chmod(dir, 0o755); startErr != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, startErr = pgserver.Start(ctx, pgserver.Options{Dir: dir, Fast: true})
+	// The server lives until Stop; its start-up is bounded by pgserver itself.
+	s := pgserver.New(pgserver.Options{Dir: dir, Fast: true})
+	if startErr = s.Start(context.Background()); startErr == nil {
+		srv = s
+	}
 }
 
 // DSN creates a new, empty database on the shared server and returns its URL.
@@ -75,7 +77,7 @@ func Main(m *testing.M) {
 // also runs other shared servers (see Main).
 func Stop() {
 	if srv != nil {
-		srv.Stop()
+		srv.Close()
 		srv = nil
 	}
 	if dir != "" {

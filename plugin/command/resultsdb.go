@@ -39,20 +39,22 @@ func (d *dbFlags) open(ctx context.Context, env *Env) (store *resultsdb.Store, w
 		return store, "the database given by --db/CFBENCH_DB", store.Close, nil
 	}
 	dir := filepath.Join(d.stateDir, "pg")
-	srv, err := pgserver.Start(ctx, pgserver.Options{Dir: dir})
-	if err != nil {
+	// The server lives until close, not until ctx ends: after a Ctrl-C the run still
+	// records that it was interrupted.
+	srv := pgserver.New(pgserver.Options{Dir: dir})
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, "", nil, fmt.Errorf("start the private results Postgres: %w", err)
 	}
 	if err := srv.CreateDatabase(ctx, "cfbench"); err != nil {
-		srv.Stop()
+		srv.Close()
 		return nil, "", nil, err
 	}
 	store, err = resultsdb.Open(ctx, srv.DSN("cfbench"))
 	if err != nil {
-		srv.Stop()
+		srv.Close()
 		return nil, "", nil, err
 	}
-	return store, "the private Postgres in " + dir, func() { store.Close(); srv.Stop() }, nil
+	return store, "the private Postgres in " + dir, func() { store.Close(); srv.Close() }, nil
 }
 
 // tunnelFlags are the flags that reach the results database through the tunnel app
