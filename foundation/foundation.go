@@ -31,6 +31,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
 	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
 )
 
@@ -95,7 +96,11 @@ type Info struct {
 	Isolation string
 }
 
-// Foundation is a running local foundation. Lifecycle: Start, then Close.
+// Foundation is a local foundation. It follows the lifecycle of package lifecycle: Close
+// and the end of Start's context stop it in order (router, log shipper, API, every app
+// instance gracefully, Postgres). When any of its parts fails on its own — the API
+// server, the router, the cells, the log shipper or Postgres — the foundation stops the
+// others and Wait reports that failure.
 type Foundation struct {
 	cfg      Config
 	settings Settings
@@ -104,15 +109,78 @@ type Foundation struct {
 	cc       *cc.Server
 	api      *http.Server
 	apiLn    net.Listener
+	apiDone  chan error // the API server's Serve result
 	router   *router.Router
 	log      *os.File
 	shipper  *logship.Shipper
-	done     chan error
+	life     lifecycle.State
 }
 
-// Start brings the foundation up: Postgres, cells, the API and the router, then starts
-// the apps that were started before.
-func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
+var _ lifecycle.Part = (*Foundation)(nil)
+
+// New returns the foundation of cfg, not started.
+func New(cfg Config) *Foundation { return &Foundation{cfg: cfg} }
+
+// Start brings the foundation up — Postgres, cells, the API and the router — then starts
+// the apps that were started before, and returns once all of it runs. On failure it
+// stops what it had started.
+func (f *Foundation) Start(ctx context.Context) error {
+	if err := f.life.Begin(); err != nil {
+		return fmt.Errorf("foundation: %w", err)
+	}
+	if err := f.start(ctx); err != nil {
+		f.life.Stopped(errors.Join(err, f.shutdown("")))
+		return err
+	}
+	go f.supervise(ctx)
+	return nil
+}
+
+// Wait blocks until the foundation has stopped: nil after Close or the end of Start's
+// context, else the failure of the part that stopped it (and what went wrong stopping
+// the others).
+func (f *Foundation) Wait() error { return f.life.Wait() }
+
+// Close stops the router, the log shipper, the API, every app instance (gracefully) and
+// Postgres, and returns what Wait returns.
+func (f *Foundation) Close() error { return f.life.Close() }
+
+// Run is Start followed by Wait.
+func (f *Foundation) Run(ctx context.Context) error { return lifecycle.Run(ctx, f) }
+
+// supervise waits for Close, the end of ctx or the first part that stops on its own,
+// then stops the foundation.
+func (f *Foundation) supervise(ctx context.Context) {
+	type stopped struct {
+		part string
+		err  error
+	}
+	parts := map[string]interface{ Wait() error }{"router": f.router, "cells": f.cells, "services' postgres": f.pg}
+	if f.shipper != nil {
+		parts["log shipper"] = f.shipper
+	}
+	ended := make(chan stopped, len(parts)+1) // buffered: every watcher ends once its part is closed
+	for name, p := range parts {
+		go func() { ended <- stopped{name, p.Wait()} }()
+	}
+	go func() { ended <- stopped{"api", <-f.apiDone} }()
+	var failure error
+	var failed string
+	select {
+	case <-f.life.Stopping():
+	case <-ctx.Done():
+	case e := <-ended:
+		failed, failure = e.part, fmt.Errorf("foundation: %s: %w", e.part, e.err)
+		if e.err == nil {
+			failure = fmt.Errorf("foundation: %s stopped on its own", e.part)
+		}
+		f.cfg.Logger.Error("a part of the foundation failed; stopping the others", "part", e.part, "err", e.err)
+	}
+	f.life.Stopped(errors.Join(failure, f.shutdown(failed)))
+}
+
+func (f *Foundation) start(ctx context.Context) error {
+	cfg := f.cfg
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -121,37 +189,37 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 	}
 	dir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.StateDir = dir
+	f.cfg = cfg
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create state dir: %w", err)
+		return fmt.Errorf("create state dir: %w", err)
 	}
 	settings, err := loadSettings(filepath.Join(dir, "foundation.json"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f = &Foundation{cfg: cfg, settings: settings, done: make(chan error, 1)}
-	defer func() {
-		if err != nil {
-			f.Close()
-		}
-	}()
+	f.settings = settings
 	// Listen first: a taken port is the likeliest failure, and should come before
 	// anything starts.
 	if f.apiLn, err = listen(settings.APIPort, "API"); err != nil {
-		return nil, err
+		return err
 	}
 
+	// The parts live until the foundation stops them, in order (see shutdown).
+	life := context.WithoutCancel(ctx)
 	secret, _ := hex.DecodeString(settings.Secret)
-	if f.pg, err = pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort}); err != nil {
-		return nil, fmt.Errorf("start the services' postgres: %w", err)
+	pg := pgserver.New(pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort})
+	if err := pg.Start(life); err != nil {
+		return fmt.Errorf("start the services' postgres: %w", err)
 	}
+	f.pg = pg
 	// The cgroup root is named after the state dir, so two foundations never share one.
 	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger})
-	if err := f.cells.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, err
+	if err := f.cells.Start(life); err != nil {
+		return err
 	}
 	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
 	var segments []string
@@ -162,33 +230,38 @@ func Start(ctx context.Context, cfg Config) (f *Foundation, err error) {
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), Logger: cfg.Logger})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.cc.SetBaseURL("http://" + f.apiLn.Addr().String())
 	f.api = &http.Server{Handler: f.cc.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	f.apiDone = make(chan error, 1)
 	go func() {
-		if err := f.api.Serve(f.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			f.done <- fmt.Errorf("api: %w", err)
+		err := f.api.Serve(f.apiLn)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
 		}
+		f.apiDone <- err
 	}()
 
 	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-		return nil, err
+		return err
 	}
 	var accessLog io.Writer = f.log
 	if cfg.ESURL != "" {
 		f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
-		f.shipper.Start(context.WithoutCancel(ctx))
+		if err := f.shipper.Start(life); err != nil {
+			return err
+		}
 		// The file first: a shipper that fails must not cost the file its lines.
 		accessLog = io.MultiWriter(f.log, shipperWriter{f.shipper})
 	}
 	f.router = router.New(router.Config{Listen: routerAddr(settings),
 		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: accessLog, Logger: cfg.Logger})
-	if err := f.router.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("router: port %d (kept in %s/foundation.json): %w", settings.RouterPort, dir, err)
+	if err := f.router.Start(life); err != nil {
+		return fmt.Errorf("router: port %d (kept in %s/foundation.json): %w", settings.RouterPort, dir, err)
 	}
 	f.cc.Reconcile()
-	return f, nil
+	return nil
 }
 
 // shipperWriter keeps the access-log file going when the shipper refuses a line (after
@@ -236,36 +309,39 @@ func isolation(c *cells.Cells, cl []cells.Cell) string {
 	return "cgroups (" + reason + "): " + strings.Join(parts, ", ")
 }
 
-// Wait returns when a server of the foundation fails.
-func (f *Foundation) Wait() error { return <-f.done }
-
-// Close stops the router, the API, every app instance (gracefully) and Postgres.
-func (f *Foundation) Close() error {
+// shutdown stops the parts that were started, in order, and returns what went wrong;
+// the part named skip has failed already and its error is reported elsewhere.
+func (f *Foundation) shutdown(skip string) error {
 	var errs []error
+	add := func(part string, err error) {
+		if part != skip && err != nil {
+			errs = append(errs, fmt.Errorf("foundation: stop %s: %w", part, err))
+		}
+	}
 	if f.router != nil {
-		errs = append(errs, f.router.Close())
+		add("router", f.router.Close())
 	}
 	if f.shipper != nil {
-		errs = append(errs, f.shipper.Close())
+		add("log shipper", f.shipper.Close())
 	}
 	if f.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		errs = append(errs, f.api.Shutdown(ctx))
+		add("api", f.api.Shutdown(ctx))
 		cancel()
 	} else if f.apiLn != nil {
 		f.apiLn.Close()
 	}
 	if f.cc != nil {
-		errs = append(errs, f.cc.Close())
+		add("cloud controller", f.cc.Close())
 	}
 	if f.cells != nil {
-		errs = append(errs, f.cells.Close())
+		add("cells", f.cells.Close())
 	}
 	if f.pg != nil {
-		errs = append(errs, f.pg.Stop())
+		add("services' postgres", f.pg.Close())
 	}
 	if f.log != nil {
-		errs = append(errs, f.log.Close())
+		add("access log", f.log.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -155,10 +155,8 @@ func stateDir(t *testing.T) string {
 
 func start(t *testing.T, dir string) *Foundation {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	f, err := Start(ctx, Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
-	if err != nil {
+	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
+	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return f

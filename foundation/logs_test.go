@@ -29,9 +29,9 @@ func TestRouterLogsReachElasticsearch(t *testing.T) {
 	dir := stateDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := Start(ctx, Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,
+	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,
 		ESURL: es, LogQuota: 5, LogQuotaWindow: time.Hour})
-	if err != nil {
+	if err := f.Start(context.Background()); err != nil { // the foundation outlives ctx's requests
 		t.Fatal(err)
 	}
 	defer f.Close()

@@ -31,10 +31,9 @@ func Start(t testing.TB) (*foundation.Foundation, *client.Client) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755) // Postgres's unprivileged user must enter it when tests run as root
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	f, err := foundation.Start(ctx, foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
-	if err != nil {
+	// The foundation lives until the test's cleanup closes it.
+	f := foundation.New(foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
+	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })

@@ -166,6 +166,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		if err == nil {
 			t.Errorf("Wait after the part failed: nil, want the failure")
 		}
+		t.Logf("Wait reported: %v", err)
 		if cerr := returns(t, "Close after a failure", p.Close); !sameErr(cerr, err) {
 			t.Errorf("Close after the failure returned %v, Wait %v: want the same", cerr, err)
 		}

@@ -88,8 +88,8 @@ func runFoundation(ctx context.Context, env *Env, cfg foundation.Config) error {
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.Logger = logger
-	f, err := foundation.Start(ctx, cfg)
-	if err != nil {
+	f := foundation.New(cfg)
+	if err := f.Start(ctx); err != nil { // ends when ctx does: Ctrl-C, SIGTERM
 		return err
 	}
 	defer f.Close()
