@@ -24,9 +24,9 @@
 //     starts.
 //   - Run(ctx) is Start followed by Wait.
 //
-// Wait and Close may be called any number of times, from any goroutine, concurrently
-// with each other and with Start. Start is called once, by the part's owner; a
-// concurrent Close either keeps it from starting or stops it once started.
+// All three may be called from any goroutine, concurrently with each other; only the
+// first Start starts the part. A Close concurrent with Start either keeps the part from
+// starting or stops it once started.
 //
 // A running part does not stop on a transient error (a database or a peer that does not
 // answer): it logs the error and tries again. It stops on its own only on a failure it
@@ -108,20 +108,13 @@ func (s *State) Begin() error {
 	return nil
 }
 
-// Stopping is closed when the part is asked to stop: by Close or Interrupt.
+// Stopping is closed when the part is asked to stop by Close. (The end of Start's ctx
+// the part watches itself.)
 func (s *State) Stopping() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.initLocked()
 	return s.stopping
-}
-
-// Interrupt asks the part to stop without waiting for it, as the end of Start's ctx
-// does. It does not keep a part that has not begun from starting; Close does.
-func (s *State) Interrupt() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.interruptLocked()
 }
 
 func (s *State) interruptLocked() {
@@ -178,18 +171,4 @@ func (s *State) Close() error {
 	}
 	s.mu.Unlock()
 	return s.Wait()
-}
-
-// StopOnDone interrupts the part when ctx ends, until the part has stopped. Parts whose
-// loops do not select on ctx themselves call it from Start, after Begin.
-func (s *State) StopOnDone(ctx context.Context) {
-	stop := context.AfterFunc(ctx, s.Interrupt)
-	done := s.Done()
-	go func() {
-		select {
-		case <-done:
-			stop()
-		case <-ctx.Done():
-		}
-	}()
 }
