@@ -182,13 +182,13 @@ func (s *Server) supervise(ctx context.Context, stop context.CancelFunc, failed 
 	}
 	s.mu.Unlock()
 	stop()
-	err := s.ch.Close()
+	// chisel drains on the end of its context; Close cuts what is left. Its error
+	// repeats what Wait reports.
+	_ = s.ch.Close()
 	s.wg.Wait()
+	var err error
 	if werr := s.ch.Wait(); werr != nil && !errors.Is(werr, context.Canceled) {
-		err = errors.Join(err, werr)
-	}
-	if err != nil {
-		err = fmt.Errorf("tunnel server: stop chisel: %w", err)
+		err = fmt.Errorf("tunnel server: stop chisel: %w", werr)
 	}
 	s.life.Stopped(errors.Join(failure, err))
 }
