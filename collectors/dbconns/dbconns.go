@@ -9,8 +9,14 @@ package dbconns
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
 // Reading is the server's connections at one moment.
@@ -37,3 +43,95 @@ func Read(ctx context.Context, conn *pgx.Conn) (Reading, error) {
 	}
 	return r, nil
 }
+
+// Config wires a Poller.
+type Config struct {
+	// DSN reaches the apps' database with the binding's credentials; Service names the
+	// service instance, for the rows.
+	DSN, Service string
+	Store        *resultsdb.Store
+	RunID        string
+	Interval     time.Duration // default 5 s
+	Logger       *slog.Logger
+}
+
+// Poller reads the connections of the apps' database server on an interval and stores
+// each reading. It follows the lifecycle of package lifecycle. It holds one connection
+// of its own (counted among those in use), opened again after a failure; a failed
+// reading is logged and taken again at the next tick.
+type Poller struct {
+	cfg  Config
+	life lifecycle.State
+}
+
+var _ lifecycle.Part = (*Poller)(nil)
+
+// New returns a poller that is not started.
+func New(cfg Config) *Poller {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Poller{cfg: cfg}
+}
+
+// Start reads at once and then every Interval, in the background, until Close or the
+// end of ctx. It fails only when the poller was started or closed before.
+func (p *Poller) Start(ctx context.Context) error {
+	if err := p.life.Begin(); err != nil {
+		return fmt.Errorf("database connections poller: %w", err)
+	}
+	stopping := p.life.Stopping()
+	go func() {
+		var conn *pgx.Conn
+		defer func() {
+			if conn != nil {
+				conn.Close(context.WithoutCancel(ctx))
+			}
+			p.life.Stopped(nil)
+		}()
+		for {
+			var err error
+			if conn == nil {
+				conn, err = pgx.Connect(ctx, p.cfg.DSN)
+				if err != nil {
+					conn = nil
+				}
+			}
+			if conn != nil {
+				if err = p.poll(ctx, conn); err != nil {
+					conn.Close(context.WithoutCancel(ctx))
+					conn = nil
+				}
+			}
+			if err != nil && ctx.Err() == nil {
+				p.cfg.Logger.Warn("read the apps' database connections", "service", p.cfg.Service, "err", err)
+			}
+			if !wait.Until(ctx, stopping, time.Now().Add(p.cfg.Interval)) {
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func (p *Poller) poll(ctx context.Context, conn *pgx.Conn) error {
+	r, err := Read(ctx, conn)
+	if err != nil {
+		return err
+	}
+	return p.cfg.Store.AddDBConnections(ctx, resultsdb.DBConnections{RunID: p.cfg.RunID, At: time.Now(), Service: p.cfg.Service,
+		InUse: r.InUse, ToDatabase: r.ToDatabase, MaxConnections: r.MaxConnections})
+}
+
+// Close stops polling and waits for a reading in progress. It returns nil: failed
+// readings are logged, not returned.
+func (p *Poller) Close() error { return p.life.Close() }
+
+// Wait blocks until the poller has stopped (Close, or the end of Start's context).
+func (p *Poller) Wait() error { return p.life.Wait() }
+
+// Run is Start followed by Wait.
+func (p *Poller) Run(ctx context.Context) error { return lifecycle.Run(ctx, p) }
