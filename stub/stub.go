@@ -1,6 +1,8 @@
 // Package stub is a small HTTP service with a predictable cost: a configurable latency
 // (fixed plus random dither) and payload size. It is the target of the demo and a
-// stand-in backend when benchmarking proxies and gateways.
+// stand-in backend when benchmarking proxies and gateways. It can also freeze once for
+// a while, answering nothing, as a target does in a long GC pause or a failover: the
+// confounder the stall check must catch.
 package stub
 
 import (
@@ -9,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -21,6 +24,11 @@ type Config struct {
 	Delay  time.Duration // fixed latency added to every response
 	Dither time.Duration // plus a uniform random 0..Dither
 	Size   int           // payload bytes of /bytes
+	// FreezeFor, when positive, freezes the stub once: from FreezeAfter after the first
+	// request it serves (so the freeze lands at a known time into a benchmark's load,
+	// however long the app waited before), every request but /healthz is held until
+	// FreezeFor has passed, then answered as usual.
+	FreezeAfter, FreezeFor time.Duration
 }
 
 // Handler serves:
@@ -29,8 +37,10 @@ type Config struct {
 //	GET /bytes?size=N       N bytes of 'x'
 //	GET /healthz            "ok\n" (never delayed)
 //
-// Every path except /healthz honours ?delay=5ms&dither=2ms.
+// Every path except /healthz honours ?delay=5ms&dither=2ms, and is held while the stub
+// is frozen (Config.FreezeFor).
 func Handler(cfg Config) http.Handler {
+	fr := &freeze{after: cfg.FreezeAfter, length: cfg.FreezeFor, now: time.Now}
 	// One 64 KiB chunk written as often as needed: a stub must stay small (it runs in
 	// 64M containers), whatever size a request asks for.
 	chunk := bytes.Repeat([]byte{'x'}, 64<<10)
@@ -39,7 +49,7 @@ func Handler(cfg Config) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
-		if delay(w, r, cfg) {
+		if delay(w, r, cfg, fr) {
 			w.Write([]byte("hello\n"))
 		}
 	})
@@ -53,7 +63,7 @@ func Handler(cfg Config) http.Handler {
 			}
 			size = n
 		}
-		if delay(w, r, cfg) {
+		if delay(w, r, cfg, fr) {
 			w.Header().Set("Content-Length", strconv.Itoa(size))
 			for left := size; left > 0; left -= len(chunk) {
 				if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
@@ -65,8 +75,9 @@ func Handler(cfg Config) http.Handler {
 	return mux
 }
 
-// delay sleeps as configured; it answers 400 and returns false on a malformed override.
-func delay(w http.ResponseWriter, r *http.Request, cfg Config) bool {
+// delay sleeps as configured, then while the stub is frozen; it answers 400 and returns
+// false on a malformed override, and false when the client went away meanwhile.
+func delay(w http.ResponseWriter, r *http.Request, cfg Config, fr *freeze) bool {
 	d, dither := cfg.Delay, cfg.Dither
 	for name, dst := range map[string]*time.Duration{"delay": &d, "dither": &dither} {
 		if v := r.URL.Query().Get(name); v != "" {
@@ -81,14 +92,48 @@ func delay(w http.ResponseWriter, r *http.Request, cfg Config) bool {
 	if dither > 0 {
 		d += rand.N(dither)
 	}
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return false
-		}
+	if !sleep(r, d) {
+		return false
 	}
-	return true
+	return sleep(r, fr.hold())
+}
+
+// sleep waits d, or until the request's client went away (then false).
+func sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// freeze is the one freeze of a stub: it begins after after the first request and
+// lasts length. Its methods may be called concurrently.
+type freeze struct {
+	after, length time.Duration
+	now           func() time.Time
+
+	once  sync.Once
+	first time.Time // when the first request was served
+}
+
+// hold is how long a request arriving now must wait for the freeze to end: 0 outside
+// it. The first call starts the clock.
+func (f *freeze) hold() time.Duration {
+	if f.length <= 0 {
+		return 0
+	}
+	now := f.now()
+	f.once.Do(func() { f.first = now })
+	from := f.first.Add(f.after)
+	if now.Before(from) {
+		return 0
+	}
+	return max(from.Add(f.length).Sub(now), 0)
 }

@@ -1,6 +1,7 @@
 package stub
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -52,4 +53,78 @@ func TestDelayIsAtLeastTheConfiguredLatency(t *testing.T) {
 	if took := time.Since(start); took < 30*time.Millisecond {
 		t.Fatalf("response after %v, want at least 30ms", took)
 	}
+}
+
+func TestFreezeHoldsOnceFromTheFirstRequest(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	now := t0
+	f := &freeze{after: 4 * time.Second, length: 2 * time.Second, now: func() time.Time { return now }}
+	for _, c := range []struct {
+		at   time.Duration // since the first request
+		want time.Duration
+	}{
+		{0, 0},                             // the first request starts the clock
+		{3 * time.Second, 0},               // before the freeze
+		{4 * time.Second, 2 * time.Second}, // it begins: held for all of it
+		{5500 * time.Millisecond, 500 * time.Millisecond},
+		{6 * time.Second, 0},  // it is over
+		{10 * time.Second, 0}, // and does not come back
+	} {
+		now = t0.Add(c.at)
+		if got := f.hold(); got != c.want {
+			t.Errorf("hold at %v after the first request = %v, want %v", c.at, got, c.want)
+		}
+	}
+	if got := (&freeze{now: time.Now}).hold(); got != 0 {
+		t.Errorf("hold without a freeze = %v, want 0", got)
+	}
+}
+
+func TestFrozenStubHoldsRequestsButNotHealthz(t *testing.T) {
+	srv := httptest.NewServer(Handler(Config{FreezeAfter: 0, FreezeFor: 300 * time.Millisecond}))
+	defer srv.Close()
+	get := func(path string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d", path, resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	// The first request starts the clock and, with FreezeAfter 0, the freeze: it is
+	// held for all of it. Lower bounds only: a busy machine can only add time.
+	if took := get("/hello"); took < 300*time.Millisecond {
+		t.Errorf("a request at the start of a 300ms freeze took %v", took)
+	}
+	srv2 := httptest.NewServer(Handler(Config{FreezeAfter: 0, FreezeFor: time.Hour}))
+	defer srv2.Close()
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(srv2.URL + "/hello")
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("answered %d during an hour's freeze", resp.StatusCode)
+		}
+		done <- err
+	}()
+	// /healthz is answered while /hello is held; a stub that did not hold /hello would
+	// have answered it long before the 200ms that it is given here.
+	resp, err := http.Get(srv2.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case err := <-done:
+		t.Fatalf("/hello during the freeze: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	srv2.CloseClientConnections()
+	<-done
 }

@@ -24,11 +24,19 @@ func main() {
 	fs.DurationVar(&cfg.Delay, "delay", 0, "fixed latency added to every response")
 	fs.DurationVar(&cfg.Dither, "dither", 0, "random extra latency, uniform in 0..dither")
 	fs.IntVar(&cfg.Size, "size", 100, "payload bytes of /bytes")
+	fs.DurationVar(&cfg.FreezeAfter, "freeze-after", 0, "with --freeze-for: when the freeze begins, counted from the first request served")
+	fs.DurationVar(&cfg.FreezeFor, "freeze-for", 0, "freeze once for this long: every request but /healthz is held, then answered (0: never)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: cfbench-stub [--listen ADDR] [--delay D] [--dither D] [--size N]\n\nExample: cfbench-stub --listen 127.0.0.1:18080 --delay 2ms --dither 1ms")
+		fmt.Fprintln(fs.Output(), "Usage: cfbench-stub [--listen ADDR] [--delay D] [--dither D] [--size N] [--freeze-after D --freeze-for D]\n\n"+
+			"Example: cfbench-stub --listen 127.0.0.1:18080 --delay 2ms --dither 1ms\n"+
+			"         cfbench-stub --listen 127.0.0.1:18080 --freeze-after 4s --freeze-for 2s   answers nothing for 2 s, 4 s into the load")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if cfg.FreezeAfter < 0 || cfg.FreezeFor < 0 {
+		fmt.Fprintln(os.Stderr, "cfbench-stub: --freeze-after and --freeze-for must not be negative")
 		os.Exit(2)
 	}
 	if *listen == "" {
