@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+)
+
+// confounder is a scenario of the confounder suite: an example spec under
+// examples/confounders, shortened, and the one finding it must trip.
+type confounder struct {
+	name string // the spec's file name without .yml
+	// edits shorten the spec (old → new; each old must be in it).
+	edits map[string]string
+	// check is the finding the run must trip, "" for none; failed says the run must
+	// exit non-zero (a check at level fail stops it).
+	check  string
+	failed bool
+	// step is the step (from 1) the finding must name; "" for any.
+	step string
+	// evidence judges the finding's evidence; nil when check is "".
+	evidence func(t *testing.T, ev map[string]any)
+	// before readies what the spec expects to be there already.
+	before func(t *testing.T, env confounderEnv) map[string]string
+}
+
+// confounderEnv is what a scenario's before may use.
+type confounderEnv struct {
+	cf   *cfCLI
+	bins string
+	push func(space, name string)
+	// router is the local foundation's router, host:port.
+	router string
+}
+
+// shorter ramps: steps of a few seconds instead of 10 s.
+var shorter = map[string]string{"  hold: 10s\n  warmup: 2s\n": "  hold: 4s\n  warmup: 1s\n"}
+
+// TestConfounders runs the confounder suite (examples/confounders, issue 16) with the
+// real cf CLI on one local foundation: each scenario provokes one confounder and must
+// trip exactly its own finding, with the evidence that names it, and the clean baseline
+// none. Findings are read from the run's exported run_events.csv; the step figures they
+// rest on are logged from step_metrics.csv and step_app_metrics.csv.
+func TestConfounders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the confounder suite runs five benchmarks on a local foundation")
+	}
+	root := moduleRoot(t)
+	bins := buildPushed(t, root)
+	buildProxy(t, root, bins)
+	cf, info, cl := loggedIn(t, root, bins)
+	stubZip := testfoundation.StubZip(t)
+	env := confounderEnv{cf: cf, bins: bins, router: info.RouterAddr,
+		push: func(space, name string) { testfoundation.PushStub(t, cl, stubZip, space, name, 1) }}
+
+	for _, sc := range []confounder{
+		{name: "clean", edits: shorter},
+		{name: "colocation", edits: shorter, check: "colocation", failed: true, evidence: func(t *testing.T, ev map[string]any) {
+			hosts, _ := ev["hosts"].([]any)
+			if len(hosts) != 1 {
+				t.Errorf("colocation evidence names hosts %v, want the one cell of segment apps", ev["hosts"])
+			}
+		}},
+		{name: "freeze", edits: map[string]string{"  hold: 9s\n": "  hold: 8s\n"}, check: "stall", evidence: func(t *testing.T, ev map[string]any) {
+			// The stub froze for 2 s; the rule's threshold is 1 s.
+			if ms := num(t, ev, "longest_stall_ms"); ms < 1000 {
+				t.Errorf("longest stall %v ms, want at least the threshold of 1000 ms (the stub froze for 2000 ms)", ms)
+			}
+			if n := num(t, ev, "omitted"); n <= 0 {
+				t.Errorf("omitted %v requests, want some: the closed loop's users waited instead of sending", n)
+			}
+		}},
+		{name: "plateau", edits: shorter, check: "plateau", step: "2",
+			before: func(t *testing.T, env confounderEnv) map[string]string {
+				env.push("apps", "stub-fast") // what the proxy forwards to
+				return map[string]string{"      # CONNECT_TO: 127.0.0.1:ROUTER_PORT\n": "      CONNECT_TO: " + env.router + "\n"}
+			},
+			evidence: func(t *testing.T, ev map[string]any) {
+				if g := num(t, ev, "load_growth"); g < 0.99 || g > 1.01 {
+					t.Errorf("load growth %v, want 1 (4 to 8 users)", g)
+				}
+				// The proxy lets 2 requests through at once: twice the users, the same
+				// throughput. The rule's threshold is 0.25.
+				if s := num(t, ev, "served"); s >= 0.15 {
+					t.Errorf("served %v of the load's growth, want about 0 (under 0.15)", s)
+				}
+				if c := num(t, ev, "app_cpu_mean_cores"); c >= 0.25 {
+					t.Errorf("the proxy app used %v cores, want it idle (under 0.25; the rule's threshold is 0.5)", c)
+				}
+			}},
+		{name: "saturation", edits: shorter, check: "generator-saturation", evidence: func(t *testing.T, ev map[string]any) {
+			// Half the schedule fits through 2 requests in flight: the lag grows
+			// through the step to seconds, against 20 ms per request.
+			if lag := num(t, ev, "send_lag_mean_ms"); lag < 100 {
+				t.Errorf("mean send lag %v ms, want hundreds", lag)
+			}
+			if s := num(t, ev, "send_lag_share"); s < 0.5 {
+				t.Errorf("send lag share %v of the latency, want most of it (over 0.5; the rule's threshold is 0.1)", s)
+			}
+		}},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			var edits map[string]string
+			if sc.before != nil {
+				edits = sc.before(t, env)
+			}
+			specFile := writeConfounderSpec(t, root, bins, sc.name, sc.edits, edits)
+			p := startCF(t, cf, "run-benchmark", "-f", specFile)
+			runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): confounder-`+sc.name+`, `))[1]
+			out, code := p.wait(t)
+			if sc.failed != (code != 0) {
+				t.Fatalf("cf run-benchmark: exit %d, want failed=%v\n%s", code, sc.failed, out)
+			}
+			dir := filepath.Join(t.TempDir(), "out")
+			cf.mustRun(t, "benchmark-export", runID, "--dir", dir)
+			logStepMetrics(t, dir)
+			var found []string
+			var evidence map[string]any
+			for _, e := range readCSV(t, filepath.Join(dir, "run_events.csv")) {
+				if e["kind"] != "check" {
+					continue
+				}
+				t.Logf("finding: step %s %s: %s evidence %s", e["step"], e["check_name"], e["message"], e["evidence"])
+				found = append(found, e["check_name"])
+				if e["check_name"] == sc.check {
+					if sc.step != "" && e["step"] != sc.step {
+						t.Errorf("%s tripped on step %s, want step %s", sc.check, e["step"], sc.step)
+					}
+					if err := json.Unmarshal([]byte(e["evidence"]), &evidence); err != nil {
+						t.Errorf("evidence of %s: %v: %q", sc.check, err, e["evidence"])
+					}
+				}
+			}
+			var want []string
+			if sc.check != "" {
+				want = []string{sc.check}
+			}
+			found = slices.Compact(slices.Sorted(slices.Values(found)))
+			if !slices.Equal(found, want) {
+				t.Fatalf("checks tripped: %v, want exactly %v\n%s", found, want, out)
+			}
+			if sc.evidence != nil && evidence != nil {
+				sc.evidence(t, evidence)
+			}
+			if sc.check != "" && !strings.Contains(out, sc.check) {
+				t.Errorf("the run's output does not name the finding %s:\n%s", sc.check, out)
+			}
+		})
+	}
+}
+
+// writeConfounderSpec copies examples/confounders/NAME.yml and the manifests it uses
+// into a temp dir, the manifests pointing at the freshly built binaries in bins, the
+// spec with each of edits applied (every old text must be in it), and returns its path.
+func writeConfounderSpec(t *testing.T, root, bins, name string, edits ...map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	mdir := filepath.Join(dir, "manifests")
+	if err := os.Mkdir(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"stub.yml", "proxy-plateau.yml"} {
+		b, err := os.ReadFile(filepath.Join(root, "manifests", m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(b), "path: ../bin/", "path: "+bins+"/")
+		if err := os.WriteFile(filepath.Join(mdir, m), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(root, "examples", "confounders", name+".yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(b), "../../manifests/", mdir+"/")
+	for _, e := range edits {
+		for old, repl := range e {
+			if !strings.Contains(s, old) {
+				t.Fatalf("examples/confounders/%s.yml has no %q: update this test", name, old)
+			}
+			s = strings.ReplaceAll(s, old, repl)
+		}
+	}
+	file := filepath.Join(dir, name+".yml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// buildProxy builds cmd/cfbench-proxy into bins/proxy, as make build lays out bin/.
+func buildProxy(t *testing.T, root, bins string) {
+	t.Helper()
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(bins, "proxy", "cfbench-proxy"), "./cmd/cfbench-proxy")
+	if res.err != nil || res.code != 0 {
+		t.Fatalf("go build ./cmd/cfbench-proxy: exit %d, %v\n%s", res.code, res.err, res.stderr)
+	}
+}
+
+// logStepMetrics logs the stored figures of every step of an exported run: what the
+// checks judged.
+func logStepMetrics(t *testing.T, dir string) {
+	t.Helper()
+	for _, m := range readCSV(t, filepath.Join(dir, "step_metrics.csv")) {
+		t.Logf("step %s: %s req/s, %s users × %s instances, offered %s, mean %s µs, p50 %s µs, send lag mean %s µs, stalled %s ms, omitted %s, missed %s",
+			m["step"], m["throughput"], m["users"], m["instances_seen"], m["offered_rate"], m["mean_us"], m["p50_us"],
+			m["send_lag_mean_us"], m["stalled_ms"], m["omitted"], m["missed"])
+	}
+	for _, a := range readCSV(t, filepath.Join(dir, "step_app_metrics.csv")) {
+		t.Logf("step %s: %s %s: cpu mean %s cores, max %s, of %s available (%s, %s points, %s covered), %s instance(s)",
+			a["step"], a["role"], a["app_name"], a["cpu_mean_cores"], a["cpu_max_cores"], a["cores_available"], a["cpu_source"],
+			a["cpu_points"], a["cpu_covered"], a["instances"])
+	}
+}
+
+// num reads a number of a finding's evidence; the test fails when it is missing.
+func num(t *testing.T, ev map[string]any, key string) float64 {
+	t.Helper()
+	v, ok := ev[key].(float64)
+	if !ok {
+		t.Fatalf("evidence has no number %s: %v", key, fmt.Sprint(ev))
+	}
+	return v
+}
