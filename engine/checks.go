@@ -132,6 +132,13 @@ func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummar
 	if m.Users > 1 {
 		try += " with fewer users each"
 	}
+	if m.Open && m.Missed > 0 {
+		// Sends were still waiting for a free slot when the step ended: the in-flight
+		// cap, not only CPU, held them back.
+		ev["missed"] = m.Missed
+		why += fmt.Sprintf("; %d due sends never went out", m.Missed)
+		try += ", more requests in flight each (workload.max_in_flight)"
+	}
 	try += ", or a generator cell with more CPU"
 	msg := fmt.Sprintf("the generators could not keep up: %s. Latencies include their own delay and the load offered is less than planned. Try: %s.", why, try)
 	return &Finding{Check: GeneratorSaturationCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}

@@ -105,6 +105,12 @@ func TestCheckGeneratorSaturation(t *testing.T) {
 		{"one user each: no advice to use fewer", c, step(1, 2, 3000, 2*ms, ms), true, []string{"or a generator cell with more CPU"}},
 		{"busy on a known cell", c, step(1, 4, 3000, ms, 20*us, appCPU(resultsdb.RoleGenerator, 0.95, checkF64(1))), true,
 			[]string{"busiest instance used 0.95 cores of the 1 available (95%)"}},
+		// examples/confounders/saturation.yml: 2 in flight cannot carry the rate.
+		{"an open loop short of requests in flight", c, func() resultsdb.StepSummary {
+			s := step(0, 1, 45, 1890*ms, 1866*ms, appCPU(resultsdb.RoleGenerator, 0.01, nil))
+			s.Open, s.Missed = true, 466
+			return s
+		}(), true, []string{"466 due sends never went out", "more requests in flight each (workload.max_in_flight)"}},
 		{"off", spec.GeneratorSaturation{Level: spec.CheckOff}, step(4, 2, 3000, 2*ms, ms), false, nil},
 		{"nothing sent", c, resultsdb.StepSummary{SendLagMean: time.Second}, false, nil},
 	}
