@@ -104,6 +104,9 @@ func TestConfounders(t *testing.T) {
 			if s := num(t, ev, "send_lag_share"); s < 0.5 {
 				t.Errorf("send lag share %v of the latency, want most of it (over 0.5; the rule's threshold is 0.1)", s)
 			}
+			if n := num(t, ev, "missed"); n <= 0 {
+				t.Errorf("missed %v sends, want some: the schedule ran ahead of what 2 in flight carry", n)
+			}
 		}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
