@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 )
@@ -25,17 +28,18 @@ type confounder struct {
 	failed bool
 	// step is the step (from 1) the finding must name; "" for any.
 	step string
-	// evidence judges the finding's evidence; nil when check is "".
-	evidence func(t *testing.T, ev map[string]any)
-	// before readies what the spec expects to be there already.
+	// evidence judges the finding's evidence; dir holds the run's exported CSV files.
+	// nil when check is "".
+	evidence func(t *testing.T, ev map[string]any, dir string)
+	// before readies what the spec expects to be there already and returns more edits.
 	before func(t *testing.T, env confounderEnv) map[string]string
 }
 
 // confounderEnv is what a scenario's before may use.
 type confounderEnv struct {
-	cf   *cfCLI
-	bins string
-	push func(space, name string)
+	// push pushes the stub as an app with a route of its name and waits until the
+	// router reaches it.
+	push func(t *testing.T, space, name string)
 	// router is the local foundation's router, host:port.
 	router string
 }
@@ -57,18 +61,26 @@ func TestConfounders(t *testing.T) {
 	buildProxy(t, root, bins)
 	cf, info, cl := loggedIn(t, root, bins)
 	stubZip := testfoundation.StubZip(t)
-	env := confounderEnv{cf: cf, bins: bins, router: info.RouterAddr,
-		push: func(space, name string) { testfoundation.PushStub(t, cl, stubZip, space, name, 1) }}
+	env := confounderEnv{router: info.RouterAddr, push: func(t *testing.T, space, name string) {
+		testfoundation.PushStub(t, cl, stubZip, space, name, 1)
+		waitRouted(t, info.RouterAddr, name+"."+info.AppsDomain)
+	}}
 
 	for _, sc := range []confounder{
 		{name: "clean", edits: shorter},
-		{name: "colocation", edits: shorter, check: "colocation", failed: true, evidence: func(t *testing.T, ev map[string]any) {
-			hosts, _ := ev["hosts"].([]any)
-			if len(hosts) != 1 {
-				t.Errorf("colocation evidence names hosts %v, want the one cell of segment apps", ev["hosts"])
+		{name: "colocation", edits: shorter, check: "colocation", failed: true, evidence: func(t *testing.T, ev map[string]any, dir string) {
+			// The one shared host is the app's: the cell of segment apps.
+			var appHost string
+			for _, m := range readCSV(t, filepath.Join(dir, "container_metrics.csv")) {
+				if m["app_name"] == "stub-fast" && m["state"] == "RUNNING" {
+					appHost = m["host"]
+				}
+			}
+			if hosts, _ := ev["hosts"].([]any); len(hosts) != 1 || appHost == "" || hosts[0] != appHost {
+				t.Errorf("colocation evidence names hosts %v, want only the app's host %q", ev["hosts"], appHost)
 			}
 		}},
-		{name: "freeze", edits: map[string]string{"  hold: 9s\n": "  hold: 8s\n"}, check: "stall", evidence: func(t *testing.T, ev map[string]any) {
+		{name: "freeze", edits: map[string]string{"  hold: 9s\n": "  hold: 8s\n"}, check: "stall", evidence: func(t *testing.T, ev map[string]any, _ string) {
 			// The stub froze for 2 s; the rule's threshold is 1 s.
 			if ms := num(t, ev, "longest_stall_ms"); ms < 1000 {
 				t.Errorf("longest stall %v ms, want at least the threshold of 1000 ms (the stub froze for 2000 ms)", ms)
@@ -79,10 +91,10 @@ func TestConfounders(t *testing.T) {
 		}},
 		{name: "plateau", edits: shorter, check: "plateau", step: "2",
 			before: func(t *testing.T, env confounderEnv) map[string]string {
-				env.push("apps", "stub-fast") // what the proxy forwards to
+				env.push(t, "apps", "stub-fast") // what the proxy forwards to
 				return map[string]string{"      # CONNECT_TO: 127.0.0.1:ROUTER_PORT\n": "      CONNECT_TO: " + env.router + "\n"}
 			},
-			evidence: func(t *testing.T, ev map[string]any) {
+			evidence: func(t *testing.T, ev map[string]any, _ string) {
 				if g := num(t, ev, "load_growth"); g < 0.99 || g > 1.01 {
 					t.Errorf("load growth %v, want 1 (4 to 8 users)", g)
 				}
@@ -95,7 +107,7 @@ func TestConfounders(t *testing.T) {
 					t.Errorf("the proxy app used %v cores, want it idle (under 0.25; the rule's threshold is 0.5)", c)
 				}
 			}},
-		{name: "saturation", edits: shorter, check: "generator-saturation", evidence: func(t *testing.T, ev map[string]any) {
+		{name: "saturation", edits: shorter, check: "generator-saturation", evidence: func(t *testing.T, ev map[string]any, _ string) {
 			// Half the schedule fits through 2 requests in flight: the lag grows
 			// through the step to seconds, against 20 ms per request.
 			if lag := num(t, ev, "send_lag_mean_ms"); lag < 100 {
@@ -150,7 +162,7 @@ func TestConfounders(t *testing.T) {
 				t.Fatalf("checks tripped: %v, want exactly %v\n%s", found, want, out)
 			}
 			if sc.evidence != nil && evidence != nil {
-				sc.evidence(t, evidence)
+				sc.evidence(t, evidence, dir)
 			}
 			if sc.check != "" && !strings.Contains(out, sc.check) {
 				t.Errorf("the run's output does not name the finding %s:\n%s", sc.check, out)
@@ -233,4 +245,33 @@ func num(t *testing.T, ev map[string]any, key string) float64 {
 		t.Fatalf("evidence has no number %s: %v", key, fmt.Sprint(ev))
 	}
 	return v
+}
+
+// waitRouted waits until the router answers /healthz of the app with route host: the
+// app runs and its route is mapped.
+func waitRouted(t *testing.T, router, host string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+router+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		last := fmt.Sprint(err)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = resp.Status
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s is not reachable through the router %s: %s", host, router, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
