@@ -96,7 +96,7 @@ func TestConfounders(t *testing.T) {
 			},
 			evidence: func(t *testing.T, ev map[string]any, _ string) {
 				if g := num(t, ev, "load_growth"); g < 0.99 || g > 1.01 {
-					t.Errorf("load growth %v, want 1 (4 to 8 users)", g)
+					t.Errorf("load growth %v, want 1 (8 to 16 users)", g)
 				}
 				// The proxy lets 2 requests through at once: twice the users, the same
 				// throughput. The rule's threshold is 0.25.
