@@ -5,7 +5,7 @@ BIN       := bin
 GOFLAGS_B := -trimpath
 export CGO_ENABLED := 0
 
-.PHONY: build demo test bench deps clean
+.PHONY: build demo check lint test bench deps clean
 
 build:
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cf-benchmark ./plugin
@@ -24,9 +24,20 @@ deps:
 demo: deps build
 	scripts/demo.sh $(SPEC)
 
-test: deps build
+# The quick tier, for every change: vet, the gofmt check, and every Go test that needs
+# nothing outside the Go toolchain (no Postgres, Elasticsearch, OpenSearch, JDK,
+# Node.js, cf CLI or local foundation: those tests skip under -short, see
+# internal/testtier). It installs nothing.
+check: lint
+	CGO_ENABLED=1 $(GO) test -race -short -count=1 -timeout 10m ./...
+
+lint:
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
+
+# Everything, as CI runs it (.ci/run). Never -short: a test whose program is missing
+# fails here instead of skipping.
+test: deps build lint
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	scripts/test-apps.sh
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 )
 
@@ -32,6 +33,7 @@ const (
 // through cf: the plugin list, each command's help, a command run over cf's plugin RPC,
 // and the uninstall.
 func TestCFCLIPlugin(t *testing.T) {
+	testtier.External(t, "the real cf CLI")
 	root := moduleRoot(t)
 	bin := buildPlugin(t, root)
 	cf := newCF(t, root)
@@ -177,6 +179,7 @@ type cfCLI struct {
 // returns it set up with private config dirs.
 func newCF(t *testing.T, root string) *cfCLI {
 	t.Helper()
+	testtier.External(t, "the real cf CLI")
 	res := run(t, buildTimeout, root, os.Environ(), filepath.Join(root, "scripts", "install-cf-cli.sh"))
 	if res.err != nil || res.code != 0 {
 		t.Fatalf("scripts/install-cf-cli.sh: exit %d, %v\n%s", res.code, res.err, res.stderr)

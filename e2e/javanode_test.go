@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 // TestJavaVsNodeOnLocalFoundation runs examples/java-vs-node.yml with the real cf CLI on
@@ -19,6 +21,7 @@ import (
 // access log and inside the app (pool wait, query, total), nested in one another in
 // all but a tenth of a percent of them.
 func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
+	testtier.External(t, "the real cf CLI, the local foundation, a JDK and Node.js")
 	root := moduleRoot(t)
 	jar := filepath.Join(root, "apps", "bulletin-java", "target", "bulletin-java.jar")
 	if _, err := os.Stat(jar); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 // runTimeout bounds one cf run-benchmark: pushing five apps and two ramps of three steps.
@@ -31,6 +32,7 @@ const runTimeout = 6 * time.Minute
 // local foundation; a user scales a generator app by hand mid-run with cf scale; a
 // second run is interrupted with Ctrl-C and its results still export.
 func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
+	testtier.External(t, "the real cf CLI and the local foundation")
 	root := moduleRoot(t)
 	bins := buildPushed(t, root)
 	cf, info, cl := loggedIn(t, root, bins)

@@ -19,6 +19,8 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 	"github.com/cloudfoundry/go-cfclient/v3/config"
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 // The foundation end to end: the real cf CLI and go-cfclient drive it, a binary, a
@@ -43,6 +45,7 @@ type cfCLI struct {
 
 func newCF(t *testing.T, root string) *cfCLI {
 	t.Helper()
+	testtier.External(t, "the real cf CLI")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var stderr bytes.Buffer
@@ -180,6 +183,7 @@ func get(t *testing.T, f *Foundation, host, path string, header http.Header) (in
 }
 
 func TestFoundationEndToEnd(t *testing.T) {
+	testtier.External(t, "the real cf CLI, PostgreSQL, a JDK and Node.js")
 	for _, tool := range []string{"javac", "jar", "java", "node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed: the foundation stages Java and Node.js apps with the machine's toolchains", tool)

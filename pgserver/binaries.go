@@ -16,8 +16,8 @@ import (
 var ErrNoBinaries = errors.New("no PostgreSQL server binaries (initdb, postgres) found on PATH, in `pg_config --bindir` or in /usr/lib/postgresql/*/bin: install the Debian package postgresql (apt-get install postgresql), or run scripts/install-deps.sh")
 
 // libDirGlob is where Debian and Ubuntu install each major version's server binaries;
-// they are not on PATH there.
-const libDirGlob = "/usr/lib/postgresql/*/bin"
+// they are not on PATH there. A variable only so that a test can point it elsewhere.
+var libDirGlob = "/usr/lib/postgresql/*/bin"
 
 // FindBinDir returns the directory holding initdb and postgres: the first of PATH,
 // `pg_config --bindir`, and the newest /usr/lib/postgresql/N/bin that has both.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 func query(t *testing.T, dsn, sql string) string {
@@ -45,6 +47,7 @@ func stateDir(t *testing.T) string {
 }
 
 func TestStartCreateStopRestart(t *testing.T) {
+	testtier.External(t, "PostgreSQL server binaries")
 	ctx := context.Background()
 	dir := stateDir(t)
 	srv, err := startServer(ctx, Options{Dir: dir, Fast: true})
@@ -126,6 +129,7 @@ func TestStartCreateStopRestart(t *testing.T) {
 }
 
 func TestAttachAndKill(t *testing.T) {
+	testtier.External(t, "PostgreSQL server binaries")
 	ctx := context.Background()
 	dir := stateDir(t)
 	if _, err := Attach(dir, ""); !errors.Is(err, ErrNotRunning) {
@@ -153,6 +157,7 @@ func TestAttachAndKill(t *testing.T) {
 }
 
 func TestClusterOfAnotherMajorVersion(t *testing.T) {
+	testtier.External(t, "PostgreSQL server binaries")
 	dir := stateDir(t)
 	bin, err := FindBinDir()
 	if err != nil {
@@ -176,10 +181,11 @@ func TestClusterOfAnotherMajorVersion(t *testing.T) {
 }
 
 func TestNoBinaries(t *testing.T) {
-	// Only the PATH and pg_config lookups can be emptied; the Debian directory is fixed.
-	if dirs, _ := filepath.Glob(libDirGlob); len(dirs) > 0 {
-		t.Skipf("server binaries exist in %v, so the missing-binaries message cannot be provoked here", dirs)
-	}
+	// An empty PATH hides initdb and pg_config; the Debian directory is pointed at an
+	// empty one (not in parallel with other tests: they read libDirGlob).
+	saved := libDirGlob
+	libDirGlob = filepath.Join(t.TempDir(), "*", "bin")
+	t.Cleanup(func() { libDirGlob = saved })
 	t.Setenv("PATH", t.TempDir())
 	_, err := startServer(context.Background(), Options{Dir: t.TempDir()})
 	if !errors.Is(err, ErrNoBinaries) || !strings.Contains(err.Error(), "apt-get install postgresql") {
@@ -188,6 +194,7 @@ func TestNoBinaries(t *testing.T) {
 }
 
 func TestTraversable(t *testing.T) {
+	testtier.External(t, "PostgreSQL server binaries")
 	if os.Geteuid() != 0 {
 		t.Skip("ownership checks need root to create a directory another user cannot enter")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/sample"
 	"github.com/jackc/pgx/v5"
@@ -306,6 +307,7 @@ func TestStepSummaryFromRows(t *testing.T) {
 // stream of samples and starts it again: samples taken meanwhile go to the spill file
 // and to memory, and all of them are stored once it is back.
 func TestSampleWriterSurvivesADatabaseRestart(t *testing.T) {
+	testtier.External(t, "a real PostgreSQL server")
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "resultsdb-restart-")
 	if err != nil {

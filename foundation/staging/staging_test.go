@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 func TestBinaryKeepsModes(t *testing.T) {
@@ -204,9 +205,10 @@ func runDroplet(t *testing.T, droplet string, res Result, memoryMB int, hc cells
 // buildJar compiles testdata/java into an executable jar.
 func buildJar(t *testing.T) string {
 	t.Helper()
+	testtier.External(t, "a JDK")
 	for _, tool := range []string{"javac", "jar", "java"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: install a JDK (17) to run the Java staging tests", tool)
+			t.Fatalf("%s not found: install a JDK (17) to run the Java staging tests (scripts/install-deps.sh)", tool)
 		}
 	}
 	work := t.TempDir()
@@ -341,9 +343,10 @@ func TestJavaJarWithoutMainClass(t *testing.T) {
 
 func nodeTools(t *testing.T) {
 	t.Helper()
+	testtier.External(t, "Node.js")
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: install Node.js (20) to run the Node.js staging tests", tool)
+			t.Fatalf("%s not found: install Node.js (20) to run the Node.js staging tests (scripts/install-deps.sh)", tool)
 		}
 	}
 }

@@ -3,8 +3,9 @@
 // scripts/install-es.sh, which this package runs when needed), on 127.0.0.1 and a free
 // port, with security off, single-node discovery, a 256 MB heap and the disk
 // watermarks disabled, its data and logs in a temp dir it owns. Run as root, the node
-// runs as an unprivileged user (Elasticsearch refuses root). Tests fail (they do not
-// skip) when it cannot start; the error carries the tail of its log.
+// runs as an unprivileged user (Elasticsearch refuses root). Under -short (`make
+// check`) its callers skip; otherwise they fail (they do not skip) when it cannot
+// start; the error carries the tail of its log.
 //
 // Environment: CFBENCH_ES_HOME (an unpacked distribution; skips the install script),
 // CFBENCH_ES_USER (the user to run as when root; default cfbench-es, else nobody),

@@ -19,12 +19,15 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 // Start runs a foundation in a fresh state dir for the test (stats sampled every
 // 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with the test.
+// Under -short (`make check`) it skips t.
 func Start(t testing.TB) (*foundation.Foundation, *client.Client) {
 	t.Helper()
+	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	dir, err := os.MkdirTemp("", "testfoundation-")
 	if err != nil {
 		t.Fatal(err)

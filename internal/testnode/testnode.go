@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 // StartTimeout bounds how long a node may take to become ready.
@@ -71,10 +73,11 @@ type Shared struct {
 	err    error
 }
 
-// Server returns the node, starting it on first use. It fails t (it does not skip)
-// when the node cannot start; the message carries the tail of the node's log.
+// Server returns the node, starting it on first use. Under -short (`make check`) it
+// skips t; otherwise it fails t (it does not skip) when the node cannot start; the message carries the tail of the node's log.
 func (s *Shared) Server(t testing.TB) *Node {
 	t.Helper()
+	testtier.External(t, "a real "+s.Flavor.Name+" node")
 	s.once.Do(func() { s.node, s.err = Start(context.Background(), s.Flavor) })
 	if s.err != nil {
 		t.Fatalf("start test %s: %v", strings.ToLower(s.Flavor.Name), s.err)

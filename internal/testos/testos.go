@@ -4,8 +4,9 @@
 // and a free port, without the security plugin (the distribution has no plugins; a
 // CFBENCH_OS_HOME that has it gets it disabled), single-node discovery, a 256 MB heap
 // and the disk watermarks disabled, its data and logs in a temp dir it owns. Run as
-// root, the node runs as an unprivileged user (OpenSearch refuses root). Tests fail
-// (they do not skip) when it cannot start; the error carries the tail of its log.
+// root, the node runs as an unprivileged user (OpenSearch refuses root). Under -short
+// (`make check`) its callers skip; otherwise they fail (they do not skip) when it
+// cannot start; the error carries the tail of its log.
 //
 // OpenSearch does not send the X-Elastic-Product header, so the official Elasticsearch
 // Go client (v8) refuses it; talk to it over plain HTTP.

@@ -1,6 +1,7 @@
 // Package testpg gives tests a real PostgreSQL server: one private server per test binary,
-// and a fresh database per caller. Tests fail (they do not skip) when no server binaries
-// are installed: `make test` installs them.
+// and a fresh database per caller. Under -short (`make check`) its callers skip; otherwise
+// they fail (they do not skip) when no server binaries are installed: `make test`
+// installs them.
 package testpg
 
 import (
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
 )
 
@@ -39,9 +41,11 @@ func start() {
 	}
 }
 
-// DSN creates a new, empty database on the shared server and returns its URL.
+// DSN creates a new, empty database on the shared server and returns its URL. Under
+// -short it skips t.
 func DSN(t testing.TB) string {
 	t.Helper()
+	testtier.External(t, "a real PostgreSQL server")
 	once.Do(start)
 	if startErr != nil {
 		t.Fatalf("start test postgres: %v", startErr)
@@ -55,9 +59,10 @@ func DSN(t testing.TB) string {
 	return srv.DSN(name)
 }
 
-// Server returns the shared server, starting it if needed.
+// Server returns the shared server, starting it if needed. Under -short it skips t.
 func Server(t testing.TB) *pgserver.Server {
 	t.Helper()
+	testtier.External(t, "a real PostgreSQL server")
 	once.Do(start)
 	if startErr != nil {
 		t.Fatalf("start test postgres: %v", startErr)
