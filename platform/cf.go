@@ -12,6 +12,8 @@ import (
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 )
 
 // CF is a Cloud Foundry reached through the CC v3 API. Its methods may be called
@@ -40,20 +42,15 @@ const (
 // poll calls check until it reports done or fails, or ctx ends (its error wraps
 // ctx.Err()).
 func poll(ctx context.Context, check func() (done bool, err error)) error {
-	wait := pollFirst
+	b := backoff.Backoff{First: pollFirst, Max: pollMax}
 	for {
 		done, err := check()
 		if err != nil || done {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !b.Wait(ctx) {
 			return ctx.Err()
-		case <-t.C:
 		}
-		wait = min(2*wait, pollMax)
 	}
 }
 

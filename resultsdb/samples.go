@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/sample"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -109,7 +110,8 @@ func (w *SampleWriter) Start(ctx context.Context) {
 		defer close(w.done)
 		t := time.NewTicker(w.opts.FlushEvery)
 		defer t.Stop()
-		var backoff time.Duration
+		// After a failure the database rests, with backoff, while memory moves to disk.
+		retry := backoff.Backoff{First: 100 * time.Millisecond, Max: 5 * time.Second}
 		var retryAt time.Time
 		for {
 			select {
@@ -131,13 +133,13 @@ func (w *SampleWriter) Start(ctx context.Context) {
 			err := w.Flush(attempt)
 			cancel()
 			if err != nil {
-				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-				retryAt = time.Now().Add(backoff)
+				delay := retry.Next()
+				retryAt = time.Now().Add(delay)
 				w.opts.Logger.Warn("write samples failed; keeping them", "worker", w.worker,
-					"in_memory", w.Buffered(), "spilled", w.Spilled(), "retry_in", backoff, "err", err)
+					"in_memory", w.Buffered(), "spilled", w.Spilled(), "retry_in", delay, "err", err)
 				continue
 			}
-			backoff = 0
+			retry.Reset()
 		}
 	}()
 }

@@ -14,6 +14,8 @@ import (
 	chserver "github.com/jpillora/chisel/server"
 	"github.com/jpillora/chisel/share/ccrypto"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -205,7 +207,8 @@ func (s *Server) Addr() net.Addr {
 
 func (s *Server) accept(ctx context.Context, ln net.Listener, failed chan<- error) {
 	defer s.wg.Done()
-	var delay time.Duration
+	// Out of file descriptors and the like: wait and go on, as net/http does.
+	retry := backoff.Backoff{First: 5 * time.Millisecond, Max: time.Second}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -216,17 +219,14 @@ func (s *Server) accept(ctx context.Context, ln net.Listener, failed chan<- erro
 				failed <- fmt.Errorf("tunnel server: accept: %w", err)
 				return
 			}
-			// Out of file descriptors and the like: wait and go on, as net/http does.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			delay := retry.Next()
 			s.log.Warn("tunnel server: accept failed; retrying", "err", err, "retry_in", delay)
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
+			if !wait.For(ctx, delay) {
 				return
 			}
 			continue
 		}
-		delay = 0
+		retry.Reset()
 		s.wg.Add(1)
 		go s.relay(c)
 	}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/worker"
 )
@@ -99,15 +101,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 
 	// The database may come up after us (a fresh landscape): keep trying until stopped.
 	var store *resultsdb.Store
-	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 10*time.Second) {
+	retry := backoff.Backoff{First: 250 * time.Millisecond, Max: 10 * time.Second}
+	for {
 		if store, err = resultsdb.Open(ctx, dsn); err == nil {
 			break
 		}
+		delay := retry.Next()
 		logger.Warn("open results db; retrying", "err", err, "retry_in", delay)
-		select {
-		case <-ctx.Done():
+		if !wait.For(ctx, delay) {
 			return 0
-		case <-time.After(delay):
 		}
 	}
 	defer store.Close()

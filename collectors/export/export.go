@@ -21,6 +21,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/jackc/pgx/v5"
 )
@@ -65,7 +67,8 @@ type Options struct {
 	// MaxAttempts bounds consecutive attempts at a table that write no new record before
 	// the export gives up (default 8). Attempts that make progress reset the count.
 	MaxAttempts int
-	// Backoff is the first wait before a new attempt; it doubles up to 8 s (default 250 ms).
+	// Backoff is the first wait before a new attempt; it doubles up to 8 s, with jitter
+	// (default 250 ms; see internal/backoff).
 	Backoff time.Duration
 	// Progress, when set, is called from the exporting goroutine as a table grows (about
 	// every MiB of whole records) and once when it is complete, with the data rows and
@@ -164,7 +167,7 @@ func exportTable(ctx context.Context, opts *Options, runID, name, dir string) (*
 		tf.progress = func(rows, bytes int64) { opts.Progress(name, rows, bytes) }
 	}
 	f := &File{Table: name, Name: name + ".csv"}
-	failures, delay := 0, opts.Backoff
+	retry := backoff.Backoff{First: opts.Backoff, Max: 8 * time.Second}
 	for {
 		records, committed := tf.records, tf.committed
 		var sql string
@@ -194,24 +197,21 @@ func exportTable(ctx context.Context, opts *Options, runID, name, dir string) (*
 			return nil, err
 		}
 		if tf.committed > committed {
-			failures, delay = 0, opts.Backoff
+			retry.Reset()
 		}
-		failures++
-		if failures >= opts.MaxAttempts {
-			return nil, fmt.Errorf("gave up after %d attempts without progress: %w", failures, lost.err)
+		delay := retry.Next()
+		if retry.Failures() >= opts.MaxAttempts {
+			return nil, fmt.Errorf("gave up after %d attempts without progress: %w", retry.Failures(), lost.err)
 		}
 		opts.Logger.Warn("export: connection lost; resuming after the last whole row", "table", name,
-			"rows", max(tf.records-1, 0), "attempt", failures, "retry_in", delay, "err", lost.err)
+			"rows", max(tf.records-1, 0), "attempt", retry.Failures(), "retry_in", delay, "err", lost.err)
 		if err := tf.rewind(); err != nil {
 			return nil, err
 		}
 		f.Resumed++
-		select {
-		case <-ctx.Done():
+		if !wait.For(ctx, delay) {
 			return nil, ctx.Err()
-		case <-time.After(delay):
 		}
-		delay = min(2*delay, 8*time.Second)
 	}
 	if err := tf.finish(); err != nil {
 		return nil, err

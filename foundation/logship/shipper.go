@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,6 +32,8 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -460,6 +461,7 @@ func (s *Shipper) send(ctx context.Context, stop <-chan struct{}) bool {
 	if !s.cfg.NoTemplate && !s.templateDone {
 		s.installTemplate(ctx)
 	}
+	b := backoff.Backoff{First: s.cfg.RetryBackoff, Max: 10 * time.Second}
 	for attempt := 1; ; attempt++ {
 		retry, err := s.bulk(ctx, pending)
 		pending = retry
@@ -475,33 +477,11 @@ func (s *Shipper) send(ctx context.Context, stop <-chan struct{}) bool {
 			return true
 		}
 		s.retries.Add(1)
-		if !sleep(ctx, stop, backoff(s.cfg.RetryBackoff, attempt)) {
+		if !wait.Until(ctx, stop, time.Now().Add(b.Next())) {
 			// Keep what is unsettled for the drain: the settled ones are counted.
 			s.batch = append(pending, s.batch[n:]...)
 			return false
 		}
-	}
-}
-
-func backoff(first time.Duration, attempt int) time.Duration {
-	d := first << min(attempt-1, 16)
-	if d > 10*time.Second || d <= 0 {
-		d = 10 * time.Second
-	}
-	// ±20% jitter so that shippers retrying together spread out.
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-}
-
-func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,7 +79,7 @@ func (p *pull) call(r request) ([]byte, error) {
 	for {
 		body, err := p.attempt(r)
 		if err == nil {
-			p.failures = 0
+			p.retry.Reset()
 			return body, nil
 		}
 		var f *failure
@@ -96,20 +95,12 @@ func (p *pull) call(r request) ([]byte, error) {
 // backoff waits before retrying after f, or returns the *RetryError (or ctx's error)
 // that ends the pull.
 func (p *pull) backoff(op string, f *failure) error {
-	p.failures++
-	if p.failures > p.cfg.MaxRetries {
-		return &RetryError{Op: op, Attempts: p.failures, Status: f.status, Err: f.err}
+	d := max(p.retry.Next(), f.retryAfter)
+	if p.retry.Failures() > p.cfg.MaxRetries {
+		return &RetryError{Op: op, Attempts: p.retry.Failures(), Status: f.status, Err: f.err}
 	}
 	p.res.Retries++
-	d := p.cfg.RetryBackoff << min(p.failures-1, 20)
-	if d <= 0 || d > p.cfg.MaxBackoff {
-		d = p.cfg.MaxBackoff
-	}
-	// Equal jitter: at least half the step, so that retries still back off, and
-	// spread so that clients throttled together do not return together.
-	d = d/2 + rand.N(d/2+1)
-	d = max(d, f.retryAfter)
-	p.cfg.Logger.Debug("elastic: retrying", "op", op, "status", f.status, "attempt", p.failures, "wait", d, "err", f.err)
+	p.cfg.Logger.Debug("elastic: retrying", "op", op, "status", f.status, "attempt", p.retry.Failures(), "wait", d, "err", f.err)
 	return p.src.sleep(p.ctx, d)
 }
 

@@ -44,6 +44,8 @@ import (
 	"github.com/elastic/elastic-transport-go/v8/elastictransport"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 )
 
 // Kind names this backend in cursors.
@@ -128,15 +130,12 @@ func New(cfg Config) (*Source, error) {
 // "elasticsearch:https://logs.example.com:9200/logs-app-*", for records of pulls.
 func (s *Source) String() string { return s.name }
 
+// sleepCtx waits for d, or returns ctx's error as soon as it ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !wait.For(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // position is the cursor's state.
@@ -165,10 +164,10 @@ type pull struct {
 	seen map[string]struct{}
 	keys []string // seen, in order, for the cursor
 
-	nanos     bool  // sort values are nanoseconds (else milliseconds, before 7.0)
-	from      int64 // the window's start in epoch nanoseconds
-	wantTotal bool  // pulling from the beginning and no total yet: ask for it
-	failures  int   // consecutive failed attempts
+	nanos     bool            // sort values are nanoseconds (else milliseconds, before 7.0)
+	from      int64           // the window's start in epoch nanoseconds
+	wantTotal bool            // pulling from the beginning and no total yet: ask for it
+	retry     backoff.Backoff // counts consecutive failed attempts
 	interval  time.Duration
 	lastSlot  time.Time
 	buf       bytes.Buffer // the last answer's body
@@ -177,7 +176,8 @@ type pull struct {
 // Pull implements routerlogs.Source.
 func (s *Source) Pull(ctx context.Context, q routerlogs.Query, from routerlogs.Cursor, b routerlogs.Budget, emit func(routerlogs.Batch) error) (routerlogs.Result, error) {
 	p := &pull{src: s, cfg: &s.cfg, ctx: ctx, q: q, budget: b, emit: emit,
-		res: routerlogs.Result{Total: -1}, seen: map[string]struct{}{}, nanos: true}
+		res: routerlogs.Result{Total: -1}, seen: map[string]struct{}{}, nanos: true,
+		retry: backoff.Backoff{First: s.cfg.RetryBackoff, Max: s.cfg.MaxBackoff}}
 	if b.MaxRequestsPerSecond > 0 {
 		p.interval = time.Duration(float64(time.Second) / b.MaxRequestsPerSecond)
 	}
@@ -476,7 +476,7 @@ func (p *pull) take(hits []hit, end bool) (int, error) {
 	if spent {
 		return consumed, errDone
 	}
-	p.failures = 0
+	p.retry.Reset()
 	return consumed, nil
 }
 
