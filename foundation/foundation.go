@@ -31,6 +31,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
 	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
 )
@@ -373,7 +374,7 @@ func loadSettings(path string) (Settings, error) {
 	}
 	s = Settings{User: "admin", Password: randomHex(12), Secret: randomHex(32), AppsDomain: "apps.localhost"}
 	for _, p := range []*int{&s.APIPort, &s.RouterPort, &s.PostgresPort} {
-		if *p, err = freePort(); err != nil {
+		if *p, err = freeport.Loopback(); err != nil {
 			return s, err
 		}
 	}
@@ -393,15 +394,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // runtime runs the API's apps with staging and cells.

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -178,7 +178,7 @@ func (s *Server) start(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		port := opts.Port
 		if port == 0 {
-			if port, err = freePort(); err != nil {
+			if port, err = freeport.Loopback(); err != nil {
 				return err
 			}
 		}
@@ -561,13 +561,4 @@ func running(dataDir string) (pid, port int, ok bool) {
 		return 0, 0, false
 	}
 	return pid, port, true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/jpillora/chisel/share/settings"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -191,7 +192,7 @@ func (c *Client) start(ctx context.Context) (*chclient.Client, error) {
 	if err := c.handshake(ctx); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, fmt.Errorf("tunnel client: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jpillora/chisel/share/ccrypto"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
@@ -135,7 +136,7 @@ func (s *Server) Start(ctx context.Context) error {
 	var err error
 	for range 5 { // chisel cannot report the port it got: pick one; retry if taken meanwhile
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = freeport.Loopback(); err != nil {
 			break
 		}
 		s.internal = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -308,13 +309,3 @@ func (s *Server) Wait() error { return s.life.Wait() }
 
 // Run is Start followed by Wait.
 func (s *Server) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

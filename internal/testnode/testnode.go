@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -152,11 +152,11 @@ func launch(ctx context.Context, f Flavor, home, javaHome string, cred *syscall.
 		n.Stop()
 		return nil, err
 	}
-	httpPort, err := freePort()
+	httpPort, err := freeport.Loopback()
 	if err != nil {
 		return fail(err)
 	}
-	transportPort, err := freePort()
+	transportPort, err := freeport.Loopback()
 	if err != nil {
 		return fail(err)
 	}
@@ -416,15 +416,6 @@ func chownTree(dir string, uid, gid int) error {
 		}
 		return os.Lchown(path, uid, gid)
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tailString(s string, n int) string {
