@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/bytesize"
 )
 
 // manifestApp is one application of a CF app manifest (cf CLI manifest v1), checked.
@@ -210,7 +212,7 @@ func checkProcess(n *yaml.Node, prefix string) error {
 			if err := decodeScalar(v, field, &s); err != nil {
 				return err
 			}
-			if _, err := megabytes(s); err != nil {
+			if _, err := bytesize.Megabytes(s); err != nil {
 				return badField(v, field, "%v", err)
 			}
 		case "instances", "timeout", "health-check-invocation-timeout":
@@ -390,24 +392,6 @@ func describe(n *yaml.Node) string {
 		return strconv.Quote(n.Value)
 	}
 	return kindName(n)
-}
-
-// megabytes parses a CF size (256M, 1G, 512MB, 1.5G) into whole MB (at least 1).
-func megabytes(s string) (int, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	for _, unit := range []struct {
-		suffix string
-		mb     float64
-	}{{"TB", 1 << 20}, {"GB", 1 << 10}, {"MB", 1}, {"KB", 1.0 / 1024}, {"T", 1 << 20}, {"G", 1 << 10}, {"M", 1}, {"K", 1.0 / 1024}, {"B", 1.0 / (1 << 20)}} {
-		if num, ok := strings.CutSuffix(u, unit.suffix); ok {
-			n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil || n <= 0 {
-				break
-			}
-			return max(1, int(n*unit.mb)), nil
-		}
-	}
-	return 0, fmt.Errorf("want a size with a unit (B, K, KB, M, MB, G, GB, T or TB), like 256M, got %q", s)
 }
 
 // pick returns the app to push: the named one, or the only one.

@@ -306,19 +306,6 @@ func TestCheckBinary(t *testing.T) {
 	}
 }
 
-func TestMegabytes(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int // 0 = an error
-	}{{"256M", 256}, {"256MB", 256}, {"1G", 1024}, {"1.5g", 1536}, {"2048K", 2}, {"1T", 1 << 20}, {"100B", 1},
-		{"256", 0}, {"M", 0}, {"-1G", 0}, {"lots", 0}, {"", 0}} {
-		got, err := megabytes(c.in)
-		if got != c.want || (err != nil) != (c.want == 0) {
-			t.Errorf("megabytes(%q) = %d, %v; want %d", c.in, got, err, c.want)
-		}
-	}
-}
-
 // FuzzParseManifest: a manifest is outside input; parsing it must not panic, and a
 // manifest it accepts must give apply_manifest bodies that are YAML again.
 func FuzzParseManifest(f *testing.F) {

@@ -17,6 +17,8 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 	"gopkg.in/yaml.v3"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/bytesize"
 )
 
 // App is a pushed app and its web process.
@@ -112,7 +114,7 @@ func (c *CF) PushBinary(ctx context.Context, b BinaryApp) (*App, error) {
 		if size == "" {
 			continue
 		}
-		if _, err := megabytes(size); err != nil {
+		if _, err := bytesize.Megabytes(size); err != nil {
 			return nil, fmt.Errorf("push %s: %s: %w", b.Name, key, err)
 		}
 		app[key] = size

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/bytesize"
 )
 
 // manifest is the part of an app manifest the local foundation applies. Keys it does
@@ -125,8 +126,9 @@ func (p *manifestProcess) check() error {
 		if q.v == "" {
 			continue
 		}
-		if _, err := megabytes(q.v); err != nil {
-			return fmt.Errorf("%s %w", q.name, err)
+		if _, err := bytesize.Megabytes(q.v); err != nil {
+			// Cloud Controller's own words.
+			return fmt.Errorf("%s must use a supported unit: B, K, KB, M, MB, G, GB, T, or TB (got %q)", q.name, q.v)
 		}
 	}
 	switch p.HealthCheckType {
@@ -138,25 +140,6 @@ func (p *manifestProcess) check() error {
 		return fmt.Errorf("Health check http endpoint must be a valid URI path")
 	}
 	return nil
-}
-
-// megabytes parses a CF size like 256M, 1G or 512MB into MB.
-func megabytes(s string) (int, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	units := []struct {
-		suffix string
-		mb     float64
-	}{{"TB", 1 << 20}, {"GB", 1 << 10}, {"MB", 1}, {"KB", 1.0 / 1024}, {"T", 1 << 20}, {"G", 1 << 10}, {"M", 1}, {"K", 1.0 / 1024}, {"B", 1.0 / (1 << 20)}}
-	for _, unit := range units {
-		if num, ok := strings.CutSuffix(u, unit.suffix); ok {
-			n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil || n <= 0 {
-				break
-			}
-			return max(1, int(n*unit.mb)), nil
-		}
-	}
-	return 0, fmt.Errorf("must use a supported unit: B, K, KB, M, MB, G, GB, T, or TB (got %q)", s)
 }
 
 // applyManifest creates or updates the manifest's apps, their processes, routes and
@@ -235,10 +218,10 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBin
 			p.Instances = *mp.Instances
 		}
 		if mp.Memory != "" {
-			p.MemoryMB, _ = megabytes(mp.Memory)
+			p.MemoryMB, _ = bytesize.Megabytes(mp.Memory)
 		}
 		if d := mp.DiskQuota + mp.Disk; d != "" {
-			p.DiskMB, _ = megabytes(d)
+			p.DiskMB, _ = bytesize.Megabytes(d)
 		}
 		switch mp.HealthCheckType {
 		case "none":
