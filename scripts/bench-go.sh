@@ -4,7 +4,7 @@
 #   - sample ingestion: the sample writer's binary COPY vs psql's \copy of the same rows
 #     (resultsdb BenchmarkIngest; goal: at least 80% of psql's rate);
 #   - export: rows/s of a run's samples through a chisel tunnel on loopback vs psql's
-#     \copy (select …) to a file straight from the database (collectors/export
+#     \copy (select …) to a file straight from the database (export/
 #     BenchmarkExport; goal: at least 80% of psql's rate);
 #   - the local foundation's router vs talking to the app directly (foundation/router
 #     BenchmarkRouter), when that package exists;
@@ -24,8 +24,8 @@ trap 'rm -f "$raw"' EXIT
 
 echo "bench-go: ingestion (resultsdb BenchmarkIngest, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'Ingest' -benchtime 3x -count "$COUNT" ./resultsdb >>"$raw"
-echo "bench-go: export (collectors/export BenchmarkExport, $COUNT runs)" >&2
-CGO_ENABLED=0 $GO test -run '^$' -bench 'Export' -benchtime 3x -count "$COUNT" ./collectors/export >>"$raw"
+echo "bench-go: export (export/ BenchmarkExport, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench 'Export' -benchtime 3x -count "$COUNT" ./export >>"$raw"
 if [ -d foundation/router ]; then
 	echo "bench-go: router (foundation/router BenchmarkRouter, $COUNT runs)" >&2
 	CGO_ENABLED=0 $GO test -run '^$' -bench 'Router' -benchtime 2s -count "$COUNT" ./foundation/router >>"$raw"
