@@ -3,12 +3,14 @@
 GO        ?= go
 BIN       := bin
 GOFLAGS_B := -trimpath
+# The version cf plugins and cf-benchmark --version show (internal/version).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 export CGO_ENABLED := 0
 
 .PHONY: build demo check lint test bench deps clean
 
 build:
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/cf-benchmark ./plugin
+	$(GO) build $(GOFLAGS_B) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/cf-benchmark ./plugin
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
 	mkdir -p $(BIN)/stub && cp $(BIN)/cfbench-stub $(BIN)/stub/  # the app dir manifests/stub.yml pushes
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy

@@ -7,11 +7,9 @@ import (
 
 	cfplugin "code.cloudfoundry.org/cli/v8/plugin"
 
+	cfbversion "github.com/cf-benchmark/cf-benchmark/internal/version"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0"
 
 // cliPlugin adapts the commands to the cf CLI plugin interface.
 type cliPlugin struct {
@@ -39,7 +37,17 @@ func (p *cliPlugin) Run(conn cfplugin.CliConnection, args []string) {
 
 // GetMetadata describes the plugin commands to the cf CLI (cf plugins, cf help).
 func (p *cliPlugin) GetMetadata() cfplugin.PluginMetadata {
-	m := cfplugin.PluginMetadata{Name: "cf-benchmark", Version: parseVersion(version)}
+	major, minor, patch := cfbversion.Numbers(p.env.Version)
+	m := cfplugin.PluginMetadata{
+		Name:    "cf-benchmark",
+		Version: cfplugin.VersionType{Major: major, Minor: minor, Build: patch},
+		// The plugin asks the cf CLI for its API endpoint, whether TLS checks are off, and
+		// an access token it then uses for CC v3 calls of its own. Those RPCs came with
+		// cf CLI 6.11.2, but only from 6.14.0 on does AccessToken refresh an expired
+		// token (before, a run would start with a stale one), and only from 6.14.0 do all
+		// CLIs honour MinCliVersion (plugin/plugin_examples/CHANGELOG.md in the cf CLI).
+		MinCliVersion: cfplugin.VersionType{Major: 6, Minor: 14, Build: 0},
+	}
 	for _, c := range command.PluginCommands() {
 		m.Commands = append(m.Commands, cfplugin.Command{
 			Name:     c.PluginName,
@@ -52,12 +60,6 @@ func (p *cliPlugin) GetMetadata() cfplugin.PluginMetadata {
 	}
 	sort.Slice(m.Commands, func(i, j int) bool { return m.Commands[i].Name < m.Commands[j].Name })
 	return m
-}
-
-func parseVersion(s string) cfplugin.VersionType {
-	var v cfplugin.VersionType
-	fmt.Sscanf(s, "%d.%d.%d", &v.Major, &v.Minor, &v.Build)
-	return v
 }
 
 // target reads the cf CLI's API endpoint and a fresh access token (the cf CLI refreshes

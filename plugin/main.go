@@ -9,17 +9,24 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 
 	cfplugin "code.cloudfoundry.org/cli/v8/plugin"
 
+	cfbversion "github.com/cf-benchmark/cf-benchmark/internal/version"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 )
 
+// version is stamped at build time: make build passes
+// -ldflags "-X main.version=$(git describe --tags --always --dirty)".
+var version string
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn, BinDirs: binDirs()}
+	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn, BinDirs: binDirs(),
+		Version: cfbversion.Of(version, buildInfo())}
 	var code int
 	if isPluginInvocation(os.Args) {
 		p := &cliPlugin{ctx: ctx, env: env}
@@ -30,6 +37,14 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// buildInfo is what the Go toolchain recorded in this binary, or nil.
+func buildInfo() *debug.BuildInfo {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info
+	}
+	return nil
 }
 
 // binDirs are where the binaries pushed to Cloud Foundry are looked for: beside this

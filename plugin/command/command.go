@@ -46,6 +46,8 @@ type Env struct {
 	// Foundry (cfbench-worker, cfbench-tunnel) when neither --bin-dir nor
 	// $CFBENCH_BIN_DIR says: usually the directory of this executable, then ./bin.
 	BinDirs []string
+	// Version is this build's version (internal/version), which --version prints.
+	Version string
 	// prog is "cf" or "cf-benchmark", set by Execute, for hints naming other commands.
 	prog string
 }
@@ -214,6 +216,10 @@ func exitCode(env *Env, prog string, c *Command, err error) int {
 
 // Main is the standalone CLI: cf-benchmark COMMAND [args].
 func Main(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(env.Stdout, "cf-benchmark", env.Version)
+		return ExitOK
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c := Lookup(args[1]); c != nil {
@@ -248,5 +254,5 @@ func printHelp(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-10s %-22s %s\n", c.Name, plugin, c.Summary)
 	}
-	fmt.Fprintln(w, "\nRun 'cf-benchmark help COMMAND' for a command's options and an example.")
+	fmt.Fprintln(w, "\nRun 'cf-benchmark help COMMAND' for a command's options and an example, 'cf-benchmark --version' for the version.")
 }

@@ -99,6 +99,16 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+func TestVersionFlagPrintsTheBuildsVersion(t *testing.T) {
+	for _, flag := range []string{"--version", "-version"} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Version: "v1.2.3-4-gabcdef0-dirty"}, []string{flag})
+		if code != ExitOK || out.String() != "cf-benchmark v1.2.3-4-gabcdef0-dirty\n" || errb.Len() != 0 {
+			t.Errorf("%s: code %d, stdout %q, stderr %q", flag, code, out.String(), errb.String())
+		}
+	}
+}
+
 func TestHelpHasAnExampleForEveryCommand(t *testing.T) {
 	for _, c := range Commands {
 		r := run(t, nil, "help", c.Name)
