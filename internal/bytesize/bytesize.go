@@ -11,8 +11,15 @@ import (
 	"strings"
 )
 
-// ErrInvalid is wrapped by every error Megabytes returns.
+// ErrInvalid is what every error Megabytes returns matches (errors.Is); their text
+// names the input and the units.
 var ErrInvalid = errors.New("invalid size")
+
+// invalidError is an error of Megabytes: its own message, matching ErrInvalid.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
 
 // MaxMegabytes is the largest size Megabytes accepts (about 2 PB): larger ones are
 // typing mistakes, and every result fits an int32.
@@ -54,7 +61,7 @@ func Megabytes(s string) (int, error) {
 	}
 	size := n * mb
 	if size > MaxMegabytes {
-		return 0, fmt.Errorf("%w: %q is more than %d MB", ErrInvalid, s, MaxMegabytes)
+		return 0, &invalidError{fmt.Sprintf("want a size of at most %d MB, got %q", MaxMegabytes, s)}
 	}
 	return max(1, int(size)), nil
 }
@@ -68,5 +75,5 @@ func digits(s string, i int) int {
 }
 
 func invalid(s string) error {
-	return fmt.Errorf("%w: want a positive number and a unit (B, K, KB, M, MB, G, GB, T or TB), like 256M, got %q", ErrInvalid, s)
+	return &invalidError{fmt.Sprintf("want a size with a unit (B, K, KB, M, MB, G, GB, T or TB), like 256M, got %q", s)}
 }
