@@ -6,18 +6,22 @@ GOFLAGS_B := -trimpath
 # The version cf plugins and cf-benchmark --version show (internal/version).
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 export CGO_ENABLED := 0
+PUSHED    := GOOS=linux GOARCH=amd64
 
 .PHONY: build demo check lint test bench deps clean
 
 build:
 	$(GO) build $(GOFLAGS_B) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/cf-benchmark ./plugin
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
-	mkdir -p $(BIN)/stub && cp $(BIN)/cfbench-stub $(BIN)/stub/  # the app dir manifests/stub.yml pushes
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy
-	mkdir -p $(BIN)/proxy && cp $(BIN)/cfbench-proxy $(BIN)/proxy/  # the app dir manifests/proxy-plateau.yml pushes
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel
+	# Pushed to Cloud Foundry, whose cells run linux/amd64 whatever this machine is:
+	# the generator, the tunnel, and the stub and the proxy in the app dirs that
+	# manifests/stub.yml and manifests/proxy-plateau.yml push.
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/stub/cfbench-stub ./cmd/cfbench-stub
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/proxy/cfbench-proxy ./cmd/cfbench-proxy
 	scripts/build-apps.sh
 
 deps:

@@ -280,8 +280,12 @@ func TestCheckBinary(t *testing.T) {
 		err        string // "" = accepted
 	}{
 		{"x86-64", elfFor("amd64", 62), ""},
-		{"arm64", elfFor("arm64", 183), "is not a linux/amd64 executable (ELF ELFCLASS64 EM_AARCH64 ET_EXEC): build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0"},
-		{"script", writeFile(t, dir, "run.sh", "#!/bin/sh\n"), "is not a linux/amd64 executable: build it with GOOS=linux"},
+		{"arm64", elfFor("arm64", 183), "is not a linux/amd64 executable (ELF ELFCLASS64 EM_AARCH64 ET_EXEC): cells run linux/amd64: build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build (make build does)"},
+		{"script", writeFile(t, dir, "run.sh", "#!/bin/sh\n"), "is not a linux/amd64 executable but a script: cells run linux/amd64: build it with GOOS=linux"},
+		{"macOS", writeFile(t, dir, "mac", "\xcf\xfa\xed\xfe\x07\x00\x00\x01"), "is not a linux/amd64 executable but a macOS (Mach-O) executable: cells run"},
+		{"windows", writeFile(t, dir, "win.exe", "MZ\x90\x00"), "but a Windows executable"},
+		{"text", writeFile(t, dir, "notes.txt", "hello"), "but not an executable"},
+		{"empty", writeFile(t, dir, "empty", ""), "but not an executable"},
 		{"missing", filepath.Join(dir, "nope"), "no such file"},
 	}
 	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
@@ -301,6 +305,45 @@ func TestCheckBinary(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, c.err)
 			case c.err != "" && c.name != "missing" && !errors.Is(err, ErrNotLinuxAmd64):
 				t.Fatalf("err = %v, want ErrNotLinuxAmd64", err)
+			}
+		})
+	}
+}
+
+func TestBinaryStartedByABinaryBuildpackApp(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "app-dir")
+	writeFile(t, dir, "app", "\x7fELF")
+	writeFile(t, dir, "run.sh", "#!/bin/sh\nexec ./app\n")
+	writeFile(t, root, "outside", "\x7fELF")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, yaml, want string // want: the file under dir, or "" for none
+	}{
+		{"dot slash", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: ./app --flag\n", "app"},
+		{"buildpack", "applications:\n- name: a\n  buildpack: binary_buildpack\n  command: ./app\n", "app"},
+		{"bare name, found on PATH", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: app\n", ""},
+		{"script", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: ./run.sh\n", ""},
+		{"other buildpack", "applications:\n- name: a\n  buildpacks: [go_buildpack]\n  command: ./app\n", ""},
+		{"no command", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n", ""},
+		{"missing file", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: ./nope\n", ""},
+		{"directory", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: ./sub\n", ""},
+		{"outside the app", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: ./../outside\n", ""},
+		{"absolute", "applications:\n- name: a\n  buildpacks: [binary_buildpack]\n  command: /bin/sh -c ./app\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			apps, err := parseManifest("m.yml", []byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			if c.want != "" {
+				want = filepath.Join(dir, c.want)
+			}
+			if got := apps[0].binaryStarted(dir); got != want {
+				t.Errorf("binaryStarted = %q, want %q", got, want)
 			}
 		})
 	}

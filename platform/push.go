@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -41,7 +42,9 @@ type App struct {
 //
 // It returns once the app is staged and started: its instances may not run yet (see
 // WaitRunning). A manifest that cannot be pushed is a *ManifestError naming file, app
-// and field; nothing is pushed then.
+// and field; nothing is pushed then. Nor is a binary_buildpack app whose command
+// starts a file of its own ("./x") that is not a linux/amd64 executable
+// (ErrNotLinuxAmd64).
 func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, env map[string]string) (*App, error) {
 	data, err := os.ReadFile(manifestPath)
 	if err != nil {
@@ -60,6 +63,13 @@ func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName
 		src = a.Path
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(filepath.Dir(manifestPath), src)
+		}
+	}
+	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
+		if bin := a.binaryStarted(src); bin != "" {
+			if err := checkBinary(bin); err != nil {
+				return nil, fmt.Errorf("push %s: %w", a.Name, err)
+			}
 		}
 	}
 	bits, err := appBits(src)
@@ -179,21 +189,78 @@ func (c *CF) defaultRoute(ctx context.Context, org, host string) (string, error)
 // ErrNotLinuxAmd64 marks a binary that cannot run on a CF cell.
 var ErrNotLinuxAmd64 = errors.New("not a linux/amd64 executable")
 
-// checkBinary makes sure path is an ELF x86-64 executable, which cells run.
+// checkBinary makes sure path is an ELF x86-64 executable, which cells run. Its error
+// says what the file is instead and how to build the right one.
 func checkBinary(path string) error {
-	fix := "build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build"
+	const fix = "cells run linux/amd64: build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build (make build does)"
 	f, err := elf.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%s is %w: %s", path, ErrNotLinuxAmd64, fix)
+		return fmt.Errorf("%s is %w but %s: %s", path, ErrNotLinuxAmd64, fileKind(path), fix)
 	}
 	defer f.Close()
 	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 || (f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN) {
 		return fmt.Errorf("%s is %w (ELF %s %s %s): %s", path, ErrNotLinuxAmd64, f.Class, f.Machine, f.Type, fix)
 	}
 	return nil
+}
+
+// fileKind names what a file that is not ELF looks like, from its first bytes.
+func fileKind(path string) string {
+	var head [4]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return "unreadable"
+	}
+	defer f.Close()
+	n, _ := io.ReadFull(f, head[:])
+	b := head[:n]
+	switch {
+	case bytes.HasPrefix(b, []byte("#!")):
+		return "a script"
+	case bytes.HasPrefix(b, []byte("MZ")):
+		return "a Windows executable"
+	case bytes.Equal(b, []byte{0xcf, 0xfa, 0xed, 0xfe}), bytes.Equal(b, []byte{0xce, 0xfa, 0xed, 0xfe}),
+		bytes.Equal(b, []byte{0xca, 0xfe, 0xba, 0xbe}):
+		return "a macOS (Mach-O) executable"
+	case bytes.HasPrefix(b, []byte("\x7fELF")):
+		return "a damaged ELF file"
+	}
+	return "not an executable"
+}
+
+// binaryStarted returns the file in dir that a binary_buildpack app's command starts
+// ("./x …"), if there is one and it is not a script; "" otherwise. Such an app runs
+// only if that file is a linux/amd64 executable.
+func (a *manifestApp) binaryStarted(dir string) string {
+	var buildpacks []string
+	switch v := a.raw["buildpacks"].(type) {
+	case []any:
+		for _, b := range v {
+			if s, ok := b.(string); ok {
+				buildpacks = append(buildpacks, s)
+			}
+		}
+	}
+	if s, ok := a.raw["buildpack"].(string); ok {
+		buildpacks = append(buildpacks, s)
+	}
+	cmd, _ := a.raw["command"].(string)
+	fields := strings.Fields(cmd)
+	if !slices.Contains(buildpacks, "binary_buildpack") || len(fields) == 0 || !strings.HasPrefix(fields[0], "./") {
+		return ""
+	}
+	name := path.Clean(fields[0])
+	if strings.HasPrefix(name, "..") {
+		return ""
+	}
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fileKind(p) == "a script" {
+		return ""
+	}
+	return p
 }
 
 // ignored are the names the cf CLI never uploads.
