@@ -267,7 +267,7 @@ func TestCF(t *testing.T) {
 				[]string{`space "nowhere" not found in org cfbench. Try: cf spaces`}, nil},
 			{"not ELF", func() (*App, error) {
 				return c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "script", Binary: notELF})
-			}, []string{notELF + " is not a linux/amd64 executable: build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0"}, ErrNotLinuxAmd64},
+			}, []string{notELF + " is not a linux/amd64 executable but a script: cells run linux/amd64: build it with GOOS=linux GOARCH=amd64 CGO_ENABLED=0"}, ErrNotLinuxAmd64},
 			{"bad health check", func() (*App, error) {
 				return c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "hc", Binary: bin, HealthCheck: "http"})
 			}, []string{`health check "http": want process or port`}, nil},
