@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 )
 
@@ -13,6 +14,7 @@ import (
 // the services' Postgres ends abruptly (SIGQUIT, immediate shutdown), and the
 // foundation's Wait must see it, not only the API server's.
 func TestLifecycle(t *testing.T) {
+	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	dir := stateDir(t)
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 		f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})

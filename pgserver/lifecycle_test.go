@@ -4,6 +4,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 )
 
@@ -11,6 +12,7 @@ import (
 // after the other (the cluster is initialised once); the server's own failure is its
 // postmaster ending abruptly (SIGQUIT, immediate shutdown), as in a crash.
 func TestLifecycle(t *testing.T) {
+	testtier.External(t, "PostgreSQL server binaries")
 	dir := stateDir(t)
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 		srv := New(Options{Dir: dir, Fast: true})
