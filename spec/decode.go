@@ -27,6 +27,9 @@ type value struct {
 type decoder struct {
 	file string
 	errs Errors
+	// pos is where each field the spec has starts, by field path, for problems found
+	// after parsing (Spec.Errorf).
+	pos map[string]position
 	// work counts the mappings and entries visited, so that a small file of nested
 	// aliases and merge keys ("billion laughs") cannot make the walk expensive.
 	work int
@@ -39,6 +42,16 @@ const (
 
 func (d *decoder) add(line, col int, path, msg string) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Path: path, Msg: msg})
+}
+
+// place remembers where v is, unless an alias already placed its path.
+func (d *decoder) place(v value) {
+	if d.pos == nil {
+		d.pos = map[string]position{}
+	}
+	if _, ok := d.pos[v.path]; !ok && v.pos != nil {
+		d.pos[v.path] = position{v.pos.Line, v.pos.Column}
+	}
 }
 
 func (d *decoder) errorf(v value, format string, args ...any) {
@@ -209,8 +222,10 @@ func (d *decoder) object(v value, fields ...field) (fieldSet, bool) {
 	}
 	got := fieldSet{}
 	nulls := fieldSet{}
+	d.place(v)
 	for _, p := range d.pairs(v.node, v.path, 0) {
 		child := value{node: p.val, pos: p.key, path: join(v.path, p.key.Value)}
+		d.place(child)
 		switch f := lookup(fields, p.key.Value); {
 		case f == nil:
 			d.errorf(child, "unknown field%s", suggest(p.key.Value, fields))
@@ -542,6 +557,7 @@ func (d *decoder) stringMap(dst *map[string]string, check func(key, val string) 
 		m := map[string]string{}
 		for _, p := range d.pairs(v.node, v.path, 0) {
 			child := value{node: p.val, pos: p.key, path: join(v.path, p.key.Value)}
+			d.place(child)
 			switch {
 			case !scalar(child, "!!str", "!!int", "!!float", "!!bool"):
 				d.errorf(child, `must be a string, got %s (write "" for an empty value)`, describe(p.val))

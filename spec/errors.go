@@ -37,6 +37,35 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// position is a line and column in a spec file, both 1-based.
+type position struct{ line, col int }
+
+// Errorf returns a problem with field path of s (as in Error.Path, e.g.
+// "variants[1].manifest"), placed where the spec file has that field or, when it has
+// not, its nearest enclosing field it has. It is for rules checked after parsing (files
+// a spec names, the environment), so that they read like the parser's own problems.
+func (s *Spec) Errorf(path, format string, args ...any) *Error {
+	e := &Error{File: s.File, Path: path, Msg: fmt.Sprintf(format, args...)}
+	for at := path; ; at = parent(at) {
+		if p, ok := s.pos[at]; ok {
+			e.Line, e.Column = p.line, p.col
+			return e
+		}
+		if at == "" {
+			return e
+		}
+	}
+}
+
+// parent is the path of the field that holds path: "a.b[2]" for "a.b[2].c", "a.b" for
+// "a.b[2]", "" for "a".
+func parent(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return ""
+}
+
 // Errors is every problem found in one spec, sorted by position. Parse and Load return
 // it as their error; get it back with errors.As.
 type Errors []*Error

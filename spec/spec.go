@@ -34,6 +34,8 @@ type Spec struct {
 	SLO        *SLO
 	Collectors Collectors
 	Export     Export
+	// pos is where each field is in the file, for Errorf; nil for a Spec built in code.
+	pos map[string]position
 }
 
 // Landscape names the org, spaces and isolation segments a run uses.
@@ -421,7 +423,7 @@ func Parse(name string, data []byte, baseDir string) (*Spec, error) {
 	if len(d.errs) > 0 {
 		return nil, d.errs.sorted()
 	}
-	s.File = name
+	s.File, s.pos = name, d.pos
 	for i := range s.Variants {
 		if m := s.Variants[i].Manifest; m != "" {
 			s.Variants[i].Manifest = resolvePath(baseDir, m)

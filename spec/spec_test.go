@@ -58,6 +58,7 @@ func TestParseGood(t *testing.T) {
 				Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
 				Export:     Export{Dir: "results", Tables: AllTables},
 			}
+			s.pos = nil // where the fields are: TestErrorfPlacesAProblem…
 			if !reflect.DeepEqual(s, want) {
 				t.Errorf("got  %+v\nwant %+v", s, want)
 			}
