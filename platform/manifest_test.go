@@ -377,3 +377,40 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckManifest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"ok.yml":      "applications:\n- name: ok\n  path: app\n",
+		"nofiles.yml": "applications:\n- name: nofiles\n  path: missing\n",
+		"two.yml":     "applications:\n- name: a\n- name: b\n",
+		"bad.yml":     "applications:\n- name: bad\n  memory: lots\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		file, app string
+		want      string // "" for no problem
+	}{
+		{"ok.yml", "", ""},
+		{"ok.yml", "ok", ""},
+		{"ok.yml", "other", `has no app "other"`},
+		{"two.yml", "", "lists 2 apps (a, b): name the one to push"},
+		{"two.yml", "b", ""},
+		{"bad.yml", "", `app "bad": memory: `},
+		{"nofiles.yml", "", "app nofiles: files: "},
+		{"none.yml", "", "read manifest: "},
+	}
+	for _, c := range cases {
+		err := CheckManifest(filepath.Join(dir, c.file), c.app)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("CheckManifest(%s, %q) = %v, want %q", c.file, c.app, err, c.want)
+		}
+	}
+}

@@ -46,31 +46,12 @@ type App struct {
 // starts a file of its own ("./x") that is not a linux/amd64 executable
 // (ErrNotLinuxAmd64).
 func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, env map[string]string) (*App, error) {
-	data, err := os.ReadFile(manifestPath)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
-	}
-	apps, err := parseManifest(manifestPath, data)
+	a, src, err := loadManifestApp(manifestPath, appName)
 	if err != nil {
 		return nil, err
 	}
-	a, err := pick(manifestPath, apps, appName)
-	if err != nil {
-		return nil, err
-	}
-	src := filepath.Dir(manifestPath)
-	if a.Path != "" {
-		src = a.Path
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(filepath.Dir(manifestPath), src)
-		}
-	}
-	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
-		if bin := a.binaryStarted(src); bin != "" {
-			if err := checkBinary(bin); err != nil {
-				return nil, fmt.Errorf("push %s: %w", a.Name, err)
-			}
-		}
+	if err := checkStarted(a, src); err != nil {
+		return nil, fmt.Errorf("push %s: %w", a.Name, err)
 	}
 	bits, err := appBits(src)
 	if err != nil {
@@ -81,6 +62,62 @@ func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName
 		return nil, fmt.Errorf("push %s: %w", a.Name, err)
 	}
 	return c.push(ctx, org, space, a.Name, body, a.Services, bits)
+}
+
+// CheckManifest reports, without pushing, what PushManifest would refuse in the
+// manifest itself: a file that cannot be read, a field it does not accept (a
+// *ManifestError), no app appName, app files that do not exist, or a binary the
+// command starts that is not linux/amd64 (ErrNotLinuxAmd64). Nil means the push
+// can start; Cloud Foundry may still refuse it.
+func CheckManifest(manifestPath, appName string) error {
+	a, src, err := loadManifestApp(manifestPath, appName)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("app %s: files: %w", a.Name, err)
+	}
+	if err := checkStarted(a, src); err != nil {
+		return fmt.Errorf("app %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+// checkStarted refuses a binary_buildpack app whose command starts a file of its own
+// in src that is not a linux/amd64 executable (ErrNotLinuxAmd64).
+func checkStarted(a *manifestApp, src string) error {
+	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
+		if bin := a.binaryStarted(src); bin != "" {
+			return checkBinary(bin)
+		}
+	}
+	return nil
+}
+
+// loadManifestApp reads the manifest and picks the app to push, and where its files are:
+// the manifest's path, resolved against the manifest's directory (default: that
+// directory).
+func loadManifestApp(manifestPath, appName string) (_ *manifestApp, src string, _ error) {
+	data, err := os.ReadFile(manifestPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("read manifest: %w", err)
+	}
+	apps, err := parseManifest(manifestPath, data)
+	if err != nil {
+		return nil, "", err
+	}
+	a, err := pick(manifestPath, apps, appName)
+	if err != nil {
+		return nil, "", err
+	}
+	src = filepath.Dir(manifestPath)
+	if a.Path != "" {
+		src = a.Path
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(filepath.Dir(manifestPath), src)
+		}
+	}
+	return a, src, nil
 }
 
 // BinaryApp is an app pushed from one executable with the binary buildpack.
