@@ -1,0 +1,230 @@
+package foundation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+)
+
+// A foundation runs as one process per state directory, which it names in
+// STATE_DIR/foundation.pid while it serves; the commands that start it in the
+// background, ask for its status and stop it run in other processes and find it there.
+
+// ErrNotRunning is returned by Status and Stop when no foundation runs from the state
+// directory.
+var ErrNotRunning = errors.New("the foundation is not running")
+
+// RunningError is returned when a foundation already runs from the state directory.
+type RunningError struct {
+	Dir string
+	PID int
+}
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("a foundation is already running from %s (pid %d)", e.Dir, e.PID)
+}
+
+// Timeouts of the process management; variables so that tests need not wait them out.
+var (
+	// DetachTimeout bounds Detach's wait for the background foundation to answer.
+	DetachTimeout = 3 * time.Minute
+	// StopTimeout bounds Stop's wait after SIGTERM: instances get CF's 10 s between
+	// SIGTERM and SIGKILL, and Postgres its shutdown.
+	StopTimeout = 60 * time.Second
+	pollEvery   = 100 * time.Millisecond
+)
+
+func pidFile(dir string) string { return filepath.Join(dir, "foundation.pid") }
+
+// LogFile is where a foundation started with Detach writes its log.
+func LogFile(dir string) string { return filepath.Join(dir, "foundation.log") }
+
+// Running returns the pid of the foundation running from the state directory dir, and
+// whether there is one: its pid file names a live process.
+func Running(dir string) (int, bool) {
+	b, err := os.ReadFile(pidFile(dir))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	return pid, true
+}
+
+// Serve runs a foundation in this process until ctx ends (nil error) or a server of it
+// fails. While it serves, the state directory names this process, so that Status, Stop
+// and a second Serve find it; ready is called once with its Info when it serves. A
+// foundation already running from the directory is a *RunningError.
+func Serve(ctx context.Context, cfg Config, ready func(Info)) error {
+	dir := cfg.StateDir
+	if pid, ok := Running(dir); ok {
+		return &RunningError{Dir: dir, PID: pid}
+	}
+	f, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// For Status, which runs in another process.
+	if err := os.WriteFile(filepath.Join(dir, "isolation.txt"), []byte(f.Info().Isolation+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write isolation: %w", err)
+	}
+	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write pid file: %w", err)
+	}
+	defer os.Remove(pidFile(dir))
+	ready(f.Info())
+	done := make(chan error, 1)
+	go func() { done <- f.Wait() }()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-done:
+		return err
+	}
+}
+
+// Spawner starts this program again with args, detached from the terminal, with its
+// output appended to logPath, and returns its pid without waiting for it.
+type Spawner func(args []string, logPath string) (pid int, err error)
+
+// Detach starts a foundation from the state directory dir in a background process:
+// spawn runs `foundation start --state-dir DIR FLAGS...` (which calls Serve), with its
+// log in LogFile(dir). It returns the process's pid and the foundation's Info once that
+// process serves and its API answers, within DetachTimeout. A foundation already running
+// is a *RunningError; a process that exits first is an error quoting the end of its log.
+func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int, Info, error) {
+	if pid, ok := Running(dir); ok {
+		return 0, Info{}, &RunningError{Dir: dir, PID: pid}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, Info{}, fmt.Errorf("create state dir: %w", err)
+	}
+	logPath := LogFile(dir)
+	pid, err := spawn(append([]string{"foundation", "start", "--state-dir", dir}, flags...), logPath)
+	if err != nil {
+		return 0, Info{}, fmt.Errorf("start the foundation in the background: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, DetachTimeout)
+	defer cancel()
+	for {
+		if p, ok := Running(dir); ok && p == pid {
+			if info, err := ReadInfo(dir); err == nil && answers(wctx, info.APIURL) {
+				return pid, info, nil
+			}
+		}
+		if syscall.Kill(pid, 0) != nil {
+			return 0, Info{}, fmt.Errorf("the foundation exited during start-up; its log %s ends with:\n%s", logPath, tail(logPath, 2000))
+		}
+		if !wait.For(wctx, pollEvery) {
+			if err := ctx.Err(); err != nil {
+				return 0, Info{}, err
+			}
+			return 0, Info{}, fmt.Errorf("the foundation (pid %d) did not answer within %s; see %s", pid, DetachTimeout, logPath)
+		}
+	}
+}
+
+// Stop sends SIGTERM to the foundation running from dir and returns its pid once it
+// has exited, within StopTimeout. No foundation running is ErrNotRunning.
+func Stop(ctx context.Context, dir string) (int, error) {
+	pid, ok := Running(dir)
+	if !ok {
+		return 0, ErrNotRunning
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return 0, fmt.Errorf("stop the foundation (pid %d): %w", pid, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, StopTimeout)
+	defer cancel()
+	for syscall.Kill(pid, 0) == nil {
+		if !wait.For(wctx, pollEvery) {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			return 0, fmt.Errorf("the foundation (pid %d) is still running %s after SIGTERM", pid, StopTimeout)
+		}
+	}
+	return pid, nil
+}
+
+// Status is a running foundation as another process sees it.
+type Status struct {
+	PID  int
+	Info Info
+	// Answering tells whether its API answers now; it does not while starting up.
+	Answering bool
+}
+
+// ReadStatus returns the status of the foundation running from dir, or ErrNotRunning.
+func ReadStatus(ctx context.Context, dir string) (Status, error) {
+	pid, ok := Running(dir)
+	if !ok {
+		return Status{}, ErrNotRunning
+	}
+	info, err := ReadInfo(dir)
+	if err != nil {
+		return Status{}, err
+	}
+	return Status{PID: pid, Info: info, Answering: answers(ctx, info.APIURL)}, nil
+}
+
+// ReadInfo rebuilds the Info of the foundation of the state directory dir from its
+// settings (written on its first start), as another process needs it.
+func ReadInfo(dir string) (Info, error) {
+	var s Settings
+	b, err := os.ReadFile(filepath.Join(dir, "foundation.json"))
+	if err != nil {
+		return Info{}, fmt.Errorf("read the foundation's settings: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Info{}, fmt.Errorf("the foundation's settings are damaged: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Info{}, err
+	}
+	iso, _ := os.ReadFile(filepath.Join(dir, "isolation.txt"))
+	return Info{Isolation: strings.TrimSpace(string(iso)), APIURL: fmt.Sprintf("http://127.0.0.1:%d", s.APIPort), RouterAddr: routerAddr(s),
+		AppsDomain: s.AppsDomain, User: s.User, Password: s.Password, StateDir: abs, AccessLog: filepath.Join(abs, "access.log")}, nil
+}
+
+// answers reports whether the API at apiURL answers its root with 200.
+func answers(ctx context.Context, apiURL string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, apiURL+"/", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// tail is the last n bytes of the file at path, or why there are none.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,183 @@
+package foundation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// child is a process this test started; done is closed once it exited and was reaped,
+// with err what it exited with.
+type child struct {
+	pid  int
+	done chan struct{}
+	err  error
+}
+
+// startChild starts name; the process is reaped when it exits, so that a stopped child
+// does not linger as a zombie that signal 0 still finds, and killed (by its pid) when
+// the test ends.
+func startChild(t *testing.T, name string, args ...string) *child {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() { c.err = cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // an error means it is gone already
+		<-c.done
+	})
+	return c
+}
+
+// deadPID is the pid of a process of this test that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	c := startChild(t, "true")
+	<-c.done
+	return c.pid
+}
+
+func writePID(t *testing.T, dir string, pid string) {
+	t.Helper()
+	if err := os.WriteFile(pidFile(dir), []byte(pid+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeSettings makes dir look like the state directory of a foundation whose API is
+// apiURL (an http://127.0.0.1:PORT).
+func writeSettings(t *testing.T, dir, apiURL string) {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(apiURL, "http://"))
+	p, _ := strconv.Atoi(port)
+	b, _ := json.Marshal(Settings{APIPort: p, RouterPort: 1, User: "admin", Password: "pw", AppsDomain: "apps.localhost"})
+	if err := os.WriteFile(filepath.Join(dir, "foundation.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunningReadsThePIDFile(t *testing.T) {
+	t.Parallel()
+	live := startChild(t, "sleep", "60").pid
+	cases := []struct {
+		name, content string // "" content: no pid file
+		want          int
+	}{
+		{"no pid file", "", 0},
+		{"garbage", "not a pid", 0},
+		{"negative", "-1", 0},
+		{"exited process", strconv.Itoa(deadPID(t)), 0},
+		{"live process", strconv.Itoa(live), live},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.content != "" {
+				writePID(t, dir, c.content)
+			}
+			pid, ok := Running(dir)
+			if pid != c.want || ok != (c.want != 0) {
+				t.Fatalf("Running = %d, %t; want %d", pid, ok, c.want)
+			}
+		})
+	}
+}
+
+func TestStopTerminatesTheProcessAndThenFindsNone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := Stop(context.Background(), dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Stop without a foundation = %v, want ErrNotRunning", err)
+	}
+	sleeper := startChild(t, "sleep", "60")
+	pid := sleeper.pid
+	writePID(t, dir, strconv.Itoa(pid))
+	got, err := Stop(context.Background(), dir)
+	if err != nil || got != pid {
+		t.Fatalf("Stop = %d, %v; want %d", got, err, pid)
+	}
+	var ee *exec.ExitError
+	<-sleeper.done
+	if !errors.As(sleeper.err, &ee) || ee.ExitCode() != -1 {
+		t.Fatalf("sleep ended with %v, want killed by SIGTERM", sleeper.err)
+	}
+	if _, err := Stop(context.Background(), dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Stop after it stopped = %v, want ErrNotRunning", err)
+	}
+}
+
+func TestStatusSaysWhetherTheAPIAnswers(t *testing.T) {
+	t.Parallel()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	dir := t.TempDir()
+	if _, err := ReadStatus(context.Background(), dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("ReadStatus without a foundation = %v, want ErrNotRunning", err)
+	}
+	live := startChild(t, "sleep", "60").pid
+	writePID(t, dir, strconv.Itoa(live))
+	writeSettings(t, dir, api.URL)
+	st, err := ReadStatus(context.Background(), dir)
+	if err != nil || st.PID != live || !st.Answering || st.Info.APIURL != api.URL || st.Info.User != "admin" || st.Info.RouterAddr != "127.0.0.1:1" {
+		t.Fatalf("ReadStatus = %+v, %v; want pid %d answering at %s", st, err, live, api.URL)
+	}
+	api.Close()
+	if st, err := ReadStatus(context.Background(), dir); err != nil || st.Answering {
+		t.Fatalf("ReadStatus with the API gone = %+v, %v; want not answering", st, err)
+	}
+}
+
+func TestDetach(t *testing.T) {
+	t.Parallel()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer api.Close()
+	t.Run("returns once the spawned process serves", func(t *testing.T) {
+		dir := t.TempDir()
+		var got []string
+		live := startChild(t, "sleep", "60").pid
+		spawn := func(args []string, logPath string) (int, error) {
+			got = append(args, logPath)
+			// What `foundation start` does in the spawned process: settings, pid file.
+			writeSettings(t, dir, api.URL)
+			writePID(t, dir, strconv.Itoa(live))
+			return live, nil
+		}
+		pid, info, err := Detach(context.Background(), dir, spawn, []string{"--cells", "apps=0,loadgen=0"})
+		want := []string{"foundation", "start", "--state-dir", dir, "--cells", "apps=0,loadgen=0", LogFile(dir)}
+		if err != nil || pid != live || info.APIURL != api.URL || strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("Detach = %d, %+v, %v; spawned %q; want pid %d, API %s, spawned %q", pid, info, err, got, live, api.URL, want)
+		}
+		if _, _, err := Detach(context.Background(), dir, spawn, nil); !errors.As(err, new(*RunningError)) {
+			t.Fatalf("Detach while one runs = %v, want a *RunningError", err)
+		}
+	})
+	t.Run("quotes the log of a process that exits", func(t *testing.T) {
+		dir := t.TempDir()
+		spawn := func(args []string, logPath string) (int, error) {
+			os.WriteFile(logPath, []byte("listen: address already in use\n"), 0o644)
+			return deadPID(t), nil
+		}
+		if _, _, err := Detach(context.Background(), dir, spawn, nil); err == nil || !strings.Contains(err.Error(), "exited during start-up") ||
+			!strings.HasSuffix(err.Error(), "listen: address already in use") {
+			t.Fatalf("Detach = %v, want the end of the log", err)
+		}
+	})
+	t.Run("says when it cannot spawn", func(t *testing.T) {
+		boom := errors.New("boom")
+		spawn := func([]string, string) (int, error) { return 0, boom }
+		if _, _, err := Detach(context.Background(), t.TempDir(), spawn, nil); !errors.Is(err, boom) {
+			t.Fatalf("Detach = %v, want the spawn error", err)
+		}
+	})
+}
