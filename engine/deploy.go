@@ -322,37 +322,18 @@ func Connect(ctx context.Context, cf *platform.CF, access Access, log *slog.Logg
 	if dsn == "" {
 		return nil, nil, fmt.Errorf("the binding of %s to %s has no uri credential; the results database must be a Postgres service", access.TunnelApp, access.ServiceInstance)
 	}
-	remote, err := tunnel.DBRemote(dsn)
-	if err != nil {
+	if _, err := tunnel.DBRemote(dsn); err != nil {
 		return nil, nil, fmt.Errorf("the binding of %s to %s: %w", access.TunnelApp, access.ServiceInstance, err)
 	}
 	target, err := cf.RouteTarget(ctx, app.GUID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tunnel app %s: %w", access.TunnelApp, err)
 	}
-	cc := tunnel.ClientConfig{Server: target.URL, Auth: env[envTunnelAuth], Fingerprint: fp, Remote: remote, Logger: log}
+	cc := tunnel.ClientConfig{Server: target.URL, Auth: env[envTunnelAuth], Fingerprint: fp, Logger: log}
 	if target.ConnectTo != "" {
 		cc.Server, cc.Host = "http://"+target.ConnectTo, hostOf(target.URL)
 	}
-	c, err := tunnel.NewClient(cc)
-	if err != nil {
-		return nil, nil, err
-	}
-	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // lives until close
-	stop := func() { cancel(); c.Close(); c.Wait() }
-	if err := c.Start(tctx); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("tunnel to the results database (%s): %w", target.URL, err)
-	}
-	local, err := c.DSN(dsn)
-	if err == nil {
-		store, err = resultsdb.Open(ctx, local)
-	}
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return store, func() { store.Close(); stop() }, nil
+	return OpenThroughTunnel(ctx, cc, dsn)
 }
 
 func hostOf(rawURL string) string {
