@@ -67,25 +67,13 @@ type StepFinding struct {
 	Finding
 }
 
-// Check reports why sp cannot run where it is asked to, or nil: without a Cloud Foundry
-// (onCF false) every variant needs a url: of a running target.
+// Check reports why sp cannot run where it is asked to, or nil: on Cloud Foundry (onCF)
+// it needs a landscape and a results_db; without, every variant needs a url: of a running
+// target. The error matches ErrUnsupported and is a spec.Errors naming line and field.
+// Preflight checks this and more before a session starts.
 func Check(sp *spec.Spec, onCF bool) error {
-	if onCF {
-		if sp.Landscape == nil {
-			return fmt.Errorf("%s: running on Cloud Foundry needs a landscape section (org and spaces): %w", sp.File, ErrUnsupported)
-		}
-		if sp.ResultsDB == nil {
-			return fmt.Errorf("%s: running on Cloud Foundry needs a results_db section (the service instance generators write to): %w", sp.File, ErrUnsupported)
-		}
-		return nil
-	}
-	if sp.Ramp.Stop.AppCPUAbove > 0 {
-		return fmt.Errorf("%s: ramp.stop.app_cpu_above needs the apps' container metrics, which only a Cloud Foundry run has: %w", sp.File, ErrUnsupported)
-	}
-	for _, v := range sp.Variants {
-		if v.URL == "" {
-			return fmt.Errorf("variant %s: pushing a manifest needs a Cloud Foundry (a landscape section and a cf login): %w", v.Name, ErrUnsupported)
-		}
+	if errs := unsupported(sp, onCF); len(errs) > 0 {
+		return unsupportedError{errs}
 	}
 	return nil
 }
@@ -241,12 +229,10 @@ func (r *runner) waitLive(ctx context.Context, variant string, n int) error {
 }
 
 // checkHeaderVars fails when a header value names an environment variable lookup does
-// not have: better now than from every generator instance once the run started.
+// not have (see Preflight).
 func checkHeaderVars(sp *spec.Spec, lookup func(string) (string, bool)) error {
-	for _, name := range sp.Workload.HeaderVars() {
-		if v, ok := lookup(name); !ok || v == "" {
-			return fmt.Errorf("%s: a workload header uses ${%s}, which is not set in the environment", sp.File, name)
-		}
+	if errs := headerErrors(sp, lookup); len(errs) > 0 {
+		return errs
 	}
 	return nil
 }

@@ -37,5 +37,6 @@ func (discardReporter) Started(*resultsdb.Run, *spec.Spec) {}
 func (discardReporter) Note(string)                        {}
 func (discardReporter) Step(StepReport)                    {}
 func (discardReporter) Finding(string, int, Finding)       {}
+func (discardReporter) Done(Stage, *Outcome)               {}
 
-var _ Reporter = discardReporter{}
+var _ SessionReporter = discardReporter{}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 // LogWindowSlack widens a run's window for its router logs: clocks of routers and of
@@ -147,4 +149,48 @@ func routerRequest(e *routerlogs.Entry, tag uint32) (resultsdb.RouterRequest, bo
 		r.GorouterTime = &d
 	}
 	return r, true
+}
+
+// LogSourceFunc opens the router log source a spec's collectors.router_logs names, for a
+// run whose pushed apps are apps (GUID to name). It returns the source and its name for
+// the pull's record (e.g. "file:/abs/access.log"). The caller wires one per source kind.
+type LogSourceFunc func(rl *spec.RouterLogs, apps map[string]string) (routerlogs.Source, string, error)
+
+// RouterLogPull is a pull of a run's router logs and the coverage per step it left.
+type RouterLogPull struct {
+	// Source names where the logs came from.
+	Source     string
+	Collection *LogCollection
+	// Coverage is per variant and step: requests sent, found in the router logs.
+	Coverage []resultsdb.Coverage
+}
+
+// PullRouterLogs opens the run's router log source with open and pulls it into the store
+// (CollectRouterLogs), then reads the coverage. When the pull fails part-way it returns
+// what it got together with the error; a nil pull means nothing was pulled.
+func PullRouterLogs(ctx context.Context, store *resultsdb.Store, run *resultsdb.Run, rl *spec.RouterLogs, open LogSourceFunc, log *slog.Logger) (*RouterLogPull, error) {
+	vs, err := store.RunVariants(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	apps := map[string]string{}
+	for _, v := range vs {
+		if v.AppGUID != "" {
+			apps[v.AppGUID] = v.AppName
+		}
+	}
+	src, name, err := open(rl, apps)
+	if err != nil {
+		return nil, fmt.Errorf("router logs: %w", err)
+	}
+	budget := routerlogs.Budget{MaxDocuments: int64(rl.MaxDocuments), MaxRequestsPerSecond: rl.MaxRequestsPerSecond}
+	lc, err := CollectRouterLogs(ctx, store, run, name, src, budget, log)
+	if lc == nil {
+		return nil, err
+	}
+	cov, cerr := store.RouterCoverage(context.WithoutCancel(ctx), run.ID)
+	if cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	return &RouterLogPull{Source: name, Collection: lc, Coverage: cov}, err
 }

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cf-benchmark/cf-benchmark/platform"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// Preflight reports every problem that would make a session of sp refuse to start,
+// before anything is started, pushed or created: where sp can run (Check; a spec with a
+// landscape runs on Cloud Foundry), a header value naming a variable lookupEnv has not
+// (nil lookupEnv skips that check), and a variant manifest that cannot be pushed (a
+// missing or malformed file, no such app, app files that do not exist). The problems
+// come as a spec.Errors, each naming file, line and field where the spec has them; nil
+// means a session may start. It reads the manifests and nothing else.
+func Preflight(sp *spec.Spec, lookupEnv func(string) (string, bool)) error {
+	onCF := sp.Landscape != nil
+	errs := unsupported(sp, onCF)
+	if lookupEnv != nil {
+		errs = append(errs, headerErrors(sp, lookupEnv)...)
+	}
+	if onCF {
+		for i, v := range sp.Variants {
+			if v.Manifest == "" {
+				continue
+			}
+			if err := platform.CheckManifest(v.Manifest, v.App); err != nil {
+				errs = append(errs, sp.Errorf(fmt.Sprintf("variants[%d].manifest", i), "%v", err))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// unsupported is what keeps sp from running where onCF says, as spec problems.
+func unsupported(sp *spec.Spec, onCF bool) spec.Errors {
+	var errs spec.Errors
+	if onCF {
+		if sp.Landscape == nil {
+			errs = append(errs, sp.Errorf("landscape", "is required to run on Cloud Foundry (the org and spaces to push to)"))
+		}
+		if sp.ResultsDB == nil {
+			// Placed at the landscape: it is why results_db is needed.
+			e := sp.Errorf("landscape", "is required with a landscape: the service instance the generators write to")
+			e.Path = "results_db"
+			errs = append(errs, e)
+		}
+		return errs
+	}
+	if sp.Ramp.Stop.AppCPUAbove > 0 {
+		errs = append(errs, sp.Errorf("ramp.stop.app_cpu_above", "needs the apps' container metrics, which only a run on Cloud Foundry (a landscape section) has"))
+	}
+	for i, v := range sp.Variants {
+		if v.URL == "" {
+			errs = append(errs, sp.Errorf(fmt.Sprintf("variants[%d].manifest", i), "pushing a manifest needs a Cloud Foundry (a landscape section and a cf login)"))
+		}
+	}
+	return errs
+}
+
+// headerErrors names each header value that uses a ${NAME} lookup does not have: better
+// now than from every generator instance once the run started.
+func headerErrors(sp *spec.Spec, lookup func(string) (string, bool)) spec.Errors {
+	var errs spec.Errors
+	for i, r := range sp.Workload.Requests {
+		names := make([]string, 0, len(r.Headers))
+		for name := range r.Headers {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if _, err := spec.ExpandHeader(r.Headers[name], lookup); err != nil {
+				errs = append(errs, sp.Errorf(fmt.Sprintf("workload.requests[%d].headers.%s", i, name), "%v", err))
+			}
+		}
+	}
+	return errs
+}
+
+// unsupportedError is what Check returns: the spec's problems, which also match
+// ErrUnsupported.
+type unsupportedError struct{ errs spec.Errors }
+
+func (e unsupportedError) Error() string   { return e.errs.Error() }
+func (e unsupportedError) Unwrap() []error { return []error{e.errs, ErrUnsupported} }
