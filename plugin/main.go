@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"syscall"
+	"time"
 
 	cfplugin "code.cloudfoundry.org/cli/v8/plugin"
 
@@ -25,7 +26,7 @@ var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Spawn: spawn, BinDirs: binDirs(),
+	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now, Spawn: spawn, BinDirs: binDirs(),
 		Version: cfbversion.Of(version, buildInfo())}
 	var code int
 	if isPluginInvocation(os.Args) {

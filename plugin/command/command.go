@@ -8,78 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
-
-	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/spec"
 )
-
-// Exit codes: distinct so scripts can tell a bad invocation from a broken environment.
-const (
-	ExitOK      = 0
-	ExitFailure = 1 // infrastructure or runtime failure
-	ExitUsage   = 2 // bad flags, bad spec, unsupported spec
-	ExitAborted = 130
-	// ExitNotRunning is foundation status's answer for a stopped foundation.
-	ExitNotRunning = 3
-	// ExitThresholds is report's answer when a --fail-on threshold failed (or could
-	// not be judged): the benchmark ran, its result is worse than the baseline allows.
-	ExitThresholds = 4
-)
-
-// Env is what a command may use of its process.
-type Env struct {
-	// Stdin is the input of commands that read one (logs parse); nil when there is none.
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	Getenv func(string) string
-	// Spawn starts this program again with args, detached from the terminal, with its
-	// output appended to logPath, and returns its pid. Nil where that is impossible.
-	Spawn func(args []string, logPath string) (pid int, err error)
-	// CF is the cf CLI's connection (API, token) when running as a plugin; nil when
-	// standalone, where commands read the cf CLI's config file.
-	CF func() (CFTarget, error)
-	// BinDirs are where to look for the generator and tunnel binaries pushed to Cloud
-	// Foundry (cfbench-worker, cfbench-tunnel) when neither --bin-dir nor
-	// $CFBENCH_BIN_DIR says: usually the directory of this executable, then ./bin.
-	BinDirs []string
-	// Version is this build's version (internal/version), which --version prints.
-	Version string
-	// prog is "cf" or "cf-benchmark", set by Execute, for hints naming other commands.
-	prog string
-}
-
-// envToken is the variable a workload header names for the user's own Cloud Foundry
-// token (e.g. Authorization: "${CF_OAUTH_TOKEN}"): as a plugin it comes from the cf
-// CLI's connection unless set; standalone, set it: CF_OAUTH_TOKEN=$(cf oauth-token).
-const envToken = "CF_OAUTH_TOKEN"
-
-// lookupEnv is the environment generators expand header values from: the process's,
-// plus the cf CLI's token as CF_OAUTH_TOKEN when running as a plugin.
-func (env *Env) lookupEnv(name string) (string, bool) {
-	if v := env.Getenv(name); v != "" {
-		return v, true
-	}
-	if name == envToken && env.CF != nil {
-		if t, err := env.CF(); err == nil && t.AccessToken != "" {
-			return t.AccessToken, true
-		}
-	}
-	return "", false
-}
-
-// command is how the user invokes the command called name (its standalone name; one of
-// those whose plugin name is benchmark-NAME) in hints: "cf benchmark-export" as a
-// plugin, "cf-benchmark export" standalone.
-func (env *Env) command(name string) string {
-	if env.prog == "cf" {
-		return "cf benchmark-" + name
-	}
-	return "cf-benchmark " + name
-}
 
 // Command is one command of both the plugin and the standalone CLI.
 type Command struct {
@@ -106,13 +36,6 @@ func PluginCommands() []*Command {
 	}
 	return out
 }
-
-// usageError is an invocation problem; it maps to ExitUsage.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
 // Lookup finds a command by its standalone or plugin name.
 func Lookup(name string) *Command {
@@ -181,78 +104,4 @@ func (c *Command) Example(prog string) string {
 		return "cf " + c.PluginName + strings.TrimPrefix(c.ExampleArgs, c.Name)
 	}
 	return prog + " " + c.ExampleArgs
-}
-
-func exitCode(env *Env, prog string, c *Command, err error) int {
-	var (
-		ue   *usageError
-		serr spec.Errors
-	)
-	switch {
-	case err == nil:
-		return ExitOK
-	case errors.As(err, &serr):
-		for _, e := range serr {
-			fmt.Fprintln(env.Stderr, e.Error())
-		}
-		fmt.Fprintf(env.Stderr, "%d problem(s) in the spec\n", len(serr))
-		return ExitUsage
-	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "error: %s\nUsage: %s\n", ue.msg, c.Usage(prog))
-		return ExitUsage
-	case errors.Is(err, engine.ErrUnsupported):
-		fmt.Fprintf(env.Stderr, "error: %v\n", err)
-		return ExitUsage
-	case errors.Is(err, engine.ErrAborted):
-		return ExitAborted
-	case errors.Is(err, errNotRunning):
-		return ExitNotRunning
-	case errors.Is(err, errThresholds):
-		return ExitThresholds
-	}
-	fmt.Fprintf(env.Stderr, "error: %v\n", err)
-	return ExitFailure
-}
-
-// Main is the standalone CLI: cf-benchmark COMMAND [args].
-func Main(ctx context.Context, env *Env, args []string) int {
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
-		fmt.Fprintln(env.Stdout, "cf-benchmark", env.Version)
-		return ExitOK
-	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) > 1 {
-			if c := Lookup(args[1]); c != nil {
-				return Execute(ctx, env, "cf-benchmark", c, []string{"-h"})
-			}
-		}
-		printHelp(env.Stdout)
-		if len(args) == 0 {
-			return ExitUsage
-		}
-		return ExitOK
-	}
-	c := Lookup(args[0])
-	if c == nil {
-		fmt.Fprintf(env.Stderr, "error: unknown command %q\n", args[0])
-		printHelp(env.Stderr)
-		return ExitUsage
-	}
-	return Execute(ctx, env, "cf-benchmark", c, args[1:])
-}
-
-func printHelp(w io.Writer) {
-	fmt.Fprintln(w, "cf-benchmark: benchmark apps on Cloud Foundry and store every request in Postgres.")
-	fmt.Fprintln(w, "\nUsage: cf-benchmark COMMAND [options]   (or, as a cf CLI plugin: cf PLUGIN-COMMAND)")
-	fmt.Fprintln(w, "\nCommands:")
-	cmds := append([]*Command(nil), Commands...)
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
-	for _, c := range cmds {
-		plugin := ""
-		if c.PluginName != "" {
-			plugin = "(cf " + c.PluginName + ")"
-		}
-		fmt.Fprintf(w, "  %-10s %-22s %s\n", c.Name, plugin, c.Summary)
-	}
-	fmt.Fprintln(w, "\nRun 'cf-benchmark help COMMAND' for a command's options and an example, 'cf-benchmark --version' for the version.")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -27,7 +27,7 @@ type result struct {
 func run(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}, args)
+	code := Main(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }, Now: time.Now}, args)
 	return result{code, out.String(), errb.String()}
 }
 
@@ -82,7 +82,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE\n"},
+		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE [--bin-dir DIR]\n"},
 		{[]string{"export"}, "error: give exactly one RUN_ID\n"},
 		{[]string{"export", "42"}, "error: \"42\" is not a run id (they look like 20261122-130501-3f9a)\n"},
 		{[]string{"frobnicate"}, "error: unknown command \"frobnicate\"\n"},
@@ -193,51 +193,5 @@ func TestRunJSON(t *testing.T) {
 	steps := len(sp.Ramp.Steps()) * len(sp.Variants)
 	if events["started"] != 1 || events["step"] != steps || events["summary"] != 1 || events["export"] != 1 {
 		t.Fatalf("events %v, want 1 started, %d step, 1 summary, 1 export", events, steps)
-	}
-}
-
-func TestParseCells(t *testing.T) {
-	cases := []struct {
-		in   string
-		want string // name:cpus;…
-		bad  bool
-	}{
-		{"", "", false},
-		{"apps=0,loadgen=1", "apps:[0];loadgen:[1]", false},
-		{"apps=0-1,loadgen=2-3", "apps:[0 1];loadgen:[2 3]", false},
-		{"apps=0,2,loadgen=1,3", "apps:[0 2];loadgen:[1 3]", false},
-		{"0,1", "", true},
-		{"apps=x", "", true},
-		{"=0", "", true},
-	}
-	for _, c := range cases {
-		got, err := parseCells(c.in)
-		if c.bad {
-			if err == nil {
-				t.Errorf("parseCells(%q) accepted it: %v", c.in, got)
-			}
-			continue
-		}
-		var parts []string
-		for _, cell := range got {
-			parts = append(parts, fmt.Sprintf("%s:%v", cell.Name, cell.CPUs))
-		}
-		if err != nil || strings.Join(parts, ";") != c.want {
-			t.Errorf("parseCells(%q) = %q, %v; want %q", c.in, strings.Join(parts, ";"), err, c.want)
-		}
-	}
-}
-
-func TestParseQuota(t *testing.T) {
-	for in, want := range map[string]string{"": "0 0s", "1000/1h": "1000 1h0m0s", "5/15m": "5 15m0s"} {
-		n, w, err := parseQuota(in)
-		if got := fmt.Sprintf("%d %v", n, w); err != nil || got != want {
-			t.Errorf("parseQuota(%q) = %s, %v; want %s", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"1000", "x/1h", "0/1h", "5/forever", "5/-1h"} {
-		if _, _, err := parseQuota(bad); err == nil {
-			t.Errorf("parseQuota(%q) accepted it", bad)
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -47,7 +46,7 @@ var exportCmd = &Command{
 			if out == "" {
 				out = filepath.Join("results", runID)
 			}
-			logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			logger := env.logger()
 			var (
 				store   *resultsdb.Store
 				closeDB func()
@@ -59,7 +58,7 @@ var exportCmd = &Command{
 				defer debug.SetGCPercent(debug.SetGCPercent(400))
 			}
 			if tun.url != "" {
-				store, _, closeDB, err = db.openThrough(ctx, env, &tun, logger)
+				store, closeDB, err = tun.openThrough(ctx, env, &db, logger)
 			} else {
 				// The run's record on this machine says where its results are: the
 				// private Postgres, or a Cloud Foundry database behind its tunnel app.

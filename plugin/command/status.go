@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/report"
@@ -21,7 +20,7 @@ var statusCmd = &Command{
 		var rf recordedFlags
 		rf.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
-			logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			logger := env.logger()
 			store, runID, closeDB, err := rf.open(ctx, env, args, logger)
 			if err != nil {
 				return err
@@ -41,7 +40,7 @@ func printStatus(ctx context.Context, env *Env, store *resultsdb.Store, runID st
 	if run.Reason != "" {
 		fmt.Fprintf(env.Stdout, " (%s)", run.Reason)
 	}
-	end := time.Now()
+	end := env.Now()
 	if run.Ended != nil {
 		end = *run.Ended
 	}

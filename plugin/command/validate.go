@@ -5,24 +5,27 @@ import (
 	"flag"
 	"fmt"
 	"time"
-
-	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 var validateCmd = &Command{
 	Name:        "validate",
 	PluginName:  "benchmark-validate",
-	Synopsis:    "-f FILE",
-	Summary:     "Check a benchmark spec and print one line per problem (file:line:column: field: problem)",
+	Synopsis:    "-f FILE [--bin-dir DIR]",
+	Summary:     "Check a benchmark spec as run does before it starts, and print one line per problem (file:line:column: field: problem)",
 	ExampleArgs: "validate -f examples/demo.yml",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
+		binDir := fs.String("bin-dir", "", "as for run: where the binaries pushed to Cloud Foundry are (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
 		return func(ctx context.Context, env *Env, args []string) error {
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
 			}
-			sp, err := spec.Load(*file)
+			sp, _, err := readSpec(*file)
 			if err != nil {
+				return err
+			}
+			// What run checks before it touches a foundation, and nothing less.
+			if _, err := preflight(env, sp, env.Getenv("CFBENCH_DB") != "", *binDir); err != nil {
 				return err
 			}
 			steps := sp.Ramp.Steps()

@@ -1,0 +1,68 @@
+package command
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// readSpec reads and parses the spec file; relative paths in it are resolved against
+// its directory.
+func readSpec(file string) (*spec.Spec, []byte, error) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, usagef("read spec: %v", err)
+	}
+	sp, err := spec.Parse(file, text, filepath.Dir(file))
+	if err != nil {
+		return nil, nil, err
+	}
+	return sp, text, nil
+}
+
+// pushed are the binaries a run on Cloud Foundry pushes.
+type pushed struct{ worker, tunnel string }
+
+// preflight is every check run makes before it touches a foundation or a database, and
+// all that validate does: engine.Preflight on the spec, then, for a spec with a
+// landscape, that no database is given (its results go to results_db) and that the
+// binaries to push are found (binDir, else $CFBENCH_BIN_DIR, else env.BinDirs).
+// dsnGiven tells whether --db or CFBENCH_DB gives a database.
+func preflight(env *Env, sp *spec.Spec, dsnGiven bool, binDir string) (pushed, error) {
+	if err := engine.Preflight(sp, env.lookupEnv); err != nil {
+		return pushed{}, err
+	}
+	if sp.Landscape == nil {
+		return pushed{}, nil
+	}
+	if dsnGiven {
+		return pushed{}, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
+	}
+	return findBins(env, binDir)
+}
+
+// findBins finds the generator and tunnel binaries that runs on Cloud Foundry push.
+func findBins(env *Env, flagDir string) (pushed, error) {
+	dirs := env.BinDirs
+	if d := env.Getenv("CFBENCH_BIN_DIR"); d != "" {
+		dirs = []string{d}
+	}
+	if flagDir != "" {
+		dirs = []string{flagDir}
+	}
+	for _, d := range dirs {
+		b := pushed{filepath.Join(d, "cfbench-worker"), filepath.Join(d, "cfbench-tunnel")}
+		if isFile(b.worker) && isFile(b.tunnel) {
+			return b, nil
+		}
+	}
+	return pushed{}, usagef("cfbench-worker and cfbench-tunnel (linux/amd64) not found in %s: build them with make build (into bin/), then give --bin-dir DIR or CFBENCH_BIN_DIR", strings.Join(dirs, ", "))
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}

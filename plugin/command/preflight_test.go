@@ -1,0 +1,73 @@
+package command
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestValidateRefusesWhatRunRefuses checks that validate and run give the same answer,
+// line for line, for every spec run refuses before it touches a foundation or a
+// database, and that validate accepts what run would start.
+func TestValidateRefusesWhatRunRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"app.yml": "applications:\n- name: app\n", "bins/cfbench-worker": "x", "bins/cfbench-tunnel": "x"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const onCF = "landscape:\n  org: o\n  apps: {space: a}\n  generators: {space: g}\nresults_db: {service_instance: r}\n"
+	manifest := strings.Replace(goodSpec, "url: http://127.0.0.1:18080", "manifest: app.yml", 1)
+	bins := filepath.Join(dir, "bins")
+	cases := []struct {
+		name, spec string
+		env        map[string]string
+		flags      []string
+		code       int
+		stderr     string // prefix of the first line; "" for valid
+	}{
+		{"url spec", goodSpec, nil, nil, ExitOK, ""},
+		{"manifest spec with the binaries", manifest + onCF, nil, []string{"--bin-dir", bins}, ExitOK, ""},
+		{"binaries from CFBENCH_BIN_DIR", manifest + onCF, map[string]string{"CFBENCH_BIN_DIR": bins}, nil, ExitOK, ""},
+		{"landscape without results_db", manifest + strings.Split(onCF, "results_db")[0], nil, []string{"--bin-dir", bins}, ExitUsage,
+			"SPEC:16:1: results_db: is required with a landscape"},
+		{"manifest that does not exist", strings.Replace(manifest, "app.yml", "nope.yml", 1) + onCF, nil, []string{"--bin-dir", bins}, ExitUsage,
+			"SPEC:5:5: variants[0].manifest: read manifest: open " + filepath.Join(dir, "nope.yml")},
+		{"header variable not set", strings.Replace(goodSpec, "path: /", "path: /\n      headers: {Authorization: \"${CFB_TEST_UNSET}\"}", 1), nil, nil, ExitUsage,
+			"SPEC:12:17: workload.requests[0].headers.Authorization: ${CFB_TEST_UNSET} is not set in the environment"},
+		{"app CPU stop without Cloud Foundry", strings.Replace(goodSpec, "warmup: 200ms", "warmup: 200ms\n  stop: {app_cpu_above: 90}", 1), nil, nil, ExitUsage,
+			"SPEC:16:10: ramp.stop.app_cpu_above: needs the apps' container metrics"},
+		{"a database given for Cloud Foundry", manifest + onCF, map[string]string{"CFBENCH_DB": "postgres://127.0.0.1:1/x"}, []string{"--bin-dir", bins}, ExitUsage,
+			"error: --db and CFBENCH_DB are for runs without Cloud Foundry"},
+		{"binaries not found", manifest + onCF, nil, []string{"--bin-dir", filepath.Join(dir, "none")}, ExitUsage,
+			"error: cfbench-worker and cfbench-tunnel (linux/amd64) not found in " + filepath.Join(dir, "none")},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			specPath := filepath.Join(dir, "spec"+string(rune('a'+i))+".yml")
+			if err := os.WriteFile(specPath, []byte(c.spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(c.stderr, "SPEC", specPath)
+			v := run(t, c.env, append([]string{"validate", "-f", specPath}, c.flags...)...)
+			first, _, _ := strings.Cut(v.stderr, "\n")
+			if v.code != c.code || !strings.HasPrefix(first, want) || (want == "") != (v.stderr == "") {
+				t.Fatalf("validate: exit %d, stderr %q; want %d and %q", v.code, v.stderr, c.code, want)
+			}
+			if c.code == ExitOK {
+				if !strings.Contains(v.stdout, ": valid: ") {
+					t.Fatalf("validate: stdout %q", v.stdout)
+				}
+				return
+			}
+			r := run(t, c.env, append([]string{"run", "-f", specPath, "--state-dir", filepath.Join(dir, "state")}, c.flags...)...)
+			// The same problems; a usage error's last line is each command's usage.
+			if rfirst, _, _ := strings.Cut(r.stderr, "\n"); r.code != v.code || rfirst != first || r.stdout != "" ||
+				strings.Count(r.stderr, "\n") != strings.Count(v.stderr, "\n") {
+				t.Fatalf("run: exit %d, stdout %q, stderr %q; want validate's exit %d and stderr %q", r.code, r.stdout, r.stderr, v.code, v.stderr)
+			}
+		})
+	}
+}
