@@ -72,8 +72,8 @@ func Serve(ctx context.Context, cfg Config, ready func(Info)) error {
 	if pid, ok := Running(dir); ok {
 		return &RunningError{Dir: dir, PID: pid}
 	}
-	f, err := Start(ctx, cfg)
-	if err != nil {
+	f := New(cfg)
+	if err := f.Start(ctx); err != nil { // it ends when ctx does
 		return err
 	}
 	defer f.Close()

@@ -102,18 +102,20 @@ func LoadRecord(dir, id string) (*Record, error) {
 // stops the server. where says, for people, which database it is.
 func OpenPrivate(ctx context.Context, dir string) (store *resultsdb.Store, where string, close func(), err error) {
 	pgDir := filepath.Join(dir, "pg")
-	srv, err := pgserver.Start(ctx, pgserver.Options{Dir: pgDir})
-	if err != nil {
+	// The server lives until close, not until ctx ends: after a Ctrl-C the run still
+	// records that it was interrupted.
+	srv := pgserver.New(pgserver.Options{Dir: pgDir})
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, "", nil, fmt.Errorf("start the private results Postgres: %w", err)
 	}
 	if err := srv.CreateDatabase(ctx, "cfbench"); err != nil {
-		srv.Stop()
+		srv.Close()
 		return nil, "", nil, fmt.Errorf("private results Postgres: %w", err)
 	}
 	store, err = resultsdb.Open(ctx, srv.DSN("cfbench"))
 	if err != nil {
-		srv.Stop()
+		srv.Close()
 		return nil, "", nil, fmt.Errorf("private results Postgres: %w", err)
 	}
-	return store, "the private Postgres in " + pgDir, func() { store.Close(); srv.Stop() }, nil
+	return store, "the private Postgres in " + pgDir, func() { store.Close(); srv.Close() }, nil
 }
