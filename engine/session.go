@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/export"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/platform"
+	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -26,6 +28,7 @@ const (
 	StageRun        Stage = "run"         // the ramp: Outcome.Result
 	StageRouterLogs Stage = "router_logs" // Outcome.RouterLogs, Outcome.RouterLogsErr
 	StageExport     Stage = "export"      // Outcome.ExportDir, Outcome.Export
+	StageReport     Stage = "report"      // Outcome.Report, Outcome.ReportFile, Outcome.ReportErr
 )
 
 // SessionReporter is a Reporter that also hears when a stage of a session is done, to
@@ -78,6 +81,12 @@ type Outcome struct {
 	// ExportDir holds the CSV files Export lists.
 	ExportDir string
 	Export    *export.Manifest
+	// Report is what the run means (package report), written as one offline HTML file
+	// to ReportFile beside the CSV files; ReportErr says why not. A report that could
+	// not be made does not fail the session: cf-benchmark report makes it again.
+	Report     *report.Report
+	ReportFile string
+	ReportErr  error
 }
 
 // StageError is a stage that failed after the run was recorded: what the run collected
@@ -122,6 +131,7 @@ func RunSession(ctx context.Context, sp *spec.Spec, specText string, cfg Session
 		{StageRun, s.run},
 		{StageRouterLogs, s.routerLogs},
 		{StageExport, s.export},
+		{StageReport, s.report},
 	}
 	for _, st := range stages {
 		done, err := st.run(ctx)
@@ -200,7 +210,27 @@ func (s *session) routerLogs(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s.o.RouterLogs, s.o.RouterLogsErr = PullRouterLogs(ctx, s.store, s.o.Run, rl, s.cfg.LogSource, s.cfg.Logger)
+	if s.o.RouterLogs != nil {
+		s.checkCollected(ctx)
+	}
 	return true, nil
+}
+
+// checkCollected judges what the router logs tell about the run's own measurement
+// (coverage, layer order) and reports the findings like those of the steps.
+func (s *session) checkCollected(ctx context.Context) {
+	spent := false
+	if c := s.o.RouterLogs.Collection; c != nil && c.Pull != nil {
+		spent = c.Pull.BudgetExhausted
+	}
+	found, err := CheckCollected(context.WithoutCancel(ctx), s.store, s.o.Run.ID, s.sp.Checks, spent)
+	if err != nil {
+		s.cfg.Logger.Warn("judge the router logs", "err", err)
+	}
+	for _, f := range found {
+		s.o.Findings = append(s.o.Findings, f)
+		s.cfg.Reporter.Finding(f.Variant, f.Step, f.Finding)
+	}
 }
 
 // export writes the run's CSV files, also after an interrupt during the router logs.
@@ -212,4 +242,50 @@ func (s *session) export(ctx context.Context) (bool, error) {
 	}
 	s.o.ExportDir, s.o.Export = dir, m
 	return true, nil
+}
+
+// report builds the run's report and writes it as report.html beside the CSV files,
+// also after an interrupt during the router logs.
+func (s *session) report(ctx context.Context) (bool, error) {
+	ctx = context.WithoutCancel(ctx)
+	rep, err := report.Build(ctx, s.store, []string{s.o.Run.ID}, report.Options{})
+	if err != nil {
+		s.o.ReportErr = err
+		return true, nil
+	}
+	s.o.Report = rep
+	file := filepath.Join(s.sp.Export.Dir, s.o.Run.ID, "report.html")
+	if err := writeFile(file, rep.WriteHTML); err != nil {
+		s.o.ReportErr = err
+		return true, nil
+	}
+	s.o.ReportFile = file
+	return true, nil
+}
+
+// writeFile writes file with write, through a temporary file renamed into place, so a
+// failed write leaves no half file behind.
+func writeFile(file string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".report-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	return nil
 }

@@ -71,7 +71,7 @@ func TestRunSessionRunsEveryStageInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Stage{StageRun, StageRouterLogs, StageExport}; !slices.Equal(rep.done, want) {
+	if want := []Stage{StageRun, StageRouterLogs, StageExport, StageReport}; !slices.Equal(rep.done, want) {
 		t.Fatalf("stages done %v, want %v", rep.done, want)
 	}
 	if rep.started != 1 || len(rep.notes) == 0 || rep.notes[0] != "results db: the test db" {
@@ -88,6 +88,13 @@ func TestRunSessionRunsEveryStageInOrder(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(o.ExportDir, "samples.csv")); err != nil {
 		t.Fatalf("no samples.csv: %v", err)
+	}
+	html, err := os.ReadFile(filepath.Join(o.ExportDir, "report.html"))
+	if err != nil || o.ReportErr != nil || o.ReportFile != filepath.Join(o.ExportDir, "report.html") || !strings.Contains(string(html), o.Run.ID) {
+		t.Fatalf("report %s (%v, %v): want report.html beside the CSV files, of this run", o.ReportFile, err, o.ReportErr)
+	}
+	if o.Report == nil || len(o.Report.Runs) != 1 || o.Report.Runs[0].ID != o.Run.ID {
+		t.Fatalf("outcome report %+v: want the run's", o.Report)
 	}
 }
 

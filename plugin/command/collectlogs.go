@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"path/filepath"
 
@@ -39,10 +40,15 @@ var collectLogsCmd = &Command{
 				return usagef("the spec of run %s has no collectors.router_logs: give a spec that has, with -f FILE", runID)
 			}
 			pull, err := engine.PullRouterLogs(ctx, store, run, sp.Collectors.RouterLogs, logSource(env, logger), logger)
-			if pull != nil {
-				printRouterLogs(env, run.ID, pull)
+			if pull == nil {
+				return err
 			}
-			return err
+			printRouterLogs(env, run.ID, pull)
+			found, cerr := engine.CheckCollected(ctx, store, run.ID, sp.Checks, pull.Collection.Pull.BudgetExhausted)
+			for _, f := range found {
+				printFinding(env, f.Variant, f.Step, f.Finding)
+			}
+			return errors.Join(err, cerr)
 		}
 	},
 }

@@ -28,8 +28,11 @@ func (r *textReporter) Step(s engine.StepReport) {
 	}
 }
 
-func (r *textReporter) Finding(variant string, step int, f engine.Finding) {
-	fmt.Fprintf(r.env.Stdout, "%s: %s step %d: %s: %s\n", findingLevel(f.Level), variant, step+1, f.Check, f.Message)
+func (r *textReporter) Finding(variant string, step int, f engine.Finding) { printFinding(r.env, variant, step, f) }
+
+// printFinding writes a finding of a step (0-based idx) as a line.
+func printFinding(env *Env, variant string, idx int, f engine.Finding) {
+	fmt.Fprintf(env.Stdout, "%s: %s step %d: %s: %s\n", findingLevel(f.Level), variant, idx+1, f.Check, f.Message)
 }
 
 func findingLevel(l spec.CheckLevel) string {
@@ -52,7 +55,7 @@ func (r *textReporter) Done(stage engine.Stage, o *engine.Outcome) {
 			fmt.Fprintf(r.env.Stderr, "summary: %v\n", err)
 		}
 		for _, f := range o.Findings {
-			fmt.Fprintf(w, "%s: %s step %d: %s: %s\n", f.Level, f.Variant, f.Step+1, f.Check, f.Message)
+			printFinding(r.env, f.Variant, f.Step, f.Finding)
 		}
 	case engine.StageRouterLogs:
 		if o.RouterLogs != nil {
@@ -63,7 +66,24 @@ func (r *textReporter) Done(stage engine.Stage, o *engine.Outcome) {
 		fmt.Fprintln(w)
 		printExport(r.env, o.ExportDir, o.Export)
 		fmt.Fprintf(w, "status: %s %s\n", r.env.command("status"), o.Run.ID)
+	case engine.StageReport:
+		if o.Report != nil {
+			fmt.Fprintln(w)
+			if err := o.Report.WriteText(w); err != nil {
+				fmt.Fprintf(r.env.Stderr, "report: %v\n", err)
+			}
+		}
+		reportDone(r.env, o)
 	}
+}
+
+// reportDone says where the run's report is, or on stderr why it is not.
+func reportDone(env *Env, o *engine.Outcome) {
+	if o.ReportErr != nil {
+		fmt.Fprintf(env.Stderr, "report: %v\nTry: %s %s --format html -o report.html\n", o.ReportErr, env.command("report"), o.Run.ID)
+		return
+	}
+	fmt.Fprintf(env.Stdout, "report: %s\n", o.ReportFile)
 }
 
 // routerLogsFailed says on stderr why a session's router logs were not (all) pulled:

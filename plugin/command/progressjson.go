@@ -60,6 +60,12 @@ func (r *jsonReporter) Done(stage engine.Stage, o *engine.Outcome) {
 		routerLogsFailed(r.env, o)
 	case engine.StageExport:
 		r.emit("export", map[string]any{"run": o.Run.ID, "dir": o.ExportDir, "files": o.Export.Files})
+	case engine.StageReport:
+		if o.ReportErr != nil {
+			reportDone(r.env, o)
+			return
+		}
+		r.emit("report", map[string]any{"run": o.Run.ID, "file": o.ReportFile, "report": o.Report})
 	}
 }
 
