@@ -28,7 +28,9 @@ func (r *textReporter) Step(s engine.StepReport) {
 	}
 }
 
-func (r *textReporter) Finding(variant string, step int, f engine.Finding) { printFinding(r.env, variant, step, f) }
+func (r *textReporter) Finding(variant string, step int, f engine.Finding) {
+	printFinding(r.env, variant, step, f)
+}
 
 // printFinding writes a finding of a step (0-based idx) as a line.
 func printFinding(env *Env, variant string, idx int, f engine.Finding) {
