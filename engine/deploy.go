@@ -51,6 +51,8 @@ type Deployment struct {
 	variants map[string]*deployedVariant
 	order    []string
 	close    func()
+	// databases are the apps' databases whose connections the run watches.
+	databases []watchedDB
 	// appCores and generatorCores are the cores of one cell of the apps' and the
 	// generators' isolation segment, where the foundation says; nil when unknown.
 	appCores, generatorCores *float64
@@ -154,8 +156,10 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if created {
 		note(fmt.Sprintf("created service instance %s (%s %s) in space %s", rdb.ServiceInstance, rdb.Offering, rdb.Plan, gens.Name))
 	}
+	serviceGUIDs := map[string]string{}
 	for _, si := range sp.Landscape.Services {
-		_, created, err := cf.EnsureServiceInstance(ctx, land.Apps.GUID, si.Name, si.Offering, si.Plan)
+		guid, created, err := cf.EnsureServiceInstance(ctx, land.Apps.GUID, si.Name, si.Offering, si.Plan)
+		serviceGUIDs[si.Name] = guid
 		if err != nil {
 			return nil, fmt.Errorf("service instance %s of the apps: %w", si.Name, err)
 		}
@@ -224,6 +228,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			}
 		}
 	}
+	d.databases = findDatabases(ctx, cf, sp, serviceGUIDs, d, note)
 	return d, nil
 }
 

@@ -157,6 +157,8 @@ func (r *runner) variants(ctx context.Context) (err error) {
 	if dep != nil {
 		stopMetrics := dep.startMetrics(ctx, r.run.ID, r.sp.Collectors.ContainerMetrics.Interval, r.opts.Logger)
 		defer stopMetrics()
+		stopDBWatch := dep.startDBWatch(ctx, r.run.ID, r.sp.Collectors.ContainerMetrics.Interval, r.opts.Reporter.Note, r.opts.Logger)
+		defer stopDBWatch()
 	}
 	for i := range r.sp.Variants {
 		if ctx.Err() != nil {
