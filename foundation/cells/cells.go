@@ -116,6 +116,11 @@ type Config struct {
 	Path   string
 	Logger *slog.Logger
 	Clock  func() time.Time
+	// OnMetrics, if set, receives the container metrics of every instance with a live
+	// process after each sample (every StatsInterval), as Diego's rep emits them to
+	// Loggregator. It is called from the sampler goroutine, never under a lock, and
+	// must not block for long.
+	OnMetrics func([]ContainerMetrics)
 	// OnEvent, if set, is called on every instance state change, in order per
 	// instance, from that instance's goroutine and never under a lock. It must not
 	// block for long. Cloud Controller can turn CRASHED into audit.app.process.crash.
@@ -131,6 +136,35 @@ type Event struct {
 	Details                           string
 	Crashes                           int
 	Time                              time.Time
+}
+
+// ContainerMetrics is one instance's usage at one sample, with the cumulative counters
+// Garden keeps for a container: CPU time used, CPU time it was entitled to, and its
+// age. A step's CPU is then exact from two readings: ΔCPUTime / Δwall.
+type ContainerMetrics struct {
+	ProcessGUID, AppGUID, AppName, ProcessType string
+	Index                                      int
+	InstanceGUID                               string
+	// Time is when the sample was taken (wall clock, whatever Config.Clock says).
+	Time time.Time
+	// CPU is the fraction of one core used since the previous sample.
+	CPU float64
+	// CPUTime is the CPU time the instance used since it started; it never decreases.
+	CPUTime time.Duration
+	// Entitlement is the CPU time the instance was entitled to since it started: its
+	// entitled cores (Instance.CPUEntitlement) times its age.
+	Entitlement time.Duration
+	// Age is how long the instance's process has existed.
+	Age                           time.Duration
+	MemBytes, DiskBytes           uint64
+	MemQuotaBytes, DiskQuotaBytes uint64
+	// Cell is the instance's cell (isolation segment).
+	Cell string
+	// Counters says where CPUTime comes from: "cgroup" (the container's cpu.stat or
+	// cpuacct.usage: everything that ran in it) or, without isolation, "proc" (the
+	// process group's utime and stime: CPU of a child that exits and is reaped outside
+	// the group is lost).
+	Counters string
 }
 
 // Instance is the observed state of one app instance.

@@ -40,6 +40,9 @@ type instance struct {
 	killReason string        // why the cell killed the running process, if it did
 	lastCPU    time.Duration // CPU time at the previous sample
 	lastSample time.Time     // wall clock (not Config.Clock) of the previous sample
+	started    time.Time     // wall clock when the running process started
+	cpuTotal   time.Duration // CPU time since started, summed from non-negative steps
+	entTotal   time.Duration // entitled CPU time since started
 }
 
 // newInstance is called under Cells.mu once Start has resolved the cells.
@@ -193,6 +196,7 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	in.info.PID = pid
 	in.pgid, in.cg, in.tmpDir, in.killReason = pid, cg, tmpDir, ""
 	in.lastCPU, in.lastSample = 0, time.Now()
+	in.started, in.cpuTotal, in.entTotal = in.lastSample, 0, 0
 	c.mu.Unlock()
 
 	exited := make(chan error, 1)

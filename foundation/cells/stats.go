@@ -175,24 +175,38 @@ func (c *Cells) sample() {
 	}
 	now := time.Now() // CPU is measured against real time, whatever Config.Clock says
 
+	var metrics []ContainerMetrics
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i, t := range targets {
 		in, r := t.in, readings[i]
 		if in.pgid != t.pgid || in.cg != t.cg || !r.ok {
 			continue // restarted or stopped meanwhile
 		}
-		if wall := now.Sub(in.lastSample).Seconds(); wall > 0 {
+		if wall := now.Sub(in.lastSample); wall > 0 {
 			// Without a cgroup, CPU of children reaped outside the group vanishes;
-			// never report negative.
-			in.info.CPU = max(r.cpu-in.lastCPU, 0).Seconds() / wall
+			// never report negative, so that the cumulative CPU time never drops.
+			used := max(r.cpu-in.lastCPU, 0)
+			in.info.CPU = used.Seconds() / wall.Seconds()
 			in.info.CPUEntitlement = 0
 			if in.entitled > 0 {
 				in.info.CPUEntitlement = in.info.CPU / in.entitled
 			}
+			in.cpuTotal += used
+			in.entTotal += time.Duration(in.entitled * float64(wall))
 		}
 		in.lastCPU, in.lastSample = r.cpu, now
 		in.info.MemBytes, in.info.DiskBytes = r.mem, disk[i]
+		if c.cfg.OnMetrics != nil {
+			counters := "proc"
+			if t.cg != nil {
+				counters = "cgroup"
+			}
+			metrics = append(metrics, ContainerMetrics{ProcessGUID: in.spec.ProcessGUID, AppGUID: in.spec.AppGUID,
+				AppName: in.spec.AppName, ProcessType: in.spec.ProcessType, Index: in.index, InstanceGUID: in.info.GUID,
+				Time: now, CPU: in.info.CPU, CPUTime: in.cpuTotal, Entitlement: in.entTotal, Age: now.Sub(in.started),
+				MemBytes: r.mem, DiskBytes: disk[i], MemQuotaBytes: uint64(max(in.spec.MemoryMB, 0)) << 20,
+				DiskQuotaBytes: uint64(max(in.spec.DiskMB, 0)) << 20, Cell: in.cell.name, Counters: counters})
+		}
 
 		limit := uint64(in.spec.MemoryMB) << 20
 		if c.cfg.EnforceMemory && t.cg == nil && limit > 0 && r.mem > limit && in.killReason == "" {
@@ -201,6 +215,10 @@ func (c *Cells) sample() {
 				"index", in.index, "rss_bytes", r.mem, "limit_bytes", limit)
 			killGroup(t.pgid, syscall.SIGKILL)
 		}
+	}
+	c.mu.Unlock()
+	if len(metrics) > 0 {
+		c.cfg.OnMetrics(metrics)
 	}
 }
 

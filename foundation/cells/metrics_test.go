@@ -1,0 +1,96 @@
+package cells
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// metricsRecorder collects what OnMetrics receives.
+type metricsRecorder struct {
+	mu sync.Mutex
+	ms []ContainerMetrics
+}
+
+func (r *metricsRecorder) add(ms []ContainerMetrics) {
+	r.mu.Lock()
+	r.ms = append(r.ms, ms...)
+	r.mu.Unlock()
+}
+
+func (r *metricsRecorder) of(guid string) []ContainerMetrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ContainerMetrics
+	for _, m := range r.ms {
+		if m.ProcessGUID == guid {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Every sample emits each live instance's counters: CPU time and entitlement only ever
+// grow, the entitlement accrues at the instance's entitled cores (128 MB of a 1024 MB
+// one-CPU cell: 1/8 core) over its age, and each sample's CPU rate is exactly the CPU
+// time between two readings over the wall time between them, so two readings give a
+// step's CPU.
+func TestContainerMetricsCounters(t *testing.T) {
+	t.Parallel()
+	rec := &metricsRecorder{}
+	cpu := availableCPUs(t)[0]
+	e := startCells(t, func(c *Config) {
+		c.Cells = []Cell{{"apps", []int{cpu}}}
+		c.CellMemoryMB = 1024
+		c.OnMetrics = rec.add
+	})
+	e.c.Desire(fixtureSpec("p-count", 1, map[string]string{"BUSY": "1"}))
+	eventually(t, 10*time.Second, "running", allRunning(e.c, "p-count", 1))
+	eventually(t, 20*time.Second, "five readings with CPU time", func() bool {
+		ms := rec.of("p-count")
+		return len(ms) >= 5 && ms[len(ms)-1].CPUTime > 0
+	})
+	in := e.c.Instances("p-count")[0]
+	ms := rec.of("p-count")
+	isolated, _ := e.c.Isolation()
+	wantCounters := map[bool]string{true: "cgroup", false: "proc"}[isolated]
+	var prev *ContainerMetrics
+	for i := range ms {
+		m := &ms[i]
+		if m.InstanceGUID != in.GUID {
+			continue // a reading of an earlier start, had it crashed
+		}
+		if m.AppGUID != "app-p-count" || m.AppName != "fixture" || m.ProcessType != "web" || m.Index != 0 || m.Cell != "apps" ||
+			m.MemQuotaBytes != 128<<20 || m.DiskQuotaBytes != 256<<20 || m.Counters != wantCounters || m.MemBytes == 0 {
+			t.Fatalf("reading %d = %+v", i, *m)
+		}
+		if want := m.Age / 8; absDuration(m.Entitlement-want) > time.Duration(i+1)*time.Microsecond {
+			t.Errorf("reading %d: entitlement %v, want age/8 = %v", i, m.Entitlement, want)
+		}
+		if limit := time.Duration(runtime.NumCPU()) * m.Age; m.CPUTime > limit {
+			t.Errorf("reading %d: CPU time %v over %d CPUs × age %v", i, m.CPUTime, runtime.NumCPU(), m.Age)
+		}
+		if prev != nil {
+			if m.CPUTime < prev.CPUTime || m.Entitlement < prev.Entitlement || m.Age <= prev.Age || !m.Time.After(prev.Time) {
+				t.Errorf("reading %d went backwards: %+v after %+v", i, *m, *prev)
+			}
+			rate := (m.CPUTime - prev.CPUTime).Seconds() / m.Time.Sub(prev.Time).Seconds()
+			if math.Abs(rate-m.CPU) > 1e-6 {
+				t.Errorf("reading %d: CPU %v, but Δ CPU time / Δ wall = %v", i, m.CPU, rate)
+			}
+		}
+		prev = m
+	}
+	if prev == nil {
+		t.Fatal("no reading of the running instance")
+	}
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
