@@ -27,6 +27,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/foundation/logcache"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
@@ -112,6 +113,7 @@ type Foundation struct {
 	apiLn    net.Listener
 	apiDone  chan error // the API server's Serve result
 	router   *router.Router
+	logs     *logcache.Store
 	log      *os.File
 	shipper  *logship.Shipper
 	life     lifecycle.State
@@ -217,24 +219,38 @@ func (f *Foundation) start(ctx context.Context) error {
 	}
 	f.pg = pg
 	// The cgroup root is named after the state dir, so two foundations never share one.
+	// Every sample's container metrics go to the Log Cache, as Diego's rep sends them.
+	f.logs = logcache.NewStore(0)
 	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
-		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger})
+		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger,
+		OnMetrics: func(ms []cells.ContainerMetrics) { f.logs.Put(containerEnvelopes(ms)...) }})
 	if err := f.cells.Start(life); err != nil {
 		return err
+	}
+	if ok, reason := f.cells.Isolation(); !ok {
+		cfg.Logger.Warn("no cgroups: the Log Cache's CPU counters (absolute_usage) sum each instance's process group from /proc, "+
+			"missing CPU of children reaped outside it", "reason", reason)
 	}
 	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
 	var segments []string
 	for _, c := range cfg.Cells {
 		segments = append(segments, c.Name)
 	}
+	// The Log Cache is served on the API's own address (its paths, /api/v1/…, are
+	// not CC's), so it needs no port of its own.
+	apiURL := "http://" + f.apiLn.Addr().String()
 	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
-		Segments: segments, RouterURL: "http://" + routerAddr(settings), Logger: cfg.Logger})
+		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
+		Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
-	f.cc.SetBaseURL("http://" + f.apiLn.Addr().String())
-	f.api = &http.Server{Handler: f.cc.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	f.cc.SetBaseURL(apiURL)
+	mux := http.NewServeMux()
+	mux.Handle("/api/v1/", logcache.Handler(logcache.APIConfig{Store: f.logs, Auth: logReaders{f.cc}, Started: time.Now()}))
+	mux.Handle("/", f.cc.Handler())
+	f.api = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	f.apiDone = make(chan error, 1)
 	go func() {
 		err := f.api.Serve(f.apiLn)
@@ -280,6 +296,21 @@ type apps struct{ cc *cc.Server }
 func (a apps) App(guid string) (logship.AppInfo, bool) {
 	m, ok := a.cc.AppMeta(guid)
 	return logship.AppInfo{Name: m.Name, SpaceName: m.SpaceName, SpaceGUID: m.SpaceGUID, OrgName: m.OrgName, OrgGUID: m.OrgGUID}, ok
+}
+
+// logReaders lets a token of the API read the Log Cache of the apps the API knows,
+// as the CF auth proxy lets a user read the apps CC shows them (the one user sees
+// every app); other sources, such as platform components, are for admins only.
+type logReaders struct{ cc *cc.Server }
+
+var _ logcache.Authorizer = logReaders{}
+
+func (l logReaders) CanRead(authorization, sourceID string) bool {
+	if !l.cc.Authenticated(authorization) {
+		return false
+	}
+	_, ok := l.cc.AppMeta(sourceID)
+	return ok
 }
 
 // LogShipping reports the shipper's counters; ok is false when logs are not shipped.

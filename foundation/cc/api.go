@@ -130,6 +130,14 @@ type Config struct {
 	// so clients reach routes there with the route as Host header. A real CC has no
 	// such link.
 	RouterURL string
+	// LogCacheURL, when set, is advertised in the root document as links.log_cache, as
+	// a real CC advertises its Log Cache (clients read <href>/api/v1/read/:source_id).
+	LogCacheURL string
+	// CellCores, when set, is advertised in the root document as the non-standard
+	// links.cfbench_cells: per isolation segment, the CPU cores an instance there may
+	// use ({"apps": {"cores": 1}}), so that a run knows the CPU available per instance.
+	// A real CC has no such key.
+	CellCores map[string]float64
 	Logger    *slog.Logger
 }
 

@@ -153,3 +153,51 @@ func TestRootLinksTheRouter(t *testing.T) {
 		})
 	}
 }
+
+// TestRootLinksLogCacheAndCells checks links.log_cache (standard: null without a Log
+// Cache, else its href) and the non-standard links.cfbench_cells (cores per isolation
+// segment, absent unless configured), and Authenticated, which the Log Cache asks.
+func TestRootLinksLogCacheAndCells(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		logCache string
+		cores    map[string]float64
+	}{
+		{"configured", "http://127.0.0.1:4322/", map[string]float64{"apps": 1, "loadgen": 2}},
+		{"not configured", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := New(Config{DataDir: t.TempDir(), Runtime: &fakeRuntime{specs: map[string]RunSpec{}}, User: "admin", Password: "pw",
+				Secret: []byte("secret"), LogCacheURL: c.logCache, CellCores: c.cores})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(srv.Handler())
+			srv.SetBaseURL(hs.URL)
+			t.Cleanup(func() { hs.Close(); srv.Close() })
+			e := &env{t: t, srv: srv, http: hs}
+			links := get(e.must(200, "GET", "/", nil), "links").(map[string]any)
+			lc, present := links["log_cache"]
+			if !present {
+				t.Fatal("links.log_cache missing: a real CC always has the key")
+			}
+			cells, hasCells := links["cfbench_cells"]
+			if c.logCache == "" {
+				if lc != nil || hasCells {
+					t.Fatalf("log_cache = %v, cfbench_cells = %v; want null and absent", lc, cells)
+				}
+				return
+			}
+			if get(lc, "href") != "http://127.0.0.1:4322" {
+				t.Errorf("log_cache = %v", lc)
+			}
+			if get(cells, "apps", "cores") != 1.0 || get(cells, "loadgen", "cores") != 2.0 {
+				t.Errorf("cfbench_cells = %v", cells)
+			}
+			token := e.login("admin", "pw")
+			if !srv.Authenticated("bearer "+token) || srv.Authenticated("bearer x.y.z") || srv.Authenticated("") {
+				t.Error("Authenticated: want true for a token of this API only")
+			}
+		})
+	}
+}

@@ -141,8 +141,17 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// root answers GET / with the links clients discover the API and UAA by, and the
-// local router by (cfbench_router, when configured).
+// Authenticated reports whether authorization (an Authorization header value) holds a
+// valid access token of this API, as its endpoints require: for the foundation's other
+// APIs (Log Cache) that accept the same token.
+func (s *Server) Authenticated(authorization string) bool {
+	r := &http.Request{Header: http.Header{"Authorization": {authorization}}}
+	return s.authenticate(r) == nil
+}
+
+// root answers GET / with the links clients discover the API and UAA by, the Log
+// Cache, and the local router and cells' cores (cfbench_router, cfbench_cells, when
+// configured).
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
 		c := &call{s: s, w: w, r: r}
@@ -168,6 +177,16 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.RouterURL != "" {
 		links["cfbench_router"] = map[string]any{"href": strings.TrimRight(s.cfg.RouterURL, "/")}
+	}
+	if s.cfg.LogCacheURL != "" {
+		links["log_cache"] = map[string]any{"href": strings.TrimRight(s.cfg.LogCacheURL, "/")}
+	}
+	if len(s.cfg.CellCores) > 0 {
+		cells := map[string]any{}
+		for name, cores := range s.cfg.CellCores {
+			cells[name] = map[string]any{"cores": cores}
+		}
+		links["cfbench_cells"] = cells
 	}
 	c := &call{s: s, w: w, r: r}
 	c.json(http.StatusOK, map[string]any{"links": links})

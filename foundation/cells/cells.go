@@ -147,8 +147,9 @@ type ContainerMetrics struct {
 	InstanceGUID                               string
 	// Time is when the sample was taken (wall clock, whatever Config.Clock says).
 	Time time.Time
-	// CPU is the fraction of one core used since the previous sample.
-	CPU float64
+	// CPU is the fraction of one core used since the previous sample, and
+	// CPUEntitlement that CPU over the instance's entitled cores (Instance's).
+	CPU, CPUEntitlement float64
 	// CPUTime is the CPU time the instance used since it started; it never decreases.
 	CPUTime time.Duration
 	// Entitlement is the CPU time the instance was entitled to since it started: its
@@ -223,6 +224,7 @@ type Cells struct {
 	root      *cgroup.Root // nil without isolation
 	// cpusAvailable, if set by a test, stands in for the machine's CPUs.
 	cpusAvailable func() ([]int, error)
+	available     int // how many CPUs Start found available
 
 	runners sync.WaitGroup // instance goroutines
 	bg      sync.WaitGroup // stats sampler

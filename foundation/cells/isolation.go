@@ -156,6 +156,26 @@ func entitledCores(shares uint64, cellCPUs, cellMemoryMB int) float64 {
 	return float64(shares) * float64(cellCPUs) / float64(cellMemoryMB)
 }
 
+// Cores reports, per cell (isolation segment) name, how many CPUs an instance of that
+// cell may run on: its cell's CPUs with isolation, every CPU this process may use
+// without. It is empty before Start.
+func (c *Cells) Cores() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]float64{}
+	if c.available == 0 {
+		return out
+	}
+	for _, cl := range c.cells {
+		n := c.available
+		if c.isolated {
+			n = len(cl.cpus)
+		}
+		out[cl.name] = float64(n)
+	}
+	return out
+}
+
 // Isolation reports whether instances run in cgroups, each cell's on its own CPUs
 // with memory limits and CPU shares. Without isolation, reason says why (not root,
 // no suitable hierarchy, Config.NoIsolation, not started); with it, reason names the
@@ -195,6 +215,7 @@ func (c *Cells) setupIsolation() error {
 	if err != nil {
 		return err
 	}
+	c.available = len(available)
 	for _, o := range overlaps {
 		c.log.Warn("cells share a CPU; their instances compete", "overlap", o)
 	}

@@ -94,3 +94,29 @@ func absDuration(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// Cores is what an instance of each cell may use: every CPU without isolation (the
+// cells' own CPUs do not confine anything then), its cell's CPUs with it.
+func TestCores(t *testing.T) {
+	t.Parallel()
+	c := New(Config{Name: testName(t), NoIsolation: true, TmpDir: t.TempDir(),
+		Cells: []Cell{{"apps", []int{0}}, {"loadgen", []int{1, 2}}}})
+	c.cpusAvailable = func() ([]int, error) { return []int{0, 1, 2, 3}, nil }
+	if got := c.Cores(); len(got) != 0 {
+		t.Errorf("before Start: %v", got)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.Cores(); len(got) != 2 || got["apps"] != 4 || got["loadgen"] != 4 {
+		t.Errorf("without isolation: %v, want every one of 4 CPUs for both", got)
+	}
+
+	cpus := availableCPUs(t)
+	e := startCells(t, func(c *Config) { c.Cells = []Cell{{"apps", cpus[:1]}, {"all", nil}} })
+	requireIsolation(t, e.c)
+	if got := e.c.Cores(); len(got) != 2 || got["apps"] != 1 || got["all"] != float64(len(cpus)) {
+		t.Errorf("with isolation: %v, want apps 1 and all %d", got, len(cpus))
+	}
+}

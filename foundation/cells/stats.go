@@ -203,7 +203,7 @@ func (c *Cells) sample() {
 			}
 			metrics = append(metrics, ContainerMetrics{ProcessGUID: in.spec.ProcessGUID, AppGUID: in.spec.AppGUID,
 				AppName: in.spec.AppName, ProcessType: in.spec.ProcessType, Index: in.index, InstanceGUID: in.info.GUID,
-				Time: now, CPU: in.info.CPU, CPUTime: in.cpuTotal, Entitlement: in.entTotal, Age: now.Sub(in.started),
+				Time: now, CPU: in.info.CPU, CPUEntitlement: in.info.CPUEntitlement, CPUTime: in.cpuTotal, Entitlement: in.entTotal, Age: now.Sub(in.started),
 				MemBytes: r.mem, DiskBytes: disk[i], MemQuotaBytes: uint64(max(in.spec.MemoryMB, 0)) << 20,
 				DiskQuotaBytes: uint64(max(in.spec.DiskMB, 0)) << 20, Cell: in.cell.name, Counters: counters})
 		}

@@ -1,0 +1,41 @@
+package foundation
+
+import (
+	"strconv"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/foundation/logcache"
+)
+
+// containerEnvelopes turns the cells' container metrics into the gauge envelopes
+// Diego's rep sends Log Cache: per instance one with cpu, memory, disk and their
+// quotas, and a separate one with the cumulative counters container_age,
+// absolute_usage and absolute_entitlement and the cpu_entitlement rate
+// (diego-logging-client SendAppMetrics: Loggregator v1 subscribers would lose the
+// counters in a combined one). Both rates (cpu, cpu_entitlement) are over the last
+// interval. The source is the app's guid, the instance id its
+// index, and the tags the ones Cloud Controller gives Diego for them.
+func containerEnvelopes(ms []cells.ContainerMetrics) []logcache.Envelope {
+	out := make([]logcache.Envelope, 0, 2*len(ms))
+	for _, m := range ms {
+		index := strconv.Itoa(m.Index)
+		tags := map[string]string{"source_id": m.AppGUID, "instance_id": index, "app_id": m.AppGUID, "app_name": m.AppName,
+			"process_id": m.ProcessGUID, "process_type": m.ProcessType, "process_instance_id": m.InstanceGUID, "origin": "rep"}
+		ts := m.Time.UnixNano()
+		out = append(out,
+			logcache.Envelope{Timestamp: ts, SourceID: m.AppGUID, InstanceID: index, Tags: tags, Gauge: map[string]logcache.GaugeValue{
+				"cpu":          {Unit: "percentage", Value: 100 * m.CPU},
+				"memory":       {Unit: "bytes", Value: float64(m.MemBytes)},
+				"disk":         {Unit: "bytes", Value: float64(m.DiskBytes)},
+				"memory_quota": {Unit: "bytes", Value: float64(m.MemQuotaBytes)},
+				"disk_quota":   {Unit: "bytes", Value: float64(m.DiskQuotaBytes)},
+			}},
+			logcache.Envelope{Timestamp: ts, SourceID: m.AppGUID, InstanceID: index, Tags: tags, Gauge: map[string]logcache.GaugeValue{
+				"container_age":        {Unit: "nanoseconds", Value: float64(m.Age)},
+				"cpu_entitlement":      {Unit: "percentage", Value: 100 * m.CPUEntitlement},
+				"absolute_usage":       {Unit: "nanoseconds", Value: float64(m.CPUTime)},
+				"absolute_entitlement": {Unit: "nanoseconds", Value: float64(m.Entitlement)},
+			}})
+	}
+	return out
+}
