@@ -8,10 +8,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ContainerMetric is one instance's process stats at one poll.
+// Sources of container metrics (container_metrics.source).
+const (
+	// SourceStats rows are CC process stats, one per instance per poll, at when the
+	// poll fetched them.
+	SourceStats = "stats"
+	// SourceLogCache rows are Log Cache's container metric gauges, one per instance
+	// per envelope, at the envelope's own timestamp (when the cell sampled them).
+	SourceLogCache = "logcache"
+)
+
+// ContainerMetric is one instance's usage at one time: a poll of its process stats, or
+// a reading of its container metrics.
 type ContainerMetric struct {
-	RunID            string
-	At               time.Time // when the stats were fetched
+	RunID string
+	// At is when the stats were fetched (SourceStats) or sampled (SourceLogCache).
+	At               time.Time
 	AppName, AppGUID string
 	ProcessType      string
 	InstanceIndex    int
@@ -24,20 +36,34 @@ type ContainerMetric struct {
 	Host                string
 	IsolationSegment    string
 	UptimeSeconds       *int64
+	// CPUTimeNS, EntitlementNS and ContainerAgeNS are the container's cumulative
+	// counters, in nanoseconds since it started: CPU time used (Log Cache's
+	// absolute_usage), CPU time it was entitled to (absolute_entitlement) and its age
+	// (container_age); nil where unknown (CC stats carry none). An instance's CPU in
+	// cores between two readings is ΔCPUTimeNS / ΔAt.
+	CPUTimeNS, EntitlementNS, ContainerAgeNS *int64
+	// Source is SourceStats or SourceLogCache; "" stores SourceStats.
+	Source string
 }
 
-// InsertContainerMetrics stores one poll's rows with COPY.
+// InsertContainerMetrics stores rows with COPY.
 func (s *Store) InsertContainerMetrics(ctx context.Context, rows []ContainerMetric) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"container_metrics"},
 		[]string{"run_id", "at", "app_name", "app_guid", "process_type", "instance_index", "state", "cpu", "cpu_entitlement",
-			"mem_bytes", "mem_quota_bytes", "disk_bytes", "host", "isolation_segment", "uptime_s"},
+			"mem_bytes", "mem_quota_bytes", "disk_bytes", "host", "isolation_segment", "uptime_s",
+			"cpu_time_ns", "entitlement_ns", "container_age_ns", "source"},
 		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			r := &rows[i]
+			source := r.Source
+			if source == "" {
+				source = SourceStats
+			}
 			return []any{r.RunID, r.At, r.AppName, r.AppGUID, r.ProcessType, r.InstanceIndex, r.State, r.CPU, r.CPUEntitlement,
-				r.MemBytes, r.MemQuotaBytes, r.DiskBytes, r.Host, r.IsolationSegment, r.UptimeSeconds}, nil
+				r.MemBytes, r.MemQuotaBytes, r.DiskBytes, r.Host, r.IsolationSegment, r.UptimeSeconds,
+				r.CPUTimeNS, r.EntitlementNS, r.ContainerAgeNS, source}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store container metrics: %w", err)
