@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +24,8 @@ import (
 type CF struct {
 	cl *client.Client
 
-	rootMu sync.Mutex
-	router *string // the local router's host:port ("" on a real CF); nil until read
+	rootMu  sync.Mutex
+	rootDoc *rootInfo // nil until read
 }
 
 // New wraps a logged-in go-cfclient.
@@ -113,41 +115,95 @@ func (c *CF) space(ctx context.Context, org, space string) (orgGUID, spaceGUID s
 	return orgGUID, s.GUID, nil
 }
 
-// routerAddr reads the local foundation's router (host:port) from the API's root
-// document, once; "" on a real CF, whose root has no cfbench_router link.
-func (c *CF) routerAddr(ctx context.Context) (string, error) {
+// rootInfo is what the API's root document says beyond CC's own links.
+type rootInfo struct {
+	router    string             // the local router's host:port; "" on a real CF
+	logCache  string             // Log Cache's URL; "" when the foundation has none
+	cellCores map[string]float64 // the local foundation's cores per segment; empty on a real CF
+}
+
+// root reads the API's root document, once.
+func (c *CF) root(ctx context.Context) (*rootInfo, error) {
 	c.rootMu.Lock()
 	defer c.rootMu.Unlock()
-	if c.router != nil {
-		return *c.router, nil
+	if c.rootDoc != nil {
+		return c.rootDoc, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cl.ApiURL("/"), nil)
 	if err != nil {
-		return "", fmt.Errorf("read the API root: %w", err)
+		return nil, fmt.Errorf("read the API root: %w", err)
 	}
 	resp, err := c.cl.ExecuteRequest(req) // the root needs no token
 	if err != nil {
-		return "", fmt.Errorf("read the API root: %w", err)
+		return nil, fmt.Errorf("read the API root: %w", err)
 	}
 	defer resp.Body.Close()
+	type link struct {
+		Href string `json:"href"`
+	}
 	var root struct {
 		Links struct {
-			Router *struct {
-				Href string `json:"href"`
-			} `json:"cfbench_router"`
+			Router   *link `json:"cfbench_router"`
+			LogCache *link `json:"log_cache"`
+			Cells    map[string]struct {
+				Cores float64 `json:"cores"`
+			} `json:"cfbench_cells"`
 		} `json:"links"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&root); err != nil {
-		return "", fmt.Errorf("read the API root: %w", err)
+		return nil, fmt.Errorf("read the API root: %w", err)
 	}
-	addr := ""
+	info := &rootInfo{cellCores: map[string]float64{}}
 	if r := root.Links.Router; r != nil && r.Href != "" {
 		u, err := url.Parse(r.Href)
 		if err != nil || u.Host == "" {
-			return "", fmt.Errorf("the API root's cfbench_router link %q is not a URL", r.Href)
+			return nil, fmt.Errorf("the API root's cfbench_router link %q is not a URL", r.Href)
 		}
-		addr = u.Host
+		info.router = u.Host
 	}
-	c.router = &addr
-	return addr, nil
+	if l := root.Links.LogCache; l != nil && l.Href != "" {
+		u, err := url.Parse(l.Href)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("the API root's log_cache link %q is not a URL", l.Href)
+		}
+		info.logCache = strings.TrimRight(l.Href, "/")
+	}
+	for name, cell := range root.Links.Cells {
+		if cell.Cores > 0 {
+			info.cellCores[name] = cell.Cores
+		}
+	}
+	c.rootDoc = info
+	return info, nil
+}
+
+// routerAddr is the local foundation's router (host:port) from the API's root
+// document; "" on a real CF, whose root has no cfbench_router link.
+func (c *CF) routerAddr(ctx context.Context) (string, error) {
+	r, err := c.root(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.router, nil
+}
+
+// LogCacheURL is the Log Cache the API's root document links (links.log_cache), or ""
+// when it links none.
+func (c *CF) LogCacheURL(ctx context.Context) (string, error) {
+	r, err := c.root(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.logCache, nil
+}
+
+// CellCores is, per isolation segment, how many CPU cores an instance there may use,
+// as the local foundation advertises it (its root's non-standard cfbench_cells); empty
+// on a real Cloud Foundry, which does not say. The map is the caller's.
+func (c *CF) CellCores(ctx context.Context) (map[string]float64, error) {
+	r, err := c.root(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(r.cellCores), nil
 }

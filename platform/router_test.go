@@ -91,3 +91,50 @@ func fakeJWT() string {
 	claims := fmt.Sprintf(`{"exp": %d, "user_name": "test"}`, time.Now().Add(24*time.Hour).Unix())
 	return enc([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc([]byte(claims)) + "." + enc([]byte("sig"))
 }
+
+// TestLogCacheAndCellCores reads links.log_cache and the local foundation's
+// cfbench_cells from the root: a real CF links a Log Cache and says nothing of cores;
+// the local foundation says both; a CF without Log Cache links null.
+func TestLogCacheAndCellCores(t *testing.T) {
+	cases := []struct {
+		name, links string
+		url         string
+		cores       map[string]float64
+		err         string
+	}{
+		{"real CF", `"log_cache": {"href": "https://log-cache.sys.example.com"}`, "https://log-cache.sys.example.com", map[string]float64{}, ""},
+		{"local foundation", `"log_cache": {"href": "http://127.0.0.1:4000/"}, "cfbench_cells": {"apps": {"cores": 1}, "loadgen": {"cores": 2}}`,
+			"http://127.0.0.1:4000", map[string]float64{"apps": 1, "loadgen": 2}, ""},
+		{"no log cache", `"log_cache": null`, "", map[string]float64{}, ""},
+		{"broken link", `"log_cache": {"href": "log-cache"}`, "", nil, `log_cache link "log-cache" is not a URL`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, `{"links": {"self": {"href": %q}, "login": {"href": %q}, "uaa": {"href": %q}, %s}}`, srv.URL, srv.URL, srv.URL, c.links)
+			}))
+			defer srv.Close()
+			cfg, err := config.New(srv.URL, config.Token(fakeJWT(), ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := client.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cf := New(cl)
+			u, err := cf.LogCacheURL(context.Background())
+			cores, cerr := cf.CellCores(context.Background())
+			if c.err != "" {
+				if err == nil || cerr == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, %v; want %q", err, cerr, c.err)
+				}
+				return
+			}
+			if err != nil || cerr != nil || u != c.url || fmt.Sprint(cores) != fmt.Sprint(c.cores) {
+				t.Fatalf("= %q %v (%v, %v); want %q %v", u, cores, err, cerr, c.url, c.cores)
+			}
+		})
+	}
+}
