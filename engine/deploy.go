@@ -15,6 +15,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/apptimings"
 	"github.com/cf-benchmark/cf-benchmark/collectors/ccstats"
+	"github.com/cf-benchmark/cf-benchmark/collectors/logcache"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -377,14 +378,19 @@ func (d *Deployment) appNames() []string {
 }
 
 // startMetrics polls the process stats of every app and generator into the store until
-// the returned stop is called.
+// the returned stop is called, and, where the API's root links a Log Cache, reads their
+// container metrics from it beside: CC's stats give host, state and isolation segment,
+// Log Cache the cumulative CPU counters a step's CPU is computed from. A Log Cache that
+// cannot be found is logged and done without.
 func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.Duration, log *slog.Logger) (stop func()) {
 	var targets []ccstats.Target
+	var sources []logcache.Target
 	for _, name := range d.order {
 		dv := d.variants[name]
 		for _, a := range []*platform.App{dv.app, dv.fleet.app} {
 			if a != nil {
 				targets = append(targets, ccstats.Target{AppName: a.Name, AppGUID: a.GUID, ProcessGUID: a.ProcessGUID, ProcessType: "web"})
+				sources = append(sources, logcache.Target{AppName: a.Name, AppGUID: a.GUID})
 			}
 		}
 	}
@@ -393,7 +399,38 @@ func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.
 	if err := p.Start(ctx); err != nil { // a new poller starts; this is a guard
 		log.Warn("container metrics not polled", "err", err)
 	}
-	return func() { p.Close() }
+	stops := []func() error{p.Close}
+	if lc := d.startLogCache(ctx, runID, every, sources, log); lc != nil {
+		stops = append(stops, lc.Close)
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}
+
+// startLogCache starts reading sources' container metrics from the foundation's Log
+// Cache, or returns nil when it has none.
+func (d *Deployment) startLogCache(ctx context.Context, runID string, every time.Duration, sources []logcache.Target, log *slog.Logger) *logcache.Poller {
+	u, err := d.cf.LogCacheURL(ctx)
+	if err != nil {
+		log.Warn("no container metrics from log cache", "err", err)
+		return nil
+	}
+	if u == "" {
+		return nil
+	}
+	lc, err := logcache.New(logcache.Config{URL: u, Client: d.cf.Client().HTTPAuthClient(), Sink: d.Store, RunID: runID,
+		Targets: sources, Interval: every, Logger: log})
+	if err == nil {
+		err = lc.Start(ctx)
+	}
+	if err != nil {
+		log.Warn("no container metrics from log cache", "err", err)
+		return nil
+	}
+	return lc
 }
 
 // cfFleet is a variant's generator app, scaled through the Cloud Controller.
