@@ -1,0 +1,179 @@
+package logcache
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/platform"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+func TestMain(m *testing.M) { testpg.Main(m) }
+
+// TestReadsTheLocalFoundation reads a real local foundation's Log Cache, found through
+// the API root and authorised with go-cfclient's token as the engine does, into a real
+// results DB: rows of both instances with counters that never drop, each at the
+// timestamp of an envelope Log Cache holds (when the cell sampled it), not the poll's.
+func TestReadsTheLocalFoundation(t *testing.T) {
+	_, cl := testfoundation.Start(t)
+	app := testfoundation.PushStub(t, cl, testfoundation.StubZip(t), "apps", "lc-target", 2)
+	ctx := context.Background()
+	cf := platform.New(cl)
+	url, err := cf.LogCacheURL(ctx)
+	if err != nil || url == "" {
+		t.Fatalf("LogCacheURL = %q, %v", url, err)
+	}
+	cores, err := cf.CellCores(ctx)
+	if err != nil || cores["apps"] < 1 || cores["loadgen"] < 1 {
+		t.Fatalf("CellCores = %v, %v", cores, err)
+	}
+	// Without a token Log Cache answers 404, as the CF auth proxy does.
+	if resp, err := http.Get(url + "/api/v1/read/" + app); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("read without a token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	dsn := testpg.DSN(t)
+	store, err := resultsdb.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run, err := store.CreateRun(ctx, "logcache", "t.yml", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{URL: url, Client: cl.HTTPAuthClient(), Sink: store, RunID: run.ID, Interval: 100 * time.Millisecond,
+		Targets: []Target{{AppName: "lc-target", AppGUID: app}, {AppName: "gone", AppGUID: "no-such-app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Poll(ctx); err != nil {
+		t.Fatalf("a poll with an unknown app: %v", err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var instances int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT instance_index FROM container_metrics
+			WHERE run_id = $1 AND cpu_time_ns IS NOT NULL GROUP BY instance_index HAVING count(*) >= 3) x`, run.ID).Scan(&instances); err != nil {
+			t.Fatal(err)
+		}
+		if instances == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances with 3 readings in 2 minutes", instances)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	type reading struct {
+		at                  time.Time
+		index               int
+		used, entitled, age int64
+		mem, quota          int64
+		source, app, state  string
+	}
+	rows, err := conn.Query(ctx, `SELECT at, instance_index, cpu_time_ns, entitlement_ns, container_age_ns, mem_bytes, mem_quota_bytes,
+		source, app_name, state FROM container_metrics WHERE run_id = $1 ORDER BY instance_index, at`, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []reading
+	for rows.Next() {
+		var r reading
+		if err := rows.Scan(&r.at, &r.index, &r.used, &r.entitled, &r.age, &r.mem, &r.quota, &r.source, &r.app, &r.state); err != nil {
+			t.Fatalf("a row without counters or memory: %v", err)
+		}
+		rs = append(rs, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every row is at the timestamp of an envelope of its instance in Log Cache (to the
+	// microsecond the database keeps).
+	envAt := map[int]map[int64]bool{0: {}, 1: {}}
+	req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/read/"+app+"?envelope_types=GAUGE&limit=1000", nil)
+	resp, err := cl.HTTPAuthClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Envelopes struct {
+			Batch []struct {
+				Timestamp  string `json:"timestamp"`
+				InstanceID string `json:"instance_id"`
+			} `json:"batch"`
+		} `json:"envelopes"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range body.Envelopes.Batch {
+		var ts int64
+		json.Unmarshal([]byte(e.Timestamp), &ts)
+		// The database keeps microseconds: the envelope's time, rounded either way.
+		if e.InstanceID == "0" || e.InstanceID == "1" {
+			envAt[int(e.InstanceID[0]-'0')][ts/1000] = true
+			envAt[int(e.InstanceID[0]-'0')][(ts+999)/1000] = true
+		}
+	}
+	var prev *reading
+	withMemory := map[int]bool{}
+	for i := range rs {
+		r := &rs[i]
+		if r.source != resultsdb.SourceLogCache || r.app != "lc-target" || r.state != "" || r.mem < 0 || r.quota != 64<<20 {
+			t.Errorf("row %+v", *r)
+		}
+		if r.mem > 0 {
+			withMemory[r.index] = true
+		}
+		lo, hi := bounds(envAt[r.index])
+		if at := r.at.UnixMicro(); at >= lo && at <= hi && !envAt[r.index][at] {
+			t.Errorf("row of instance %d at %s: no envelope of that instance has that timestamp", r.index, r.at.Format(time.RFC3339Nano))
+		}
+		if r.entitled <= 0 || r.entitled > r.age*int64(cores["apps"]) {
+			t.Errorf("row %+v: entitlement not within (0, age × cell cores]", *r)
+		}
+		if prev != nil && prev.index == r.index && (r.used < prev.used || r.age <= prev.age || !r.at.After(prev.at)) {
+			t.Errorf("instance %d went backwards: %+v after %+v", r.index, *r, *prev)
+		}
+		prev = r
+	}
+	if !withMemory[0] || !withMemory[1] {
+		t.Errorf("instances with memory in use: %v, want both (a container may read 0 only at its start)", withMemory)
+	}
+}
+
+// bounds are the least and greatest keys of m (1, 0 when empty: nothing is within).
+func bounds(m map[int64]bool) (lo, hi int64) {
+	lo, hi = 1, 0
+	for k := range m {
+		if lo > hi {
+			lo, hi = k, k
+		}
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	return lo, hi
+}
