@@ -29,7 +29,8 @@ type ContainerMetric struct {
 	InstanceIndex    int
 	State            string
 	// CPU and CPUEntitlement are fractions of one core; nil when CC reported none
-	// (usage {} while log-cache is unavailable, or an instance that is not running).
+	// (usage {} while log-cache is unavailable, or an instance that is not running),
+	// and on SourceLogCache rows, whose counters give the rate between two readings.
 	CPU, CPUEntitlement *float64
 	MemBytes, DiskBytes *int64
 	MemQuotaBytes       *int64

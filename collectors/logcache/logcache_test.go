@@ -177,7 +177,6 @@ func newPoller(t *testing.T, url string, s Sink, c *clock, mod func(*Config)) *P
 type row struct {
 	At                                    int64
 	Index                                 int
-	CPU, Ent                              *float64
 	Mem, Disk, Quota, Used, Entitled, Age *int64
 	Uptime                                *int64
 }
@@ -185,28 +184,21 @@ type row struct {
 func view(rs []resultsdb.ContainerMetric) []row {
 	out := []row{}
 	for _, r := range rs {
-		out = append(out, row{r.At.UnixNano(), r.InstanceIndex, r.CPU, r.CPUEntitlement, r.MemBytes, r.DiskBytes, r.MemQuotaBytes,
+		out = append(out, row{r.At.UnixNano(), r.InstanceIndex, r.MemBytes, r.DiskBytes, r.MemQuotaBytes,
 			r.CPUTimeNS, r.EntitlementNS, r.ContainerAgeNS, r.UptimeSeconds})
 	}
 	return out
 }
 
 func (r row) String() string {
-	f := func(p any) string {
-		switch v := p.(type) {
-		case *float64:
-			if v != nil {
-				return fmt.Sprint(*v)
-			}
-		case *int64:
-			if v != nil {
-				return fmt.Sprint(*v)
-			}
+	f := func(v *int64) string {
+		if v == nil {
+			return "nil"
 		}
-		return "nil"
+		return fmt.Sprint(*v)
 	}
-	return fmt.Sprintf("{at %d #%d cpu %s ent %s mem %s disk %s quota %s used %s entitled %s age %s up %s}", r.At, r.Index,
-		f(r.CPU), f(r.Ent), f(r.Mem), f(r.Disk), f(r.Quota), f(r.Used), f(r.Entitled), f(r.Age), f(r.Uptime))
+	return fmt.Sprintf("{at %d #%d mem %s disk %s quota %s used %s entitled %s age %s up %s}", r.At, r.Index,
+		f(r.Mem), f(r.Disk), f(r.Quota), f(r.Used), f(r.Entitled), f(r.Age), f(r.Uptime))
 }
 
 func equalRows(t *testing.T, got, want []row) {
@@ -231,18 +223,18 @@ func TestRowsFromRecordedEnvelopes(t *testing.T) {
 	}
 	const s15 = int64(15 * time.Second)
 	equalRows(t, view(s.all()), []row{
-		{t0 + 36000, 0, ptr(0.8725), ptr(3.49), ptr[int64](412090368), ptr[int64](140021760), ptr[int64](838860800),
+		{t0 + 36000, 0, ptr[int64](412090368), ptr[int64](140021760), ptr[int64](838860800),
 			ptr[int64](61250000000), ptr[int64](120000000000), ptr[int64](480000000000), ptr[int64](480)},
-		{t0 + 2041000, 1, ptr(0.125), ptr(0.5), ptr[int64](398458880), ptr[int64](140021760), ptr[int64](838860800),
+		{t0 + 2041000, 1, ptr[int64](398458880), ptr[int64](140021760), ptr[int64](838860800),
 			ptr[int64](9800000000), ptr[int64](119990000000), ptr[int64](479990000000), ptr[int64](479)},
-		{t0 + s15 + 30000, 0, nil, ptr(3.5), nil, nil, nil,
+		{t0 + s15 + 30000, 0, nil, nil, nil,
 			ptr[int64](74350000000), ptr[int64](123750000000), ptr[int64](495000000000), ptr[int64](495)},
-		{t0 + s15 + 2033000, 1, ptr(0.13), ptr(0.52), ptr[int64](399507456), ptr[int64](140021760), ptr[int64](838860800),
+		{t0 + s15 + 2033000, 1, ptr[int64](399507456), ptr[int64](140021760), ptr[int64](838860800),
 			ptr[int64](11750000000), nil, ptr[int64](494990000000), ptr[int64](494)},
 	})
 	for _, r := range s.all() {
 		if r.Source != resultsdb.SourceLogCache || r.RunID != "run-1" || r.AppName != "bulletin-java" || r.AppGUID != appGUID ||
-			r.ProcessType != "web" || r.State != "" || r.Host != "" {
+			r.ProcessType != "web" || r.State != "" || r.Host != "" || r.CPU != nil || r.CPUEntitlement != nil {
 			t.Errorf("row %+v", r)
 		}
 	}

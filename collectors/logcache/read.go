@@ -261,7 +261,10 @@ func abs(d int64) int64 {
 
 // row is one reading: e's metrics, with those of other (the usage envelope of the same
 // sample) where e lacks them. Missing metrics stay null; state, host and isolation
-// segment stay empty: Log Cache does not carry them (CC's process stats do).
+// segment stay empty: Log Cache does not carry them (CC's process stats do). The rates
+// (the cpu and cpu_entitlement gauges) are left out too: they are the figures CC's
+// stats rows carry already (CC reads them from Log Cache), and between two readings
+// the counters give them exactly, so the stats rows' sampled CPU is not counted twice.
 func (p *Poller) row(t Target, e, other *envelope) resultsdb.ContainerMetric {
 	index, _ := strconv.Atoi(e.instanceID)
 	ptype := e.tags["process_type"]
@@ -280,13 +283,6 @@ func (p *Poller) row(t Target, e, other *envelope) resultsdb.ContainerMetric {
 		}
 		return 0, false
 	}
-	float := func(name string, div float64) *float64 {
-		if v, ok := get(name); ok {
-			v /= div
-			return &v
-		}
-		return nil
-	}
 	integer := func(name string) *int64 {
 		if v, ok := get(name); ok && v >= 0 && v < math.MaxInt64 {
 			n := int64(v)
@@ -294,7 +290,6 @@ func (p *Poller) row(t Target, e, other *envelope) resultsdb.ContainerMetric {
 		}
 		return nil
 	}
-	m.CPU, m.CPUEntitlement = float("cpu", 100), float("cpu_entitlement", 100)
 	m.MemBytes, m.DiskBytes, m.MemQuotaBytes = integer("memory"), integer("disk"), integer("memory_quota")
 	m.CPUTimeNS, m.EntitlementNS, m.ContainerAgeNS = integer("absolute_usage"), integer("absolute_entitlement"), integer("container_age")
 	if age := m.ContainerAgeNS; age != nil {
