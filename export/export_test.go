@@ -330,6 +330,11 @@ func TestSpreadsheetFormulasAreNeutralised(t *testing.T) {
 		{"container_metrics", 1, "cpu", "-0.25"},
 		{"container_metrics", 1, "mem_bytes", "-1"},
 		{"container_metrics", 1, "id", "1"},
+		{"container_metrics", 1, "source", "stats"},
+		{"container_metrics", 1, "cpu_time_ns", ""},
+		{"container_metrics", 2, "source", "logcache"},
+		{"container_metrics", 2, "cpu_time_ns", "12345678901234567"},
+		{"container_metrics", 2, "cpu", ""},
 		{"router_requests", 1, "app_guid", "'@guid"},
 		{"router_requests", 1, "gorouter_time_us", "-2"},
 	} {

@@ -73,10 +73,15 @@ func seedRun(t testing.TB, store *resultsdb.Store, perWorker int) *resultsdb.Run
 		}
 	}
 	var rows []resultsdb.ContainerMetric
-	cpu, mem := -0.25, int64(-1) // impossible values: negative numbers must stay numbers
+	cpu, mem := -0.25, int64(-1)     // impossible values: negative numbers must stay numbers
+	used := int64(12345678901234567) // beyond float64's exact integers
 	for i := range 50 {
-		rows = append(rows, resultsdb.ContainerMetric{RunID: run.ID, At: epoch.Add(time.Duration(i) * time.Second), AppName: "=app",
-			AppGUID: "guid", ProcessType: "web", InstanceIndex: i % 2, State: "RUNNING", CPU: &cpu, MemBytes: &mem, Host: "10.0.0.1"})
+		r := resultsdb.ContainerMetric{RunID: run.ID, At: epoch.Add(time.Duration(i) * time.Second), AppName: "=app",
+			AppGUID: "guid", ProcessType: "web", InstanceIndex: i % 2, State: "RUNNING", CPU: &cpu, MemBytes: &mem, Host: "10.0.0.1"}
+		if i%2 == 1 { // a Log Cache reading
+			r.State, r.Host, r.CPU, r.CPUTimeNS, r.Source = "", "", nil, &used, resultsdb.SourceLogCache
+		}
+		rows = append(rows, r)
 	}
 	if err := store.InsertContainerMetrics(ctx, rows); err != nil {
 		t.Fatal(err)
