@@ -114,6 +114,8 @@ type Foundation struct {
 	apiDone  chan error // the API server's Serve result
 	router   *router.Router
 	logs     *logcache.Store
+	logsStop chan struct{} // stops the app log tailer
+	logsDone chan struct{}
 	log      *os.File
 	shipper  *logship.Shipper
 	life     lifecycle.State
@@ -247,6 +249,7 @@ func (f *Foundation) start(ctx context.Context) error {
 		return err
 	}
 	f.cc.SetBaseURL(apiURL)
+	f.tailAppLogs(filepath.Join(dir, "instances"))
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", logcache.Handler(logcache.APIConfig{Store: f.logs, Auth: logReaders{f.cc}, Started: time.Now()}))
 	mux.Handle("/", f.cc.Handler())
@@ -296,6 +299,32 @@ type apps struct{ cc *cc.Server }
 func (a apps) App(guid string) (logship.AppInfo, bool) {
 	m, ok := a.cc.AppMeta(guid)
 	return logship.AppInfo{Name: m.Name, SpaceName: m.SpaceName, SpaceGUID: m.SpaceGUID, OrgName: m.OrgName, OrgGUID: m.OrgGUID}, ok
+}
+
+// appLogInterval is how often instance output is moved into the Log Cache.
+const appLogInterval = 250 * time.Millisecond
+
+// tailAppLogs moves instance output from the cells' log files into the Log Cache until
+// Close.
+func (f *Foundation) tailAppLogs(dir string) {
+	a := newAppLogs(dir, f.logs, func(process string) (string, bool) {
+		_, ok := f.cc.AppMeta(process)
+		return process, ok
+	})
+	f.logsStop, f.logsDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(f.logsDone)
+		t := time.NewTicker(appLogInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.logsStop:
+				return
+			case now := <-t.C:
+				a.scan(now)
+			}
+		}
+	}()
 }
 
 // logReaders lets a token of the API read the Log Cache of the apps the API knows,
@@ -349,6 +378,11 @@ func (f *Foundation) shutdown(skip string) error {
 		if part != skip && err != nil {
 			errs = append(errs, fmt.Errorf("foundation: stop %s: %w", part, err))
 		}
+	}
+	if f.logsStop != nil {
+		close(f.logsStop)
+		<-f.logsDone
+		f.logsStop = nil
 	}
 	if f.router != nil {
 		add("router", f.router.Close())

@@ -283,6 +283,17 @@ func TestFoundationEndToEnd(t *testing.T) {
 	if !regexp.MustCompile(`instances:\s+3/3`).MatchString(out) || !strings.Contains(out, "stub.apps.localhost") || !regexp.MustCompile(`#2\s+running`).MatchString(out) {
 		t.Fatalf("cf app stub after scaling to 3:\n%s", out)
 	}
+	// The real cf CLI reads the Log Cache the root links: the cells' lines of each
+	// instance, decoded by its own (strict) protojson.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		out, ok := cf.run(t, "logs", "stub", "--recent")
+		if ok && strings.Contains(out, "[CELL/2] OUT Container became healthy") && strings.Contains(out, "[CELL/0] OUT Starting instance") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cf logs stub --recent shows no cell lines of instances 0 and 2:\n%s", out)
+		}
+	}
 	stats, err := cl.Processes.GetStats(ctx, stub)
 	if err != nil {
 		t.Fatal(err)

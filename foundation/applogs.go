@@ -1,0 +1,122 @@
+package foundation
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation/logcache"
+)
+
+// appLogs puts the lines instances write into their log files (the cells' LogDir:
+// PROCESS/INDEX.log) into the Log Cache as LOG envelopes, as Loggregator carries an
+// app's output, so that `cf logs` shows them: the cell's own lines ([CELL/N] …) as
+// source type CELL, the app's output as APP/PROC/WEB (stdout and stderr share the
+// file, so both are OUT). A file is read from where it ended when first seen, so a
+// restarted foundation does not replay old output; a line is sent once complete. Only
+// web processes are read: their guid is their app's, the Log Cache source.
+type appLogs struct {
+	dir     string
+	store   *logcache.Store
+	appOf   func(processGUID string) (appGUID string, ok bool)
+	offsets map[string]int64
+	partial map[string][]byte
+}
+
+// maxLogRead bounds what one scan reads of one file, so that a chatty app cannot hold
+// the scan up; the rest comes next time.
+const maxLogRead = 1 << 20
+
+func newAppLogs(dir string, store *logcache.Store, appOf func(string) (string, bool)) *appLogs {
+	a := &appLogs{dir: dir, store: store, appOf: appOf, offsets: map[string]int64{}, partial: map[string][]byte{}}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			a.offsets[f] = fi.Size()
+		}
+	}
+	return a
+}
+
+// scan sends the complete lines written since the previous scan, stamped now.
+func (a *appLogs) scan(now time.Time) {
+	files, _ := filepath.Glob(filepath.Join(a.dir, "*", "*.log"))
+	for _, path := range files {
+		process := filepath.Base(filepath.Dir(path))
+		index, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(path), ".log"))
+		if err != nil {
+			continue
+		}
+		app, ok := a.appOf(process)
+		if !ok {
+			continue
+		}
+		b := a.read(path)
+		if len(b) == 0 {
+			continue
+		}
+		b = append(a.partial[path], b...)
+		end := bytes.LastIndexByte(b, '\n')
+		if end < 0 {
+			a.partial[path] = b
+			continue
+		}
+		a.partial[path] = append([]byte(nil), b[end+1:]...)
+		var envs []logcache.Envelope
+		for _, line := range bytes.Split(b[:end], []byte("\n")) {
+			envs = append(envs, logEnvelope(app, index, string(line), now))
+		}
+		a.store.Put(envs...)
+	}
+}
+
+// read returns what path holds past its offset, at most maxLogRead, and moves the
+// offset on. A file that shrank (replaced) is read from its start.
+func (a *appLogs) read(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	off := a.offsets[path]
+	if fi.Size() < off {
+		off, a.partial[path] = 0, nil
+	}
+	if fi.Size() == off {
+		return nil
+	}
+	b := make([]byte, min(fi.Size()-off, maxLogRead))
+	n, err := f.ReadAt(b, off)
+	if err != nil && err != io.EOF {
+		return nil
+	}
+	a.offsets[path] = off + int64(n)
+	return b[:n]
+}
+
+// logEnvelope is one line as a LOG envelope of app's instance index, stamped now: a
+// reader that follows the newest timestamp (cf logs) must not be handed older ones. A
+// cell line, "[CELL/N] RFC3339 text", gives its text.
+func logEnvelope(app string, index int, line string, now time.Time) logcache.Envelope {
+	sourceType := "APP/PROC/WEB"
+	if rest, ok := strings.CutPrefix(line, "[CELL/"+strconv.Itoa(index)+"] "); ok {
+		sourceType, line = "CELL", rest
+		if stamp, text, ok := strings.Cut(rest, " "); ok {
+			if _, err := time.Parse(time.RFC3339, stamp); err == nil {
+				line = text
+			}
+		}
+	}
+	instance := strconv.Itoa(index)
+	return logcache.Envelope{Timestamp: now.UnixNano(), SourceID: app, InstanceID: instance,
+		Tags: map[string]string{"source_id": app, "instance_id": instance, "source_type": sourceType},
+		Log:  &logcache.Log{Payload: []byte(line), Type: "OUT"}}
+}
