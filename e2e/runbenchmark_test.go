@@ -118,6 +118,18 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 				t.Errorf("container_metrics.csv has no RUNNING rows of %s", app)
 			}
 		}
+		// The local foundation links a Log Cache: the run read its CPU counters too.
+		counters := map[string]int{}
+		for _, m := range readCSV(t, filepath.Join(dir, "container_metrics.csv")) {
+			if m["source"] == "logcache" && m["cpu_time_ns"] != "" && m["container_age_ns"] != "" {
+				counters[m["app_name"]]++
+			}
+		}
+		for _, app := range []string{"stub-fast", "stub-slow"} {
+			if counters[app] < 2 {
+				t.Errorf("container_metrics.csv has %d Log Cache rows with counters of %s, want at least 2", counters[app], app)
+			}
+		}
 		for h := range hosts["stub-on-cf-gen-fast"] {
 			if hosts["stub-fast"][h] {
 				t.Errorf("generator and app share host %s", h)
