@@ -12,16 +12,18 @@ type InstanceHost struct {
 	Host  string
 }
 
-// latestHostsSQL reads each app's latest poll. A poll stores all instances of an app at
-// one time, so the rows at the app's greatest time are that poll.
+// latestHostsSQL reads each app's latest poll of CC's process stats. A poll stores all
+// instances of an app at one time, so the rows at the app's greatest time are that
+// poll. Log Cache rows are left out: each is one instance's reading at its own time,
+// without state or host.
 const latestHostsSQL = `
 WITH latest AS (
     SELECT app_name, max(at) AS at FROM container_metrics
-    WHERE run_id = $1 AND ($2::text[] IS NULL OR app_name = ANY($2))
+    WHERE run_id = $1 AND source = 'stats' AND ($2::text[] IS NULL OR app_name = ANY($2))
     GROUP BY app_name)
 SELECT DISTINCT cm.app_name, cm.instance_index, cm.host
 FROM container_metrics cm JOIN latest l ON l.app_name = cm.app_name AND l.at = cm.at
-WHERE cm.run_id = $1 AND cm.state = 'RUNNING'
+WHERE cm.run_id = $1 AND cm.source = 'stats' AND cm.state = 'RUNNING'
 ORDER BY cm.app_name, cm.instance_index, cm.host`
 
 // LatestHosts returns, per app, the instances RUNNING at the app's latest poll and their
