@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -75,31 +76,19 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// Errors Start returns (wrapped) when the poller must not start.
-var (
-	ErrStarted = errors.New("log cache poller already started")
-	ErrClosed  = errors.New("log cache poller closed")
-)
-
-// Poller reads its targets' container metrics every Interval until closed. Lifecycle:
-// New, then Start (once); Wait blocks until it has stopped (Close, or the end of
-// Start's ctx) and returns nil, since a failed poll is logged and retried at the next,
-// never fatal; Close stops it, waits for a poll in progress and is idempotent; Close
-// before Start returns at once and the poller never starts. Wait, Close and Poll may be
-// called from any goroutine.
+// Poller reads its targets' container metrics every Interval until closed. It follows
+// the lifecycle of package lifecycle: a failed poll is logged and retried at the next,
+// never fatal, so Wait returns nil. Poll may also be called directly, from any goroutine.
 type Poller struct {
-	cfg Config
-	log *slog.Logger
-
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	stop    chan struct{} // closed by Close
-	done    chan struct{} // closed when the poller has stopped (or will never start)
+	cfg  Config
+	log  *slog.Logger
+	life lifecycle.State
 
 	pollMu  sync.Mutex // one poll at a time
 	sources map[string]*source
 }
+
+var _ lifecycle.Part = (*Poller)(nil)
 
 // source is what the poller remembers of one app between polls.
 type source struct {
@@ -132,7 +121,7 @@ func New(cfg Config) (*Poller, error) {
 	if cfg.Since.IsZero() {
 		cfg.Since = cfg.Clock().Add(-time.Minute)
 	}
-	p := &Poller{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), done: make(chan struct{}), sources: map[string]*source{}}
+	p := &Poller{cfg: cfg, log: cfg.Logger, sources: map[string]*source{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -142,24 +131,21 @@ func New(cfg Config) (*Poller, error) {
 	return p, nil
 }
 
-// Start polls at once and then every Interval until Close or ctx ends.
+// Start polls at once and then every Interval, in the background, until Close or the
+// end of ctx (which also aborts a poll in progress). It fails only when the poller was
+// started or closed before.
 func (p *Poller) Start(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.closed:
-		return fmt.Errorf("start: %w", ErrClosed)
-	case p.started:
-		return fmt.Errorf("start: %w", ErrStarted)
+	if err := p.life.Begin(); err != nil {
+		return fmt.Errorf("log cache poller: %w", err)
 	}
-	p.started = true
+	stopping := p.life.Stopping()
 	go func() {
-		defer close(p.done)
+		defer p.life.Stopped(nil)
 		for {
 			if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
 				p.log.Warn("read container metrics from log cache", "err", err)
 			}
-			if !wait.Until(ctx, p.stop, time.Now().Add(p.cfg.Interval)) {
+			if !wait.Until(ctx, stopping, time.Now().Add(p.cfg.Interval)) {
 				return
 			}
 		}
@@ -168,32 +154,14 @@ func (p *Poller) Start(ctx context.Context) error {
 }
 
 // Run is Start followed by Wait.
-func (p *Poller) Run(ctx context.Context) error {
-	if err := p.Start(ctx); err != nil {
-		return err
-	}
-	return p.Wait()
-}
+func (p *Poller) Run(ctx context.Context) error { return lifecycle.Run(ctx, p) }
 
-// Wait blocks until the poller has stopped, or was closed without starting.
-func (p *Poller) Wait() error {
-	<-p.done
-	return nil
-}
+// Wait blocks until the poller has stopped (Close, or the end of Start's context).
+func (p *Poller) Wait() error { return p.life.Wait() }
 
-// Close stops polling and waits for a poll in progress.
-func (p *Poller) Close() error {
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		close(p.stop)
-		if !p.started {
-			close(p.done)
-		}
-	}
-	p.mu.Unlock()
-	return p.Wait()
-}
+// Close stops polling and waits for a poll in progress. It returns nil: failed polls
+// are logged, not returned.
+func (p *Poller) Close() error { return p.life.Close() }
 
 // Poll reads every target's envelopes since its previous read once and stores them.
 // It returns what failed (a read after its retries, or the store); what was read of

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -422,7 +424,7 @@ func TestLifecycle(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(t.Context()); !errors.Is(err, ErrClosed) {
+	if err := p.Start(t.Context()); !errors.Is(err, lifecycle.ErrClosed) {
 		t.Errorf("Start after Close: %v, want ErrClosed", err)
 	}
 	if err := p.Wait(); err != nil {
@@ -436,7 +438,7 @@ func TestLifecycle(t *testing.T) {
 	if err := p.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(t.Context()); !errors.Is(err, ErrStarted) {
+	if err := p.Start(t.Context()); !errors.Is(err, lifecycle.ErrStarted) {
 		t.Errorf("second Start: %v, want ErrStarted", err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
@@ -479,4 +481,15 @@ func TestNewNeedsURLClientAndSink(t *testing.T) {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
 	}
+}
+
+// TestConformance runs the lifecycle suite against a poller reading a Log Cache on a
+// short interval.
+func TestConformance(t *testing.T) {
+	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
+		f, srv := newFake(t)
+		f.recorded(t)
+		p := newPoller(t, srv.URL, &sink{}, newClock(t0+int64(time.Minute)), func(c *Config) { c.Interval = 10 * time.Millisecond })
+		return lifecycletest.Subject{Part: p, NoFailure: "a failed poll is logged and retried at the next tick"}
+	})
 }
