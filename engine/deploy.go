@@ -230,7 +230,18 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		}
 	}
 	d.databases = findDatabases(ctx, cf, sp, serviceGUIDs, d, note)
+	if cores, err := cf.CellCores(ctx); err == nil {
+		d.appCores, d.generatorCores = coresOf(cores, land.Apps.IsolationSegment), coresOf(cores, land.Generators.IsolationSegment)
+	}
 	return d, nil
+}
+
+// coresOf is the cores of segment's cells, nil when the foundation does not say.
+func coresOf(cores map[string]float64, segment string) *float64 {
+	if c, ok := cores[segment]; ok && c > 0 {
+		return &c
+	}
+	return nil
 }
 
 // App environment of the in-app timings (apps/README.md): recording on from the start,
