@@ -16,6 +16,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/apptimings"
 	"github.com/cf-benchmark/cf-benchmark/collectors/ccstats"
 	"github.com/cf-benchmark/cf-benchmark/collectors/logcache"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -54,6 +55,11 @@ type Deployment struct {
 	close    func()
 	// databases are the apps' databases whose connections the run watches.
 	databases []watchedDB
+	// logCache reads container metrics with cumulative counters every metricsEvery,
+	// when the foundation has a Log Cache (nil otherwise); log is for its failures.
+	logCache     *logcache.Poller
+	metricsEvery time.Duration
+	log          *slog.Logger
 	// appCores and generatorCores are the cores of one cell of the apps' and the
 	// generators' isolation segment, where the foundation says; nil when unknown.
 	appCores, generatorCores *float64
@@ -168,7 +174,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			note(fmt.Sprintf("created service instance %s (%s %s) in space %s", si.Name, si.Offering, si.Plan, land.Apps.Name))
 		}
 	}
-	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{},
+	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{}, log: cfg.Logger,
 		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
 			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}
 
@@ -412,6 +418,7 @@ func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.
 	}
 	stops := []func() error{p.Close}
 	if lc := d.startLogCache(ctx, runID, every, sources, log); lc != nil {
+		d.logCache, d.metricsEvery = lc, every
 		stops = append(stops, lc.Close)
 	}
 	return func() {
@@ -442,6 +449,25 @@ func (d *Deployment) startLogCache(ctx context.Context, runID string, every time
 		return nil
 	}
 	return lc
+}
+
+// maxSettle bounds how long a step's figures wait for the first counter reading after
+// the step: beyond it they rest on the readings so far, and say how much of the step
+// those cover.
+const maxSettle = 5 * time.Second
+
+// settleMetrics reads the Log Cache once more, one poll interval after a step's window
+// ended at end (at most maxSettle from now), so that cumulative counters have a reading
+// on both sides of the window and the step's CPU covers all of it. Without a Log Cache
+// it returns at once.
+func (d *Deployment) settleMetrics(ctx context.Context, end time.Time) {
+	if d.logCache == nil {
+		return
+	}
+	wait.For(ctx, min(time.Until(end.Add(d.metricsEvery)), maxSettle))
+	if err := d.logCache.Poll(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("read container metrics from log cache", "err", err)
+	}
 }
 
 // cfFleet is a variant's generator app, scaled through the Cloud Controller.

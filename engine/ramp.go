@@ -58,6 +58,9 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 		if err := store.EndStep(final, r.run.ID, v.Name, idx, ended, ""); err != nil {
 			return err
 		}
+		if dep := r.opts.Deployment; dep != nil {
+			dep.settleMetrics(final, st.Ends)
+		}
 		sum, err := store.ComputeStepMetrics(final, r.run.ID, v.Name, idx, r.roles(v, fleet))
 		if err != nil {
 			return err

@@ -390,16 +390,19 @@ func (b *q) series(ctx context.Context, vs []*Variant) error {
 	width := interval(b.span(vs), b.opts.MaxPoints)
 	// The router and app views of the requests join in the same pass: coverage and
 	// the latency decomposition need no second scan of the samples.
+	// Coverage counts measured requests only (warm-up excluded), as the step figures and
+	// resultsdb.RouterCoverage do; the time series show the warm-up too.
 	joined := "0::bigint, 0::bigint, " + strings.Repeat("0::float8, ", 7) + "0::bigint FROM samples s"
 	switch {
 	case b.router && b.app:
-		joined = `count(rr.seq), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0),
+		joined = `count(rr.seq) FILTER (WHERE NOT s.warmup), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0 AND NOT s.warmup),
        ` + decompSums + `
 FROM samples s
 LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id = s.worker_id AND rr.seq = s.seq
 LEFT JOIN app_timings a ON a.run_id = $2 AND a.trace_id = rr.trace_id`
 	case b.router:
-		joined = `count(rr.seq), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0), ` + strings.Repeat("0::float8, ", 7) + `0::bigint
+		joined = `count(rr.seq) FILTER (WHERE NOT s.warmup), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0 AND NOT s.warmup), ` +
+			strings.Repeat("0::float8, ", 7) + `0::bigint
 FROM samples s LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id = s.worker_id AND rr.seq = s.seq`
 	}
 	b.perSecond = width == 1
@@ -411,7 +414,7 @@ FROM samples s LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id =
 		sr.IntervalS = width
 		rows, err := b.pool.Query(ctx, `
 SELECT s.step, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
-       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us), avg(s.intended_us)::float8, `+joined+`
+       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us), avg(s.intended_us)::float8, count(*) FILTER (WHERE NOT s.warmup), `+joined+`
 WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
 GROUP BY 1, 2 ORDER BY 6`, v.Name, b.run.ID, int64(width*1e6))
 		if err != nil {
@@ -422,12 +425,12 @@ GROUP BY 1, 2 ORDER BY 6`, v.Name, b.run.ID, int64(width*1e6))
 		sums := map[int]*[8]float64{}
 		for rows.Next() {
 			var (
-				step                                int
-				k, n, errs, p99, found, lost, joins int64
-				mean                                float64
-				l                                   [7]float64
+				step                                          int
+				k, n, errs, p99, measured, found, lost, joins int64
+				mean                                          float64
+				l                                             [7]float64
 			)
-			if err := rows.Scan(&step, &k, &n, &errs, &p99, &mean, &found, &lost, &l[0], &l[1], &l[2], &l[3], &l[4], &l[5], &l[6], &joins); err != nil {
+			if err := rows.Scan(&step, &k, &n, &errs, &p99, &mean, &measured, &found, &lost, &l[0], &l[1], &l[2], &l[3], &l[4], &l[5], &l[6], &joins); err != nil {
 				rows.Close()
 				return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
 			}
@@ -457,18 +460,21 @@ GROUP BY 1, 2 ORDER BY 6`, v.Name, b.run.ID, int64(width*1e6))
 				}
 				sum[7] += float64(joins)
 			}
+			if measured == 0 {
+				continue // warm-up only: no coverage to judge
+			}
 			c := cov[step]
 			if c == nil {
 				c = &resultsdb.Coverage{Variant: v.Name, Step: step}
 				cov[step] = c
 				order = append(order, step)
 			}
-			c.Sent, c.Found, c.NoResponse, c.Seconds = c.Sent+n, c.Found+found, c.NoResponse+lost, c.Seconds+1
+			c.Sent, c.Found, c.NoResponse, c.Seconds = c.Sent+measured, c.Found+found, c.NoResponse+lost, c.Seconds+1
 			switch {
 			case found == 0:
 				c.EmptySeconds++
-				c.MissingInEmpty += n
-			case found < n:
+				c.MissingInEmpty += measured
+			case found < measured:
 				c.PartialSeconds++
 			}
 		}

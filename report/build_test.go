@@ -144,3 +144,24 @@ func TestHTMLOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverageAgreesWithTheStore: the report counts router-log coverage in its own pass
+// over the samples; it must say what resultsdb.RouterCoverage (the run's table, the
+// coverage check) says, step by step.
+func TestCoverageAgreesWithTheStore(t *testing.T) {
+	store := fixtureStore(t, 500)
+	rep := fixtureReport(t, store)
+	want, err := store.RouterCoverage(context.Background(), fixtureRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Runs[0].Coverage
+	if len(got) != len(want) || len(got) == 0 {
+		t.Fatalf("report coverage %+v, store %+v", got, want)
+	}
+	for i, w := range want {
+		if g := got[i]; g.Variant != w.Variant || g.Step != w.Step+1 || g.Sent != w.Sent || g.Found != w.Found {
+			t.Errorf("row %d: report %+v, store %+v", i, g, w)
+		}
+	}
+}
