@@ -482,9 +482,11 @@ func TestStats(t *testing.T) {
 	e.c.Desire(spec)
 	eventually(t, 10*time.Second, "running", allRunning(e.c, "p-busy", 1))
 	var last Instance
-	eventually(t, 15*time.Second, "CPU > 0.5 with memory and disk", func() bool {
+	// A busy loop gets a quarter of a core even with three other runnable processes on
+	// it (a loaded test machine); the idle instance below stays far under that.
+	eventually(t, 15*time.Second, "CPU > 0.25 with memory and disk", func() bool {
 		last = e.c.Instances("p-busy")[0]
-		return last.CPU > 0.5 && last.MemBytes > 0 && last.DiskBytes >= 200000
+		return last.CPU > 0.25 && last.MemBytes > 0 && last.DiskBytes >= 200000
 	})
 	if last.CPU > 1.5 || last.MemBytes > 1<<30 || last.DiskBytes > 300000 {
 		t.Errorf("implausible stats: %+v", last)
@@ -494,7 +496,7 @@ func TestStats(t *testing.T) {
 	e.c.Desire(idle)
 	eventually(t, 10*time.Second, "running", allRunning(e.c, "p-idle", 1))
 	time.Sleep(500 * time.Millisecond)
-	if in := e.c.Instances("p-idle")[0]; in.CPU > 0.2 || in.MemBytes == 0 {
+	if in := e.c.Instances("p-idle")[0]; in.CPU > 0.1 || in.MemBytes == 0 {
 		t.Errorf("idle instance stats: %+v", in)
 	}
 }
