@@ -69,7 +69,7 @@ type Config struct {
 	// envelopes that reached Log Cache late; default 30 s.
 	Overlap time.Duration
 	// Retries of a read answered 429 or 5xx (or not at all), default 3; the waits
-	// between them start at RetryWait (default 1 s) and double, or follow Retry-After.
+	// between them follow the shared backoff from RetryWait (default 1 s), or Retry-After when longer.
 	Retries   int
 	RetryWait time.Duration
 	Clock     func() time.Time

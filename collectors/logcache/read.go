@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -62,18 +63,17 @@ func (p *Poller) readPage(ctx context.Context, sourceID string, start, end int64
 	q := url.Values{"envelope_types": {"GAUGE"}, "start_time": {strconv.FormatInt(start, 10)},
 		"end_time": {strconv.FormatInt(end, 10)}, "limit": {strconv.Itoa(pageLimit)}}
 	u := p.cfg.URL + "/api/v1/read/" + url.PathEscape(sourceID) + "?" + q.Encode()
-	delay := p.cfg.RetryWait
+	b := backoff.Backoff{First: p.cfg.RetryWait, Max: p.cfg.RetryWait << p.cfg.Retries}
 	for attempt := 0; ; attempt++ {
 		envs, retryAfter, err := p.get(ctx, u)
 		if err == nil || retryAfter < 0 || attempt >= p.cfg.Retries {
 			return envs, err
 		}
-		d := max(delay, retryAfter)
+		d := max(b.Next(), retryAfter) // the server's Retry-After wins when longer
 		p.log.Debug("log cache read failed, retrying", "source_id", sourceID, "in", d, "err", err)
 		if !wait.For(ctx, d) {
 			return nil, fmt.Errorf("%w (retry cancelled: %w)", err, ctx.Err())
 		}
-		delay *= 2
 	}
 }
 
