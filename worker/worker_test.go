@@ -61,11 +61,17 @@ func (f *fixture) start(index int) *Worker {
 // plan plans step idx starting after every live instance has read it.
 func (f *fixture) plan(idx int, hold time.Duration) resultsdb.Step {
 	f.t.Helper()
+	return f.planAhead(idx, hold, 3*poll)
+}
+
+// planAhead plans step idx to start lead from now, on the database's clock.
+func (f *fixture) planAhead(idx int, hold, lead time.Duration) resultsdb.Step {
+	f.t.Helper()
 	now, err := f.store.Now(context.Background())
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	start := now.Add(3 * poll)
+	start := now.Add(lead)
 	st := resultsdb.Step{RunID: f.run.ID, Variant: "v", Index: idx, Instances: 1, Users: 1, Started: start, WarmupUntil: start, Ends: start.Add(hold)}
 	if err := f.store.StartStep(context.Background(), st); err != nil {
 		f.t.Fatal(err)
@@ -171,7 +177,10 @@ func TestTotalRateIsSplitOverLiveInstances(t *testing.T) {
 	f.start(1)
 	f.start(2)
 	f.live(3)
-	f.plan(0, hold)
+	// Far enough ahead that every instance reads the plan before the step starts even
+	// on a loaded machine: a late reader would start at its next slot, and the slots it
+	// skipped would be neither sent nor missed.
+	f.planAhead(0, hold, 2*time.Second)
 	f.stepDone(0, 3)
 	var sent, missed, stored int64
 	if err := f.conn.QueryRow(context.Background(), `SELECT sum(ws.sent), sum(ws.missed),
