@@ -122,9 +122,13 @@ func (f *fakeLogCache) serve(w http.ResponseWriter, r *http.Request) {
 // authDoer adds the token, as go-cfclient's auth client does.
 type authDoer struct{ token string }
 
+// noKeepAlive leaves no idle connection behind a request, so that the lifecycle suite's
+// goroutine check does not wait for an idle connection to time out.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func (d authDoer) Do(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", d.token)
-	return http.DefaultClient.Do(r)
+	return noKeepAlive.Do(r)
 }
 
 // sink records rows; fail, if set, fails inserts.
