@@ -38,6 +38,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 )
 
 // Part is a long-running part; the package doc states the contract.
@@ -171,4 +174,22 @@ func (s *State) Close() error {
 	}
 	s.mu.Unlock()
 	return s.Wait()
+}
+
+// Every is the body of a part that polls: it runs tick at once and then every
+// interval, in the background, until the part is asked to stop (Close) or ctx ends,
+// and then records it as stopped with nil. Call it from Start once Begin succeeded.
+// tick gets ctx, so the end of ctx also aborts a tick in progress; a tick reports its
+// own failures (they are transient: the next tick tries again).
+func (s *State) Every(ctx context.Context, interval time.Duration, tick func(context.Context)) {
+	stopping := s.Stopping()
+	go func() {
+		defer s.Stopped(nil)
+		for {
+			tick(ctx)
+			if !wait.Until(ctx, stopping, time.Now().Add(interval)) {
+				return
+			}
+		}
+	}()
 }

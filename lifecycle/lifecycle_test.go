@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
@@ -85,5 +86,32 @@ func TestWaitBeforeStart(t *testing.T) {
 	l.fail <- boom
 	if err := <-waited; !errors.Is(err, boom) {
 		t.Fatalf("Wait: %v, want %v", err, boom)
+	}
+}
+
+// TestEveryTicksUntilClose: the first tick comes at once, later ones on the interval,
+// and Close stops the ticks and records the part as stopped.
+func TestEveryTicksUntilClose(t *testing.T) {
+	var s lifecycle.State
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	ticks := make(chan struct{}, 100)
+	s.Every(context.Background(), time.Millisecond, func(context.Context) { ticks <- struct{}{} })
+	for range 3 {
+		<-ticks
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Close returned before the part was recorded as stopped")
+	}
+	n := len(ticks)
+	time.Sleep(10 * time.Millisecond) // a tick after Close would show here
+	if len(ticks) != n {
+		t.Fatal("ticks went on after Close")
 	}
 }

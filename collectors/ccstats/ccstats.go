@@ -18,7 +18,6 @@ import (
 
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -84,18 +83,11 @@ func (p *Poller) Start(ctx context.Context) error {
 	if err := p.life.Begin(); err != nil {
 		return fmt.Errorf("container metrics poller: %w", err)
 	}
-	stopping := p.life.Stopping()
-	go func() {
-		defer p.life.Stopped(nil)
-		for {
-			if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
-				p.cfg.Logger.Warn("poll process stats", "err", err)
-			}
-			if !wait.Until(ctx, stopping, time.Now().Add(p.cfg.Interval)) {
-				return
-			}
+	p.life.Every(ctx, p.cfg.Interval, func(ctx context.Context) {
+		if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("poll process stats", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -56,9 +55,9 @@ type Config struct {
 }
 
 // Poller reads the connections of the apps' database server on an interval and stores
-// each reading. It follows the lifecycle of package lifecycle. It holds one connection
-// of its own (counted among those in use), opened again after a failure; a failed
-// reading is logged and taken again at the next tick.
+// each reading. It follows the lifecycle of package lifecycle. Each reading opens a
+// connection of its own (counted among those in use); a failed reading is logged and
+// taken again at the next tick.
 type Poller struct {
 	cfg  Config
 	life lifecycle.State
@@ -83,42 +82,23 @@ func (p *Poller) Start(ctx context.Context) error {
 	if err := p.life.Begin(); err != nil {
 		return fmt.Errorf("database connections poller: %w", err)
 	}
-	stopping := p.life.Stopping()
-	go func() {
-		var conn *pgx.Conn
-		defer func() {
-			if conn != nil {
-				conn.Close(context.WithoutCancel(ctx))
-			}
-			p.life.Stopped(nil)
-		}()
-		for {
-			var err error
-			if conn == nil {
-				conn, err = pgx.Connect(ctx, p.cfg.DSN)
-				if err != nil {
-					conn = nil
-				}
-			}
-			if conn != nil {
-				if err = p.poll(ctx, conn); err != nil {
-					conn.Close(context.WithoutCancel(ctx))
-					conn = nil
-				}
-			}
-			if err != nil && ctx.Err() == nil {
-				p.cfg.Logger.Warn("read the apps' database connections", "service", p.cfg.Service, "err", err)
-			}
-			if !wait.Until(ctx, stopping, time.Now().Add(p.cfg.Interval)) {
-				return
-			}
+	p.life.Every(ctx, p.cfg.Interval, func(ctx context.Context) {
+		if err := p.poll(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("read the apps' database connections", "service", p.cfg.Service, "err", err)
 		}
-	}()
+	})
 	return nil
 }
 
-func (p *Poller) poll(ctx context.Context, conn *pgx.Conn) error {
+// poll takes one reading over a connection of its own, closed after it: a reading
+// every few seconds does not need a connection held for the whole run.
+func (p *Poller) poll(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, p.cfg.DSN)
+	if err != nil {
+		return fmt.Errorf("connect to the apps' database: %w", err)
+	}
 	r, err := Read(ctx, conn)
+	conn.Close(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -138,18 +137,11 @@ func (p *Poller) Start(ctx context.Context) error {
 	if err := p.life.Begin(); err != nil {
 		return fmt.Errorf("log cache poller: %w", err)
 	}
-	stopping := p.life.Stopping()
-	go func() {
-		defer p.life.Stopped(nil)
-		for {
-			if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
-				p.log.Warn("read container metrics from log cache", "err", err)
-			}
-			if !wait.Until(ctx, stopping, time.Now().Add(p.cfg.Interval)) {
-				return
-			}
+	p.life.Every(ctx, p.cfg.Interval, func(ctx context.Context) {
+		if err := p.Poll(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("read container metrics from log cache", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 
