@@ -63,6 +63,11 @@ ORDER BY st.started_at, st.variant, st.idx`
 // timings, in the order the steps ran. Requests without a response are left out of the
 // client comparison: their client time is the timeout, not a response time.
 func (s *Store) LayerOrders(ctx context.Context, runID string) ([]LayerOrder, error) {
+	// The pull just stored the run's router requests: without fresh statistics the
+	// planner may join them to the samples without their index.
+	if _, err := s.pool.Exec(ctx, `ANALYZE router_requests, app_timings`); err != nil {
+		return nil, fmt.Errorf("compare the layers of run %s: analyze: %w", runID, err)
+	}
 	rows, err := s.pool.Query(ctx, layerOrderSQL, runID)
 	if err != nil {
 		return nil, fmt.Errorf("compare the layers of run %s: %w", runID, err)
