@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,4 +225,62 @@ func BenchmarkOpenLoop(b *testing.B) {
 			b.ReportMetric(float64(g.Missed()), "missed")
 		})
 	}
+}
+
+// lagRecorder keeps each sample's send lag (start delay), in µs.
+type lagRecorder struct {
+	mu  sync.Mutex
+	lag []float64
+}
+
+func (r *lagRecorder) Add(s sample.Sample) {
+	r.mu.Lock()
+	r.lag = append(r.lag, float64(s.StartDelayUS))
+	r.mu.Unlock()
+}
+
+// BenchmarkSendLag measures how late an open loop of 200 req/s sends against its
+// schedule: the generator (its scheduler waits precisely, pace_linux.go) against a plain
+// Go timer keeping the same schedule, the peer it replaced. One op is one request.
+func BenchmarkSendLag(b *testing.B) {
+	const rate = 200.0
+	interval := time.Duration(float64(time.Second) / rate)
+	report := func(b *testing.B, lag []float64) {
+		if len(lag) == 0 {
+			b.Fatal("no requests")
+		}
+		slices.Sort(lag)
+		var sum float64
+		for _, l := range lag {
+			sum += l
+		}
+		b.ReportMetric(sum/float64(len(lag)), "lag-mean-µs")
+		b.ReportMetric(lag[len(lag)*99/100], "lag-p99-µs")
+	}
+	b.Run("generator", func(b *testing.B) {
+		cfg := benchConfig(b, benchServer(b))
+		cfg.Model, cfg.Rate, cfg.MaxInFlight = Open, rate, 8
+		rec := &lagRecorder{}
+		g, err := New(cfg, rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		start := time.Now().Add(10 * time.Millisecond)
+		g.Run(context.Background(), Phase{Start: start, End: start.Add(time.Duration(b.N) * interval)})
+		report(b, rec.lag)
+	})
+	b.Run("go-timer", func(b *testing.B) {
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		lag := make([]float64, 0, b.N)
+		slot := time.Now().Add(10 * time.Millisecond)
+		for range b.N {
+			t.Reset(time.Until(slot))
+			<-t.C
+			lag = append(lag, float64(time.Since(slot).Microseconds()))
+			slot = slot.Add(interval)
+		}
+		report(b, lag)
+	})
 }

@@ -374,7 +374,8 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	}()
 	endTimer := time.NewTimer(time.Until(ph.End))
 	defer endTimer.Stop()
-	var p pause
+	defer preciseThread()()
+	p := pause{precise: true}
 	defer p.stop()
 
 	// The first slot: ph.Start, or for a late joiner the first aligned slot from now.
@@ -421,27 +422,41 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 }
 
 // pause is wait.Until with one timer for many waits, so that waiting per request
-// does not allocate. The zero value is ready; stop releases the timer.
-type pause struct{ t *time.Timer }
+// does not allocate. The zero value is ready; stop releases the timer. A precise pause
+// wakes within tens of microseconds of t, not up to a millisecond late, on a thread
+// prepared by preciseThread (see pace_linux.go): the open loop's schedule.
+type pause struct {
+	t       *time.Timer
+	precise bool
+}
 
 func (p *pause) until(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
 	d := time.Until(t)
+	if p.precise {
+		d -= preciseWindow
+	}
 	if d <= 0 {
-		return wait.Until(ctx, stop, t) // checks ctx and stop without a timer
-	}
-	if p.t == nil {
-		p.t = time.NewTimer(d)
+		if !wait.Until(ctx, stop, time.Time{}) { // checks ctx and stop without waiting
+			return false
+		}
 	} else {
-		p.t.Reset(d) // since Go 1.23 no stale tick can be left in the channel
+		if p.t == nil {
+			p.t = time.NewTimer(d)
+		} else {
+			p.t.Reset(d) // since Go 1.23 no stale tick can be left in the channel
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-stop:
+			return false
+		case <-p.t.C:
+		}
 	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-p.t.C:
-		return true
+	if p.precise {
+		sleepPrecisely(time.Until(t))
 	}
+	return true
 }
 
 func (p *pause) stop() {

@@ -8,6 +8,8 @@
 #     BenchmarkExport; goal: at least 80% of psql's rate);
 #   - the local foundation's router vs talking to the app directly (foundation/router
 #     BenchmarkRouter), when that package exists;
+#   - the open loop's send lag at 200 req/s: the generator's scheduler vs a Go timer per
+#     slot (loadgen BenchmarkSendLag);
 #   - the report (Build + HTML) of a 250,000- and a 1,000,000-request fixture run vs a
 #     plain COPY of the same run's samples out of Postgres (report BenchmarkReport;
 #     goals: at most 2 s and 2 MB of HTML at 1,000,000, time linear in requests).
@@ -30,6 +32,8 @@ if [ -d foundation/router ]; then
 	echo "bench-go: router (foundation/router BenchmarkRouter, $COUNT runs)" >&2
 	CGO_ENABLED=0 $GO test -run '^$' -bench 'Router' -benchtime 2s -count "$COUNT" ./foundation/router >>"$raw"
 fi
+echo "bench-go: open-loop send lag (loadgen BenchmarkSendLag, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench 'SendLag' -benchtime 1000x -count "$COUNT" ./loadgen >>"$raw"
 echo "bench-go: report (report BenchmarkReport, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'Report' -benchtime 3x -count "$COUNT" ./report >>"$raw"
 
@@ -64,6 +68,10 @@ report() {
 		d=$(median 'Router/direct-latency' 'p50-µs')
 		echo "| router, p50 latency µs (one request at a time) | $(printf '%.0f' "${r:-0}") (through the router) | $(printf '%.0f' "${d:-0}") (direct to the app) | +$(awk -v a="${r:-0}" -v b="${d:-0}" 'BEGIN{printf "%.0f µs", a - b}') | the router adds little |"
 	fi
+	local lg lt
+	lg=$(median 'SendLag/generator' 'lag-mean-µs')
+	lt=$(median 'SendLag/go-timer' 'lag-mean-µs')
+	echo "| open loop at 200 req/s, mean send lag µs (how late requests go out) | $(printf '%.0f' "${lg:-0}") (the generator's scheduler) | $(printf '%.0f' "${lt:-0}") (a Go timer per slot) | $(ratio "$lg" "$lt") | well under the 500 µs the saturation check trips at |"
 	local r1 c1 r4 c4 hb
 	r1=$(median 'Report/report/samples=250000' 'ns/op')
 	c1=$(median 'Report/copy-samples/samples=250000' 'ns/op')
