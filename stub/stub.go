@@ -1,8 +1,10 @@
 // Package stub is a small HTTP service with a predictable cost: a configurable latency
 // (fixed plus random dither) and payload size. It is the target of the demo and a
 // stand-in backend when benchmarking proxies and gateways. It can also freeze once for
-// a while, answering nothing, as a target does in a long GC pause or a failover: the
-// confounder the stall check must catch.
+// a while, answering nothing, as a target does in a long GC pause or a failover (the
+// confounder the stall check must catch); spend CPU per request, as an app that
+// computes does; and, as a noisy neighbour, keep cores busy from a while after its first
+// request (the confounder the contention check must catch).
 package stub
 
 import (
@@ -19,16 +21,24 @@ import (
 const MaxSize = 64 << 20
 
 // Config holds the defaults; each request may override them with query parameters
-// delay, dither (durations) and size (bytes).
+// delay, dither, cpu (durations) and size (bytes).
 type Config struct {
 	Delay  time.Duration // fixed latency added to every response
 	Dither time.Duration // plus a uniform random 0..Dither
-	Size   int           // payload bytes of /bytes
+	// CPU is the CPU time every response costs, spent before the delay: counted on the
+	// thread's CPU clock, so a busy cell makes it take longer, not cost less.
+	CPU  time.Duration
+	Size int // payload bytes of /bytes
 	// FreezeFor, when positive, freezes the stub once: from FreezeAfter after the first
 	// request it serves (so the freeze lands at a known time into a benchmark's load,
 	// however long the app waited before), every request but /healthz is held until
 	// FreezeFor has passed, then answered as usual.
 	FreezeAfter, FreezeFor time.Duration
+	// BurnCores, when positive, makes the stub a noisy neighbour: from BurnAfter after
+	// the first request it serves, BurnCores threads spin for BurnFor (0: until the
+	// process ends), taking their share of the cell's CPU from everything else on it.
+	BurnCores          int
+	BurnAfter, BurnFor time.Duration
 }
 
 // Handler serves:
@@ -37,10 +47,11 @@ type Config struct {
 //	GET /bytes?size=N       N bytes of 'x'
 //	GET /healthz            "ok\n" (never delayed)
 //
-// Every path except /healthz honours ?delay=5ms&dither=2ms, and is held while the stub
-// is frozen (Config.FreezeFor).
+// Every path except /healthz honours ?delay=5ms&dither=2ms&cpu=1ms, is held while the
+// stub is frozen (Config.FreezeFor), and starts the clock of its burn (Config.BurnCores).
 func Handler(cfg Config) http.Handler {
 	fr := &freeze{after: cfg.FreezeAfter, length: cfg.FreezeFor, now: time.Now}
+	b := &burn{cores: cfg.BurnCores, after: cfg.BurnAfter, length: cfg.BurnFor}
 	// One 64 KiB chunk written as often as needed: a stub must stay small (it runs in
 	// 64M containers), whatever size a request asks for.
 	chunk := bytes.Repeat([]byte{'x'}, 64<<10)
@@ -49,7 +60,7 @@ func Handler(cfg Config) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
-		if delay(w, r, cfg, fr) {
+		if delay(w, r, cfg, fr, b) {
 			w.Write([]byte("hello\n"))
 		}
 	})
@@ -63,7 +74,7 @@ func Handler(cfg Config) http.Handler {
 			}
 			size = n
 		}
-		if delay(w, r, cfg, fr) {
+		if delay(w, r, cfg, fr, b) {
 			w.Header().Set("Content-Length", strconv.Itoa(size))
 			for left := size; left > 0; left -= len(chunk) {
 				if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
@@ -75,11 +86,13 @@ func Handler(cfg Config) http.Handler {
 	return mux
 }
 
-// delay sleeps as configured, then while the stub is frozen; it answers 400 and returns
-// false on a malformed override, and false when the client went away meanwhile.
-func delay(w http.ResponseWriter, r *http.Request, cfg Config, fr *freeze) bool {
-	d, dither := cfg.Delay, cfg.Dither
-	for name, dst := range map[string]*time.Duration{"delay": &d, "dither": &dither} {
+// delay spends the CPU asked for, sleeps as configured, then while the stub is frozen;
+// it answers 400 and returns false on a malformed override, and false when the client
+// went away meanwhile.
+func delay(w http.ResponseWriter, r *http.Request, cfg Config, fr *freeze, b *burn) bool {
+	b.start()
+	d, dither, cpu := cfg.Delay, cfg.Dither, cfg.CPU
+	for name, dst := range map[string]*time.Duration{"delay": &d, "dither": &dither, "cpu": &cpu} {
 		if v := r.URL.Query().Get(name); v != "" {
 			parsed, err := time.ParseDuration(v)
 			if err != nil || parsed < 0 {
@@ -92,7 +105,7 @@ func delay(w http.ResponseWriter, r *http.Request, cfg Config, fr *freeze) bool 
 	if dither > 0 {
 		d += rand.N(dither)
 	}
-	if !sleep(r, d) {
+	if !work(r.Context(), cpu) || !sleep(r, d) {
 		return false
 	}
 	return sleep(r, fr.hold())

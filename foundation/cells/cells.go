@@ -156,7 +156,12 @@ type ContainerMetrics struct {
 	// entitled cores (Instance.CPUEntitlement) times its age.
 	Entitlement time.Duration
 	// Age is how long the instance's process has existed.
-	Age                           time.Duration
+	Age time.Duration
+	// CPUWait is how long the instance's threads, since it started, were ready to run
+	// but waited for a CPU (run-queue wait, from the kernel's per-thread schedstat):
+	// what its cell's neighbours and the host took from it. It never decreases; nil
+	// where the kernel keeps no such counters. Garden has no such figure.
+	CPUWait                       *time.Duration
 	MemBytes, DiskBytes           uint64
 	MemQuotaBytes, DiskQuotaBytes uint64
 	// Cell is the instance's cell (isolation segment).

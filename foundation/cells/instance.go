@@ -43,6 +43,7 @@ type instance struct {
 	started    time.Time     // wall clock when the running process started
 	cpuTotal   time.Duration // CPU time since started, summed from non-negative steps
 	entTotal   time.Duration // entitled CPU time since started
+	wait       waitCounter   // run-queue wait of its threads since started
 }
 
 // newInstance is called under Cells.mu once Start has resolved the cells.
@@ -196,7 +197,7 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	in.info.PID = pid
 	in.pgid, in.cg, in.tmpDir, in.killReason = pid, cg, tmpDir, ""
 	in.lastCPU, in.lastSample = 0, time.Now()
-	in.started, in.cpuTotal, in.entTotal = in.lastSample, 0, 0
+	in.started, in.cpuTotal, in.entTotal, in.wait = in.lastSample, 0, 0, waitCounter{}
 	c.mu.Unlock()
 
 	exited := make(chan error, 1)

@@ -120,3 +120,85 @@ func TestCores(t *testing.T) {
 		t.Errorf("with isolation: %v, want apps 1 and all %d", got, len(cpus))
 	}
 }
+
+// Two instances that each spin a core, on a cell of one CPU: each waits on the run
+// queue while the other runs, so their waits together are at least about the wall time
+// (both are always ready, and one CPU runs at most one of them at a time), whatever
+// else the machine runs. The counters never go backwards.
+func TestContainerMetricsRunQueueWait(t *testing.T) {
+	t.Parallel()
+	rec := &metricsRecorder{}
+	cpu := availableCPUs(t)[0]
+	e := startCells(t, func(c *Config) {
+		c.Cells = []Cell{{"apps", []int{cpu}}}
+		c.OnMetrics = rec.add
+	})
+	requireIsolation(t, e.c)
+	e.c.Desire(fixtureSpec("p-wait", 2, map[string]string{"BUSY": "1"}))
+	eventually(t, 20*time.Second, "running", allRunning(e.c, "p-wait", 2))
+	guids := map[int]string{}
+	for _, in := range e.c.Instances("p-wait") {
+		guids[in.Index] = in.GUID
+	}
+	// Readings of the running instances, by index, from the first after both ran.
+	readings := func() map[int][]ContainerMetrics {
+		out := map[int][]ContainerMetrics{}
+		for _, m := range rec.of("p-wait") {
+			if m.InstanceGUID == guids[m.Index] {
+				out[m.Index] = append(out[m.Index], m)
+			}
+		}
+		return out
+	}
+	eventually(t, 30*time.Second, "readings a second apart", func() bool {
+		rs := readings()
+		for i := range 2 {
+			if len(rs[i]) < 2 || rs[i][len(rs[i])-1].Time.Sub(rs[i][0].Time) < time.Second {
+				return false
+			}
+		}
+		return true
+	})
+	var waited time.Duration
+	wall := time.Hour
+	for i, rs := range readings() {
+		for j, m := range rs {
+			if m.CPUWait == nil {
+				t.Fatalf("instance %d reading %d: no run-queue wait, though schedstat is read on this kernel", i, j)
+			}
+			if j > 0 && *m.CPUWait < *rs[j-1].CPUWait {
+				t.Errorf("instance %d reading %d: wait went back from %v to %v", i, j, *rs[j-1].CPUWait, *m.CPUWait)
+			}
+		}
+		first, last := rs[0], rs[len(rs)-1]
+		waited += *last.CPUWait - *first.CPUWait
+		wall = min(wall, last.Time.Sub(first.Time))
+	}
+	if waited < wall/2 {
+		t.Errorf("two spinning instances on one CPU waited %v together over %v, want about the wall time", waited, wall)
+	}
+}
+
+func TestWaitCounter(t *testing.T) {
+	var w waitCounter
+	if got := w.add(map[int]time.Duration{1: 10, 2: 5}); got != 15 {
+		t.Errorf("first reading: %v, want all of it (15)", got)
+	}
+	// Thread 1 waited 4 more, thread 2 exited, thread 3 is new, thread 4's id was
+	// recycled since: it counts from 0.
+	if got := w.add(map[int]time.Duration{1: 14, 3: 7}); got != 26 {
+		t.Errorf("second reading: %v, want 15+4+7 = 26", got)
+	}
+	if got := w.add(map[int]time.Duration{1: 2, 3: 7}); got != 28 {
+		t.Errorf("a recycled thread id: %v, want 26+2 = 28", got)
+	}
+	if _, err := parseSchedstat([]byte("200786919 48977715 689\n")); err != nil {
+		t.Error(err)
+	}
+	if w, _ := parseSchedstat([]byte("1 48977715 689\n")); w != 48977715 {
+		t.Errorf("parseSchedstat: %v, want the second field", w)
+	}
+	if _, err := parseSchedstat([]byte("1\n")); err == nil {
+		t.Error("parseSchedstat of one field: no error")
+	}
+}

@@ -67,6 +67,7 @@ type groupUsage struct {
 	ticks   uint64
 	rss     uint64 // bytes
 	members int    // processes that are not zombies
+	pids    []int
 }
 
 // scanGroups reads every process once and sums usage per process group, limited to
@@ -95,6 +96,9 @@ func scanGroups(want map[int]bool) map[int]groupUsage {
 		u.rss += st.rss * page
 		if st.state != 'Z' {
 			u.members++
+		}
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			u.pids = append(u.pids, pid)
 		}
 		out[st.pgrp] = u
 	}
@@ -153,9 +157,11 @@ func (c *Cells) sample() {
 		usage = scanGroups(want)
 	}
 	type reading struct {
-		cpu time.Duration
-		mem uint64
-		ok  bool
+		cpu    time.Duration
+		mem    uint64
+		ok     bool
+		waits  map[int]time.Duration // run-queue wait by thread
+		waitOK bool
 	}
 	readings := make([]reading, len(targets))
 	disk := make([]uint64, len(targets))
@@ -166,10 +172,14 @@ func (c *Cells) sample() {
 				// Gone with its process since the targets were listed, most likely.
 				c.log.Debug("read instance cgroup", "cgroup", t.cg.Path(), "err", err)
 			}
-			readings[i] = reading{u.CPU, u.Memory, err == nil}
+			readings[i] = reading{cpu: u.CPU, mem: u.Memory, ok: err == nil}
+			if pids, err := t.cg.Processes(); err == nil {
+				readings[i].waits, readings[i].waitOK = threadWaits(pids)
+			}
 		} else {
 			u := usage[t.pgid]
-			readings[i] = reading{time.Duration(u.ticks) * (time.Second / clockTicks), u.rss, true}
+			readings[i] = reading{cpu: time.Duration(u.ticks) * (time.Second / clockTicks), mem: u.rss, ok: true}
+			readings[i].waits, readings[i].waitOK = threadWaits(u.pids)
 		}
 		disk[i] = dirSize(t.tmpDir)
 	}
@@ -196,6 +206,9 @@ func (c *Cells) sample() {
 		}
 		in.lastCPU, in.lastSample = r.cpu, now
 		in.info.MemBytes, in.info.DiskBytes = r.mem, disk[i]
+		if r.waitOK {
+			in.wait.add(r.waits)
+		}
 		if c.cfg.OnMetrics != nil {
 			counters := "proc"
 			if t.cg != nil {
@@ -206,6 +219,10 @@ func (c *Cells) sample() {
 				Time: now, CPU: in.info.CPU, CPUEntitlement: in.info.CPUEntitlement, CPUTime: in.cpuTotal, Entitlement: in.entTotal, Age: now.Sub(in.started),
 				MemBytes: r.mem, DiskBytes: disk[i], MemQuotaBytes: uint64(max(in.spec.MemoryMB, 0)) << 20,
 				DiskQuotaBytes: uint64(max(in.spec.DiskMB, 0)) << 20, Cell: in.cell.name, Counters: counters})
+			if in.wait.known {
+				w := in.wait.total
+				metrics[len(metrics)-1].CPUWait = &w
+			}
 		}
 
 		limit := uint64(in.spec.MemoryMB) << 20
