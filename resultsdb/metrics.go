@@ -43,6 +43,10 @@ type ContainerMetric struct {
 	// (container_age); nil where unknown (CC stats carry none). An instance's CPU in
 	// cores between two readings is ΔCPUTimeNS / ΔAt.
 	CPUTimeNS, EntitlementNS, ContainerAgeNS *int64
+	// CPUWaitNS is the container's cumulative run-queue wait in nanoseconds: how long
+	// its threads were ready to run but waited for a CPU (the local foundation's
+	// absolute_cpu_wait gauge); nil where unknown (Diego sends no such gauge).
+	CPUWaitNS *int64
 	// Source is SourceStats or SourceLogCache; "" stores SourceStats.
 	Source string
 }
@@ -55,7 +59,7 @@ func (s *Store) InsertContainerMetrics(ctx context.Context, rows []ContainerMetr
 	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"container_metrics"},
 		[]string{"run_id", "at", "app_name", "app_guid", "process_type", "instance_index", "state", "cpu", "cpu_entitlement",
 			"mem_bytes", "mem_quota_bytes", "disk_bytes", "host", "isolation_segment", "uptime_s",
-			"cpu_time_ns", "entitlement_ns", "container_age_ns", "source"},
+			"cpu_time_ns", "entitlement_ns", "container_age_ns", "cpu_wait_ns", "source"},
 		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			r := &rows[i]
 			source := r.Source
@@ -64,7 +68,7 @@ func (s *Store) InsertContainerMetrics(ctx context.Context, rows []ContainerMetr
 			}
 			return []any{r.RunID, r.At, r.AppName, r.AppGUID, r.ProcessType, r.InstanceIndex, r.State, r.CPU, r.CPUEntitlement,
 				r.MemBytes, r.MemQuotaBytes, r.DiskBytes, r.Host, r.IsolationSegment, r.UptimeSeconds,
-				r.CPUTimeNS, r.EntitlementNS, r.ContainerAgeNS, source}, nil
+				r.CPUTimeNS, r.EntitlementNS, r.ContainerAgeNS, r.CPUWaitNS, source}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store container metrics: %w", err)

@@ -64,6 +64,13 @@ type AppStepMetrics struct {
 	MemMaxBytes, MemQuotaBytes *int64
 	// CoresAvailable is the CPU one instance can get, in cores, where known.
 	CoresAvailable *float64
+	// CPUWaitCores is the mean run-queue wait per instance over the window, in cores'
+	// worth of time (1 = one thread ready but waiting all along), and CPUWaitShare the
+	// wait over wait plus CPU time of all instances: the share of the time its threads
+	// were ready to run that they did not. Both rest on cumulative counters
+	// (container_metrics.cpu_wait_ns) bracketing the window, as the CPU does; nil
+	// without them (on Cloud Foundry, whose cells send no such counter).
+	CPUWaitCores, CPUWaitShare *float64
 }
 
 // Stall detection (StepSummary.Stalled, Omitted). Completions are counted per bucket of
@@ -431,6 +438,7 @@ type metricRow struct {
 	at        time.Time
 	cpu       *float64
 	cpuTimeNS *int64
+	waitNS    *int64
 	mem       *int64
 	quota     *int64
 }
@@ -440,7 +448,7 @@ type metricRow struct {
 const metricsSlack = time.Minute
 
 const appMetricsSQL = `
-SELECT process_type || '/' || instance_index, at, cpu, cpu_time_ns, mem_bytes, mem_quota_bytes
+SELECT process_type || '/' || instance_index, at, cpu, cpu_time_ns, cpu_wait_ns, mem_bytes, mem_quota_bytes
 FROM container_metrics
 WHERE run_id = $1 AND app_name = $2 AND at BETWEEN $3 AND $4 AND (cpu IS NOT NULL OR cpu_time_ns IS NOT NULL OR mem_bytes IS NOT NULL)
 ORDER BY 1, at`
@@ -453,7 +461,7 @@ func (s *Store) appStepMetrics(ctx context.Context, runID string, a AppRole, fro
 	}
 	readings, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (metricRow, error) {
 		var m metricRow
-		return m, r.Scan(&m.instance, &m.at, &m.cpu, &m.cpuTimeNS, &m.mem, &m.quota)
+		return m, r.Scan(&m.instance, &m.at, &m.cpu, &m.cpuTimeNS, &m.waitNS, &m.mem, &m.quota)
 	})
 	if err != nil {
 		return AppStepMetrics{}, fmt.Errorf("sum up container metrics of %s: %w", a.Name, err)
@@ -530,7 +538,8 @@ func SumAppMetrics(readings []metricRow, from, to time.Time) AppStepMetrics {
 	if len(cpus) == 0 {
 		return out
 	}
-	var total, maxCores, covered float64
+	var total, maxCores, covered, waitCores, waitTotal float64
+	waitN := 0
 	out.CPUSource = CPUFromCounters
 	for _, c := range cpus {
 		total += c.cores
@@ -540,6 +549,18 @@ func SumAppMetrics(readings []metricRow, from, to time.Time) AppStepMetrics {
 		if c.source == CPUFromStats {
 			out.CPUSource = CPUFromStats // the weaker source names the figure
 		}
+		if c.waitCores != nil {
+			waitCores += *c.waitCores
+			waitTotal += c.cores
+			waitN++
+		}
+	}
+	if waitN == len(cpus) { // a figure of some instances only would understate the wait
+		mean, share := waitCores/float64(waitN), 0.0
+		if waitCores+waitTotal > 0 {
+			share = waitCores / (waitCores + waitTotal)
+		}
+		out.CPUWaitCores, out.CPUWaitShare = &mean, &share
 	}
 	mean := total / float64(len(cpus))
 	out.CPUMeanCores, out.CPUMaxCores, out.CPUTotalCores = &mean, &maxCores, &total
@@ -561,6 +582,9 @@ type instanceCPU struct {
 	points  int     // readings it rests on
 	covered float64 // share of the window they span
 	source  string
+	// waitCores is the run-queue wait over the same readings, in cores; nil without
+	// the counter on both.
+	waitCores *float64
 }
 
 // instanceCPU is the CPU the bracket measures: Δcpu time / Δtime.
@@ -578,7 +602,12 @@ func (c counterReading) instanceCPU() instanceCPU {
 	if c.window > 0 {
 		covered = min(max(hi.Sub(lo).Seconds()/c.window.Seconds(), 0), 1)
 	}
-	return instanceCPU{cores: cores, points: c.points, covered: covered, source: CPUFromCounters}
+	out := instanceCPU{cores: cores, points: c.points, covered: covered, source: CPUFromCounters}
+	if b, a := c.before.waitNS, c.after.waitNS; b != nil && a != nil && *a >= *b {
+		w := float64(*a-*b) / 1e9 / dt
+		out.waitCores = &w
+	}
+	return out
 }
 
 // counterCPU brackets [from, to] with an instance's cumulative CPU-time readings (rs

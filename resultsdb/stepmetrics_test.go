@@ -104,6 +104,36 @@ func TestSumAppMetrics(t *testing.T) {
 	})
 }
 
+// The run-queue wait rests on the same counter readings as the CPU: per instance Δwait
+// / Δtime, and its share of the ready time is Δwait / (Δwait + ΔCPU) over all
+// instances. An instance without the counter leaves both unknown: a figure of the
+// others alone would understate the wait.
+func TestSumAppMetricsWait(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	from, to := t0.Add(10*time.Second), t0.Add(30*time.Second)
+	i := func(v int64) *int64 { return &v }
+	counter := func(inst string, at time.Time, cpuSeconds, waitSeconds float64) metricRow {
+		r := metricRow{instance: inst, at: at, cpuTimeNS: i(int64(cpuSeconds * 1e9))}
+		if waitSeconds >= 0 {
+			r.waitNS = i(int64(waitSeconds * 1e9))
+		}
+		return r
+	}
+	got := SumAppMetrics([]metricRow{
+		counter("web/0", from, 100, 50), counter("web/0", to, 110, 80), // 0.5 core run, 1.5 waited
+		counter("web/1", from, 0, 0), counter("web/1", to, 10, 10), // 0.5 run, 0.5 waited
+	}, from, to)
+	if got.CPUWaitCores == nil || !near(*got.CPUWaitCores, 1) || !near(*got.CPUWaitShare, 2.0/3) {
+		t.Fatalf("wait %v cores, share %v; want 1 per instance, 2/3 of the ready time", got.CPUWaitCores, got.CPUWaitShare)
+	}
+	got = SumAppMetrics([]metricRow{
+		counter("web/0", from, 100, 50), counter("web/0", to, 110, 80), counter("web/1", from, 0, -1), counter("web/1", to, 10, -1),
+	}, from, to)
+	if got.CPUWaitCores != nil || got.CPUWaitShare != nil || got.CPUMeanCores == nil {
+		t.Fatalf("one instance without the wait counter: wait %v, share %v, CPU %v; want no wait figures, the CPU", got.CPUWaitCores, got.CPUWaitShare, got.CPUMeanCores)
+	}
+}
+
 func TestFindStalls(t *testing.T) {
 	const base = 10 * time.Millisecond
 	steady := func(n int, per int64) []int64 {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -127,4 +128,37 @@ func TestFrozenStubHoldsRequestsButNotHealthz(t *testing.T) {
 	}
 	srv2.CloseClientConnections()
 	<-done
+}
+
+// ?cpu= costs the CPU time asked for, counted on the thread's CPU clock: the process's
+// CPU time grows by at least that much, however busy the machine is.
+func TestCPUCostsItsCPUTime(t *testing.T) {
+	srv := httptest.NewServer(Handler(Config{}))
+	defer srv.Close()
+	before := processCPU(t)
+	resp, err := http.Get(srv.URL + "/hello?cpu=50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if used := processCPU(t) - before; used < 50*time.Millisecond {
+		t.Fatalf("a request asking for 50ms of CPU cost the process %v", used)
+	}
+	resp, err = http.Get(srv.URL + "/hello?cpu=lots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("cpu=lots: %d, want 400", resp.StatusCode)
+	}
+}
+
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -91,16 +92,17 @@ func TestReadsTheLocalFoundation(t *testing.T) {
 		used, entitled, age int64
 		mem, quota          int64
 		source, app, state  string
+		wait                *int64
 	}
 	rows, err := conn.Query(ctx, `SELECT at, instance_index, cpu_time_ns, entitlement_ns, container_age_ns, mem_bytes, mem_quota_bytes,
-		source, app_name, state FROM container_metrics WHERE run_id = $1 ORDER BY instance_index, at`, run.ID)
+		source, app_name, state, cpu_wait_ns FROM container_metrics WHERE run_id = $1 ORDER BY instance_index, at`, run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rs []reading
 	for rows.Next() {
 		var r reading
-		if err := rows.Scan(&r.at, &r.index, &r.used, &r.entitled, &r.age, &r.mem, &r.quota, &r.source, &r.app, &r.state); err != nil {
+		if err := rows.Scan(&r.at, &r.index, &r.used, &r.entitled, &r.age, &r.mem, &r.quota, &r.source, &r.app, &r.state, &r.wait); err != nil {
 			t.Fatalf("a row without counters or memory: %v", err)
 		}
 		rs = append(rs, r)
@@ -158,6 +160,13 @@ func TestReadsTheLocalFoundation(t *testing.T) {
 		}
 		if prev != nil && prev.index == r.index && (r.used < prev.used || r.age <= prev.age || !r.at.After(prev.at)) {
 			t.Errorf("instance %d went backwards: %+v after %+v", r.index, *r, *prev)
+		}
+		// The run-queue wait comes with the counters wherever the kernel keeps it.
+		if _, err := os.Stat("/proc/self/schedstat"); err == nil && r.wait == nil {
+			t.Errorf("row %+v: no run-queue wait, though this kernel keeps it", *r)
+		}
+		if prev != nil && prev.index == r.index && r.wait != nil && prev.wait != nil && *r.wait < *prev.wait {
+			t.Errorf("instance %d: run-queue wait went back from %d to %d", r.index, *prev.wait, *r.wait)
 		}
 		prev = r
 	}

@@ -170,6 +170,10 @@ func (e *envelope) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// cpuWaitGauge is the local foundation's cumulative run-queue wait of a container, in
+// the counters envelope (foundation's containerEnvelopes); Diego sends none.
+const cpuWaitGauge = "absolute_cpu_wait"
+
 // The metrics of the two container-metric envelopes.
 var (
 	usageMetrics   = []string{"cpu", "memory", "disk", "memory_quota"}
@@ -292,6 +296,7 @@ func (p *Poller) row(t Target, e, other *envelope) resultsdb.ContainerMetric {
 	}
 	m.MemBytes, m.DiskBytes, m.MemQuotaBytes = integer("memory"), integer("disk"), integer("memory_quota")
 	m.CPUTimeNS, m.EntitlementNS, m.ContainerAgeNS = integer("absolute_usage"), integer("absolute_entitlement"), integer("container_age")
+	m.CPUWaitNS = integer(cpuWaitGauge)
 	if age := m.ContainerAgeNS; age != nil {
 		up := *age / int64(time.Second)
 		m.UptimeSeconds = &up
