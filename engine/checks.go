@@ -18,6 +18,7 @@ const (
 	GeneratorSaturationCheck = "generator-saturation"
 	PlateauCheck             = "plateau"
 	PoolExhaustionCheck      = "pool-exhaustion"
+	ContentionCheck          = "contention"
 	StallCheck               = "stall"
 	CoverageCheck            = "coverage"
 	LayerOrderCheck          = "layer-order"
@@ -178,6 +179,72 @@ func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 	ev := map[string]any{"load_growth": loadGain, "throughput_growth": gain, "served": served,
 		"throughput_before": prev.Throughput, "throughput": cur.Throughput, "app_cpu_mean_cores": *app.CPUMeanCores}
 	return &Finding{Check: PlateauCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
+}
+
+// plateauExplainers are the checks whose finding on a step explains flat throughput
+// from inside the app's own cell or process, so that plateau, which would blame
+// something outside the app, defers to them (deferPlateau).
+var plateauExplainers = []string{ContentionCheck}
+
+// deferPlateau drops a plateau finding among a step's findings when another finding
+// of the step explains it (plateauExplainers), and says so in that finding.
+func deferPlateau(found []*Finding) []*Finding {
+	i := slices.IndexFunc(found, func(f *Finding) bool { return f != nil && f.Check == PlateauCheck })
+	if i < 0 {
+		return found
+	}
+	for _, f := range found {
+		if f != nil && slices.Contains(plateauExplainers, f.Check) {
+			f.Evidence["explains_plateau"] = true
+			for k, v := range found[i].Evidence {
+				if _, ok := f.Evidence[k]; !ok {
+					f.Evidence["plateau_"+k] = v
+				}
+			}
+			f.Message += fmt.Sprintf(" It also explains why this step's throughput grew only %+.1f%% for %+.0f%% more load (no plateau finding: the limit is not outside the app).",
+				100*found[i].Evidence["throughput_growth"].(float64), 100*found[i].Evidence["load_growth"].(float64))
+			return slices.Delete(slices.Clone(found), i, i+1)
+		}
+	}
+	return found
+}
+
+// CheckContention reports a step in which the app waited for a CPU that others took:
+// its threads were ready to run but waited on a run queue for at least c.WaitShare of
+// that time and at least c.WaitedCores cores' worth per instance, while its instances
+// together used less than c.CPUShare of the cores of their cell. A scheduler idles no
+// CPU a ready thread may use, so the rest of the cell went to its neighbours or the
+// host (on the local foundation all of an app's instances share one cell, so it is not
+// the app crowding itself). notJudged says why the step could not be judged (no
+// run-queue wait counter: Cloud Foundry's cells send none; the cell's cores unknown),
+// "" when it was or the check is off.
+func CheckContention(c spec.Contention, m resultsdb.StepSummary) (f *Finding, notJudged string) {
+	if !warns(c.Level) {
+		return nil, ""
+	}
+	app, ok := m.App(resultsdb.RoleApp)
+	if !ok {
+		return nil, "" // a url: variant: no app of ours to look into
+	}
+	switch {
+	case app.CPUWaitCores == nil || app.CPUWaitShare == nil || app.CPUTotalCores == nil:
+		return nil, fmt.Sprintf("contention not judged for app %s: the platform counts no run-queue wait for its containers"+
+			" (Cloud Foundry's cells send none; the local foundation's cells do where the kernel keeps schedstat)", app.App)
+	case app.CoresAvailable == nil || *app.CoresAvailable <= 0:
+		return nil, fmt.Sprintf("contention not judged for app %s: the cores of its cell are unknown, so its wait cannot be told from its own saturation", app.App)
+	}
+	waited, share, used, avail := *app.CPUWaitCores, *app.CPUWaitShare, *app.CPUTotalCores, *app.CoresAvailable
+	ev := map[string]any{"cpu_wait_share": share, "cpu_wait_cores": waited, "app_cpu_total_cores": used, "cores_available": avail,
+		"app_cpu_share_of_cell": used / avail, "latency_mean_ms": ms(m.Mean), "throughput": m.Throughput}
+	if share < c.WaitShare || waited < c.WaitedCores || used/avail >= c.CPUShare {
+		return nil, ""
+	}
+	msg := fmt.Sprintf("app %s waited for a CPU: its threads spent %.2f cores' worth of time per instance ready to run but waiting (%.0f%% of their ready time),"+
+		" while its instances used %.2f of the %.3g cores of their cell (%.0f%%): neighbours on the cell, or the host, took the rest."+
+		" The step's latency (mean %sms) and throughput (%.1f req/s) measure the contention, not the app."+
+		" Try: run the app alone on its cell (an isolation segment of its own), or stop what else runs there and on the host.",
+		app.App, waited, 100*share, used, avail, 100*used/avail, report.Millis(m.Mean), m.Throughput)
+	return &Finding{Check: ContentionCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}, ""
 }
 
 // CheckPoolExhaustion reports a step whose requests spent at least c.WaitShare of their

@@ -222,3 +222,100 @@ func TestCheckLayerOrder(t *testing.T) {
 	good := resultsdb.LayerOrder{AppAndRouter: 10000, AppOverRouter: 10, RouterAndClient: 10000, RouterOverClient: 5}
 	wantFinding(t, CheckLayerOrder(c, good), "", "")
 }
+
+// appWait is the app under test with its run-queue wait and the cores of its cell.
+func appWait(used, waited, share float64, available *float64) resultsdb.AppStepMetrics {
+	a := appCPU(resultsdb.RoleApp, used, available)
+	a.CPUWaitCores, a.CPUWaitShare = checkF64(waited), checkF64(share)
+	return a
+}
+
+func TestCheckContention(t *testing.T) {
+	t.Parallel()
+	c := spec.DefaultChecks().Contention
+	ms := time.Millisecond
+	one := checkF64(1)
+	cases := []struct {
+		name      string
+		cur       resultsdb.StepSummary
+		want      bool
+		notJudged string
+		parts     []string
+	}{
+		// A neighbour burns the cell: the app ran 0.4 of its one core and waited 1.2
+		// cores' worth (three quarters of its ready time).
+		{"a noisy neighbour", step(2, 2, 40, 50*ms, 0, appWait(0.4, 1.2, 0.75, one)), true, "",
+			[]string{"app app-app waited for a CPU", "1.20 cores' worth", "75% of their ready time", "0.40 of the 1 cores of their cell (40%)"}},
+		// A light app on a busy host: almost all of its little ready time was waiting,
+		// but a quarter of a core's worth is no material loss (measured: 0.22-0.34 at
+		// a load average of 36 on 2 cores).
+		{"a light app on a busy host", step(2, 2, 180, 22*ms, 0, appWait(0.02, 0.3, 0.94, one)), false, "", nil},
+		// An app that uses its whole cell waits for its own threads: its own limit,
+		// not a neighbour's.
+		{"the app saturates its own cell", step(4, 2, 100, 40*ms, 0, appWait(0.95, 3, 0.76, one)), false, "", nil},
+		{"little wait", step(2, 2, 100, 10*ms, 0, appWait(0.5, 0.6, 0.3, one)), false, "", nil},
+		{"no wait counter (Cloud Foundry)", step(2, 2, 100, 10*ms, 0, appCPU(resultsdb.RoleApp, 0.3, one)), false,
+			"contention not judged for app app-app: the platform counts no run-queue wait", nil},
+		{"cell cores unknown", step(2, 2, 100, 10*ms, 0, appWait(0.3, 2, 0.9, nil)), false,
+			"contention not judged for app app-app: the cores of its cell are unknown", nil},
+		{"a url: variant has no app", step(2, 2, 100, 10*ms, 0), false, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, nj := CheckContention(c, tc.cur)
+			if !strings.HasPrefix(nj, tc.notJudged) || (tc.notJudged == "") != (nj == "") {
+				t.Errorf("not judged %q, want %q", nj, tc.notJudged)
+			}
+			if !tc.want {
+				wantFinding(t, f, "", "")
+				return
+			}
+			wantFinding(t, f, ContentionCheck, spec.CheckWarn, tc.parts...)
+			if f.Evidence["cpu_wait_share"] != 0.75 || f.Evidence["cpu_wait_cores"] != 1.2 || f.Evidence["cores_available"] != 1.0 {
+				t.Errorf("evidence %v", f.Evidence)
+			}
+		})
+	}
+	t.Run("off", func(t *testing.T) {
+		off := c
+		off.Level = spec.CheckOff
+		if f, nj := CheckContention(off, cases[0].cur); f != nil || nj != "" {
+			t.Errorf("off: %v, %q", f, nj)
+		}
+	})
+	t.Run("thresholds from the spec", func(t *testing.T) {
+		strict := c
+		strict.WaitedCores = 1.5
+		if f, _ := CheckContention(strict, cases[0].cur); f != nil {
+			t.Errorf("1.2 cores waited tripped a threshold of 1.5: %v", f.Message)
+		}
+	})
+}
+
+// Plateau defers to a finding that explains flat throughput from inside the app's cell:
+// the CI case of a closed-loop step that did not scale on a contended host, where
+// plateau would blame something outside the app.
+func TestPlateauDefersToContention(t *testing.T) {
+	t.Parallel()
+	checks := spec.DefaultChecks()
+	ms := time.Millisecond
+	one := checkF64(1)
+	prev := step(1, 1, 100, 10*ms, 0, appWait(0.4, 0.1, 0.2, one))
+	cur := step(1, 2, 96, 20*ms, 0, appWait(0.23, 0.9, 0.8, one)) // -4 % for twice the users, app at 0.23 cores
+	plateau := CheckPlateau(checks.Plateau, prev, cur)
+	wantFinding(t, plateau, PlateauCheck, spec.CheckWarn)
+	contention, _ := CheckContention(checks.Contention, cur)
+	wantFinding(t, contention, ContentionCheck, spec.CheckWarn)
+	found := deferPlateau([]*Finding{nil, contention, plateau})
+	if len(found) != 2 || found[1].Check != ContentionCheck {
+		t.Fatalf("findings after deferring: %v, want contention only", found)
+	}
+	wantFinding(t, found[1], ContentionCheck, spec.CheckWarn, "also explains why this step's throughput grew only -4.0% for +100% more load")
+	if found[1].Evidence["explains_plateau"] != true || found[1].Evidence["plateau_served"] == nil {
+		t.Errorf("evidence %v lacks the deferred plateau's", found[1].Evidence)
+	}
+	// Without an explaining finding the plateau stands.
+	if found := deferPlateau([]*Finding{nil, plateau}); len(found) != 2 || found[1] != plateau {
+		t.Errorf("plateau alone: %v", found)
+	}
+}

@@ -210,13 +210,19 @@ func (r *runner) roles(v *spec.Variant, fleet Fleet) []resultsdb.AppRole {
 // returns ErrCheckFailed when a check at level fail tripped.
 func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, prev *resultsdb.StepSummary, cur resultsdb.StepSummary) error {
 	checks := r.sp.Checks
+	contention, notJudged := CheckContention(checks.Contention, cur)
+	if notJudged != "" && prev == nil { // once per variant: it holds for every step
+		r.opts.Reporter.Note(v.Name + ": " + notJudged)
+		r.event(v.Name, cur.Step, "not_judged", "info", notJudged)
+	}
 	found := []*Finding{
 		CheckGeneratorSaturation(checks.GeneratorSaturation, cur),
 		CheckPoolExhaustion(checks.PoolExhaustion, cur),
+		contention,
 		CheckStall(checks.Stall, cur),
 	}
 	if prev != nil {
-		found = append(found, CheckPlateau(checks.Plateau, *prev, cur))
+		found = deferPlateau(append(found, CheckPlateau(checks.Plateau, *prev, cur)))
 	}
 	if dep := r.opts.Deployment; dep != nil && dep.variant(v.Name).app != nil {
 		apps := dep.appNames()

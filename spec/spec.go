@@ -218,6 +218,8 @@ type Checks struct {
 	Plateau Plateau
 	// PoolExhaustion trips when the apps wait for database connections.
 	PoolExhaustion PoolExhaustion
+	// Contention trips when the app waited for a CPU that others on its cell took.
+	Contention Contention
 	// Stall trips when the target answered (almost) nothing for a while.
 	Stall Stall
 	// Coverage trips when the router logs miss requests of a step.
@@ -263,6 +265,18 @@ type PoolExhaustion struct {
 	ConnectionsShare float64
 }
 
+// Contention judges the app's run-queue wait (where the platform counts it): trips when
+// its threads waited for a CPU at least WaitShare of the time they were ready to run and
+// at least WaitedCores cores' worth per instance, while its instances together used less
+// than CPUShare of the cores of their cell. Its cell's neighbours or the host took the
+// CPU (a work-conserving scheduler idles no CPU a ready thread may use).
+type Contention struct {
+	Level       CheckLevel
+	WaitShare   float64
+	WaitedCores float64
+	CPUShare    float64
+}
+
 // Stall trips when the target completed (almost) nothing for at least Longest, or, in a
 // closed loop, when the requests not sent during stalls reach OmittedShare of the step.
 type Stall struct {
@@ -291,6 +305,7 @@ func DefaultChecks() Checks {
 		GeneratorSaturation: GeneratorSaturation{Level: CheckWarn, SendLagShare: 0.1, SendLagMin: 500 * time.Microsecond, CPUShare: 0.9},
 		Plateau:             Plateau{Level: CheckWarn, ServedBelow: 0.25, AppCPUBelow: 0.5, LoadGrowthMin: 0.1},
 		PoolExhaustion:      PoolExhaustion{Level: CheckWarn, WaitShare: 0.2, ConnectionsShare: 0.9},
+		Contention:          Contention{Level: CheckWarn, WaitShare: 0.5, WaitedCores: 0.5, CPUShare: 0.8},
 		Stall:               Stall{Level: CheckWarn, Longest: time.Second, OmittedShare: 0.01},
 		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
 		LayerOrder:          LayerOrder{Level: CheckWarn, Above: 0.001},

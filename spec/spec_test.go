@@ -209,7 +209,8 @@ func TestParseEveryOptionalSection(t *testing.T) {
   max: 5
   warmup: 999ms
   stop: {p99_above: 500ms, error_rate_above: 1, plateau: 0.03}
-checks: {colocation: off, generator_saturation: off, plateau: {level: warn, served_below: 0.5, app_cpu_below: 2}, stall: {longest: 250ms}}
+checks: {colocation: off, generator_saturation: off, plateau: {level: warn, served_below: 0.5, app_cpu_below: 2}, stall: {longest: 250ms},
+  contention: {wait_share: 0.6, waited_cores: 1.5, cpu_share: 0.7}}
 collectors:
   container_metrics: {interval: 1s}
   router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5,
@@ -229,6 +230,7 @@ export: {dir: out, tables: [steps, samples]}
 	wantChecks.Colocation, wantChecks.GeneratorSaturation.Level = CheckOff, CheckOff
 	wantChecks.Plateau.ServedBelow, wantChecks.Plateau.AppCPUBelow = 0.5, 2
 	wantChecks.Stall.Longest = 250 * time.Millisecond
+	wantChecks.Contention.WaitShare, wantChecks.Contention.WaitedCores, wantChecks.Contention.CPUShare = 0.6, 1.5, 0.7
 	if s.Checks != wantChecks {
 		t.Errorf("checks = %+v, want %+v", s.Checks, wantChecks)
 	}
