@@ -26,20 +26,25 @@ type confounder struct {
 	// exit non-zero (a check at level fail stops it).
 	check  string
 	failed bool
-	// step is the step (from 1) the finding must name; "" for any.
-	step string
+	// step is a step (from 1) the finding must name; "" for any. With alsoOther, the
+	// finding may name other steps too, else only that one.
+	step      string
+	alsoOther bool
 	// evidence judges the finding's evidence; dir holds the run's exported CSV files.
 	// nil when check is "".
 	evidence func(t *testing.T, ev map[string]any, dir string)
 	// before readies what the spec expects to be there already and returns more edits.
 	before func(t *testing.T, env confounderEnv) map[string]string
+	// during, if set, runs once the run has started, while it runs.
+	during func(t *testing.T, env confounderEnv, p *cfProcess)
 }
 
 // confounderEnv is what a scenario's before may use.
 type confounderEnv struct {
 	// push pushes the stub as an app with a route of its name and waits until the
-	// router reaches it.
-	push func(t *testing.T, space, name string)
+	// router reaches it; pushCommand does with the stub's flags in command.
+	push        func(t *testing.T, space, name string)
+	pushCommand func(t *testing.T, space, name, command string)
 	// router is the local foundation's router, host:port.
 	router string
 }
@@ -61,10 +66,11 @@ func TestConfounders(t *testing.T) {
 	buildProxy(t, root, bins)
 	cf, info, cl := loggedIn(t, root, bins)
 	stubZip := testfoundation.StubZip(t)
-	env := confounderEnv{router: info.RouterAddr, push: func(t *testing.T, space, name string) {
-		testfoundation.PushStub(t, cl, stubZip, space, name, 1)
+	env := confounderEnv{router: info.RouterAddr, pushCommand: func(t *testing.T, space, name, command string) {
+		testfoundation.PushStubCommand(t, cl, stubZip, space, name, command, 1)
 		waitRouted(t, info.RouterAddr, name+"."+info.AppsDomain)
 	}}
+	env.push = func(t *testing.T, space, name string) { env.pushCommand(t, space, name, "./cfbench-stub") }
 
 	for _, sc := range []confounder{
 		{name: "clean", edits: shorter},
@@ -120,6 +126,27 @@ func TestConfounders(t *testing.T) {
 				t.Errorf("missed %v sends, want some: the schedule ran ahead of what 2 in flight carry", n)
 			}
 		}},
+		{name: "noisy", edits: shorter, check: "contention", step: "2", alsoOther: true,
+			before: func(t *testing.T, env confounderEnv) map[string]string {
+				// The neighbour, in the app's cell; its first request starts its burn,
+				// bounded so that it ends soon after the run.
+				env.pushCommand(t, "apps", "stub-noisy", "./cfbench-stub --burn-cores 2 --burn-for 15s")
+				return nil
+			},
+			during: func(t *testing.T, env confounderEnv, p *cfProcess) {
+				p.waitFor(t, regexp.MustCompile(`step 2/2 starts`))
+				wake(t, env.router, "stub-noisy.apps.localhost")
+			},
+			evidence: func(t *testing.T, ev map[string]any, _ string) {
+				// The neighbour holds half the cell's shares and spins both its threads:
+				// the app waits most of its ready time and gets under half its cell.
+				if s := num(t, ev, "cpu_wait_share"); s < 0.5 {
+					t.Errorf("wait share %v, want over the threshold of 0.5", s)
+				}
+				if c := num(t, ev, "app_cpu_share_of_cell"); c >= 0.6 {
+					t.Errorf("the app used %v of its cell, want under 0.6 (the neighbour took half)", c)
+				}
+			}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			var edits map[string]string
@@ -129,6 +156,9 @@ func TestConfounders(t *testing.T) {
 			specFile := writeConfounderSpec(t, root, bins, sc.name, sc.edits, edits)
 			p := startCF(t, cf, "run-benchmark", "-f", specFile)
 			runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): confounder-`+sc.name+`, `))[1]
+			if sc.during != nil {
+				sc.during(t, env, p)
+			}
 			out, code := p.wait(t)
 			if sc.failed != (code != 0) {
 				t.Fatalf("cf run-benchmark: exit %d, want failed=%v\n%s", code, sc.failed, out)
@@ -136,22 +166,32 @@ func TestConfounders(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
 			cf.mustRun(t, "benchmark-export", runID, "--dir", dir)
 			logStepMetrics(t, dir)
-			var found []string
+			var found, steps []string
 			var evidence map[string]any
 			for _, e := range readCSV(t, filepath.Join(dir, "run_events.csv")) {
+				if e["kind"] == "not_judged" {
+					t.Logf("not judged: %s", e["message"])
+				}
 				if e["kind"] != "check" {
 					continue
 				}
 				t.Logf("finding: step %s %s: %s evidence %s", e["step"], e["check_name"], e["message"], e["evidence"])
 				found = append(found, e["check_name"])
 				if e["check_name"] == sc.check {
+					steps = append(steps, e["step"])
 					if sc.step != "" && e["step"] != sc.step {
-						t.Errorf("%s tripped on step %s, want step %s", sc.check, e["step"], sc.step)
+						if !sc.alsoOther {
+							t.Errorf("%s tripped on step %s, want step %s", sc.check, e["step"], sc.step)
+						}
+						continue
 					}
 					if err := json.Unmarshal([]byte(e["evidence"]), &evidence); err != nil {
 						t.Errorf("evidence of %s: %v: %q", sc.check, err, e["evidence"])
 					}
 				}
+			}
+			if sc.step != "" && sc.check != "" && !slices.Contains(steps, sc.step) {
+				t.Errorf("%s tripped on steps %v, want step %s among them", sc.check, steps, sc.step)
 			}
 			var want []string
 			if sc.check != "" {
@@ -231,9 +271,9 @@ func logStepMetrics(t *testing.T, dir string) {
 			m["send_lag_mean_us"], m["stalled_ms"], m["omitted"], m["missed"])
 	}
 	for _, a := range readCSV(t, filepath.Join(dir, "step_app_metrics.csv")) {
-		t.Logf("step %s: %s %s: cpu mean %s cores, max %s, of %s available (%s, %s points, %s covered), %s instance(s)",
+		t.Logf("step %s: %s %s: cpu mean %s cores, max %s, of %s available (%s, %s points, %s covered), %s instance(s), run-queue wait %s cores (%s of ready time)",
 			a["step"], a["role"], a["app_name"], a["cpu_mean_cores"], a["cpu_max_cores"], a["cores_available"], a["cpu_source"],
-			a["cpu_points"], a["cpu_covered"], a["instances"])
+			a["cpu_points"], a["cpu_covered"], a["instances"], a["cpu_wait_cores"], a["cpu_wait_share"])
 	}
 }
 
@@ -245,6 +285,24 @@ func num(t *testing.T, ev map[string]any, key string) float64 {
 		t.Fatalf("evidence has no number %s: %v", key, fmt.Sprint(ev))
 	}
 	return v
+}
+
+// wake sends one request to the app with route host through the router.
+func wake(t *testing.T, router, host string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+router+"/hello", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("wake %s: %v", host, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("wake %s: %s", host, resp.Status)
+	}
 }
 
 // waitRouted waits until the router answers /healthz of the app with route host: the

@@ -99,11 +99,17 @@ func StubZip(t testing.TB) []byte {
 // returns the app's guid (also its web process's). It does not wait for it to run.
 func PushStub(t testing.TB, cl *client.Client, bits []byte, space, name string, instances uint) string {
 	t.Helper()
+	return PushStubCommand(t, cl, bits, space, name, "./cfbench-stub", instances)
+}
+
+// PushStubCommand is PushStub with the app's start command, e.g. with the stub's flags.
+func PushStubCommand(t testing.TB, cl *client.Client, bits []byte, space, name, command string, instances uint) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m := &operation.AppManifest{Name: name, Buildpacks: []string{"binary_buildpack"},
 		Routes:             &operation.AppManifestRoutes{{Route: name + ".apps.localhost"}},
-		AppManifestProcess: operation.AppManifestProcess{Command: "./cfbench-stub", Memory: "64M", Instances: &instances}}
+		AppManifestProcess: operation.AppManifestProcess{Command: command, Memory: "64M", Instances: &instances}}
 	app, err := operation.NewAppPushOperation(cl, "cfbench", space).Push(ctx, m, bytes.NewReader(bits))
 	if err != nil {
 		t.Fatalf("push %s: %v", name, err)
