@@ -14,10 +14,11 @@ import (
 // (the logs may be pulled again), and returns them in step order. budgetSpent tells
 // that the pull stopped at its document budget.
 func CheckCollected(ctx context.Context, store *resultsdb.Store, runID string, checks spec.Checks, budgetSpent bool) ([]StepFinding, error) {
-	covs, err := store.RouterCoverage(ctx, runID)
+	ms, err := store.RouterMetrics(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
+	covs := resultsdb.Coverages(ms)
 	orders, err := store.LayerOrders(ctx, runID)
 	if err != nil {
 		return nil, err

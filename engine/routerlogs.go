@@ -166,7 +166,8 @@ type RouterLogPull struct {
 }
 
 // PullRouterLogs opens the run's router log source with open and pulls it into the store
-// (CollectRouterLogs), then reads the coverage. When the pull fails part-way it returns
+// (CollectRouterLogs), then computes and stores the coverage and latency decomposition
+// per step (resultsdb.Store.ComputeRouterMetrics). When the pull fails part-way it returns
 // what it got together with the error; a nil pull means nothing was pulled.
 func PullRouterLogs(ctx context.Context, store *resultsdb.Store, run *resultsdb.Run, rl *spec.RouterLogs, open LogSourceFunc, log *slog.Logger) (*RouterLogPull, error) {
 	vs, err := store.RunVariants(ctx, run.ID)
@@ -188,9 +189,12 @@ func PullRouterLogs(ctx context.Context, store *resultsdb.Store, run *resultsdb.
 	if lc == nil {
 		return nil, err
 	}
-	cov, cerr := store.RouterCoverage(context.WithoutCancel(ctx), run.ID)
+	// What the report needs of the router lines (coverage, the latency decomposition)
+	// is computed once, now that they are stored.
+	ms, cerr := store.ComputeRouterMetrics(context.WithoutCancel(ctx), run.ID)
 	if cerr != nil {
 		return nil, errors.Join(err, cerr)
 	}
+	cov := resultsdb.Coverages(ms)
 	return &RouterLogPull{Source: name, Collection: lc, Coverage: cov}, err
 }

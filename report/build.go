@@ -89,13 +89,12 @@ type q struct {
 	opts  Options
 	notes []string
 	// pulls counts the run's router log pulls, budget tells whether one spent its
-	// document budget; cov is the coverage per variant and step found while reading
-	// the series, per second when perSecond.
+	// document budget; router and app whether the run has router lines and app timings;
+	// routerSteps are its coverage and decomposition sums per step.
 	pulls       int
 	budget      bool
 	router, app bool
-	cov         []resultsdb.Coverage
-	perSecond   bool
+	routerSteps []resultsdb.RouterStepMetrics
 }
 
 func (b *q) notef(format string, args ...any) {
@@ -141,7 +140,7 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 	if err := b.steps(ctx, r.Variants); err != nil {
 		return nil, err
 	}
-	if err := b.series(ctx, r.Variants); err != nil {
+	if err := b.series(ctx, store, r.Variants); err != nil {
 		return nil, err
 	}
 	if err := b.memory(ctx, r.Variants); err != nil {
@@ -153,9 +152,7 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 	if r.Findings, err = b.findings(ctx, r.Variants); err != nil {
 		return nil, err
 	}
-	if r.Coverage, err = b.coverage(ctx, store); err != nil {
-		return nil, err
-	}
+	r.Coverage = b.coverage(r.Variants)
 	if r.Flushes, err = b.flushes(ctx); err != nil {
 		return nil, err
 	}
@@ -377,60 +374,43 @@ func (b *q) span(vs []*Variant) float64 {
 }
 
 // series reads each variant's throughput, p99 and errors per interval of intended send
-// time and step (warm-up included), and, in the same pass, how many of those requests
-// the router logs hold. Percentiles per interval are observed values, like the steps'.
-// One query per variant reads its workers' samples by key.
-func (b *q) series(ctx context.Context, vs []*Variant) error {
+// time and step (warm-up included), and the run's router-log coverage and latency
+// decomposition per step. Percentiles per interval are observed values, like the
+// steps'. Per-second series and the router figures are read as the run stored them
+// (resultsdb.Store.ComputeStepSeries, ComputeRouterMetrics); wider intervals, and runs
+// recorded before those were stored, are computed from the samples.
+func (b *q) series(ctx context.Context, store *resultsdb.Store, vs []*Variant) error {
 	if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM router_log_pulls WHERE run_id = $1),
 		(SELECT coalesce(bool_or(budget_exhausted), false) FROM router_log_pulls WHERE run_id = $1),
 		EXISTS (SELECT 1 FROM router_requests WHERE run_id = $1), EXISTS (SELECT 1 FROM app_timings WHERE run_id = $1)`,
 		b.run.ID).Scan(&b.pulls, &b.budget, &b.router, &b.app); err != nil {
 		return fmt.Errorf("look for router logs and app timings of run %s: %w", b.run.ID, err)
 	}
-	width := interval(b.span(vs), b.opts.MaxPoints)
-	// The router and app views of the requests join in the same pass: coverage and
-	// the latency decomposition need no second scan of the samples.
-	// Coverage counts measured requests only (warm-up excluded), as the step figures and
-	// resultsdb.RouterCoverage do; the time series show the warm-up too.
-	joined := "0::bigint, 0::bigint, " + strings.Repeat("0::float8, ", 7) + "0::bigint FROM samples s"
-	switch {
-	case b.router && b.app:
-		joined = `count(rr.seq) FILTER (WHERE NOT s.warmup), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0 AND NOT s.warmup),
-       ` + decompSums + `
-FROM samples s
-LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id = s.worker_id AND rr.seq = s.seq
-LEFT JOIN app_timings a ON a.run_id = $2 AND a.trace_id = rr.trace_id`
-	case b.router:
-		joined = `count(rr.seq) FILTER (WHERE NOT s.warmup), count(*) FILTER (WHERE rr.seq IS NULL AND s.status = 0 AND NOT s.warmup), ` +
-			strings.Repeat("0::float8, ", 7) + `0::bigint
-FROM samples s LEFT JOIN router_requests rr ON rr.run_id = $2 AND rr.worker_id = s.worker_id AND rr.seq = s.seq`
+	if b.pulls > 0 || (b.router && b.app) {
+		var err error
+		if b.routerSteps, err = store.RouterMetrics(ctx, b.run.ID); err != nil {
+			return err
+		}
 	}
-	b.perSecond = width == 1
+	width := interval(b.span(vs), b.opts.MaxPoints)
 	for _, v := range vs {
 		if v.Series == nil {
 			v.Series = &Series{}
 		}
 		sr := v.Series
 		sr.IntervalS = width
-		rows, err := b.pool.Query(ctx, `
-SELECT s.step, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
-       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us), avg(s.intended_us)::float8, count(*) FILTER (WHERE NOT s.warmup), `+joined+`
-WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
-GROUP BY 1, 2 ORDER BY 6`, v.Name, b.run.ID, int64(width*1e6))
+		rows, err := b.seriesRows(ctx, v.Name, width)
 		if err != nil {
 			return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
 		}
-		cov := map[int]*resultsdb.Coverage{}
-		var order []int
-		sums := map[int]*[8]float64{}
 		for rows.Next() {
 			var (
-				step                                          int
-				k, n, errs, p99, measured, found, lost, joins int64
-				mean                                          float64
-				l                                             [7]float64
+				step       int
+				k, n, errs int64
+				p99        int64
+				mean       float64
 			)
-			if err := rows.Scan(&step, &k, &n, &errs, &p99, &mean, &measured, &found, &lost, &l[0], &l[1], &l[2], &l[3], &l[4], &l[5], &l[6], &joins); err != nil {
+			if err := rows.Scan(&step, &k, &n, &errs, &p99, &mean); err != nil {
 				rows.Close()
 				return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
 			}
@@ -449,48 +429,44 @@ GROUP BY 1, 2 ORDER BY 6`, v.Name, b.run.ID, int64(width*1e6))
 			sr.Throughput = append(sr.Throughput, float64(n)/(to-from))
 			sr.Errors = append(sr.Errors, errs)
 			sr.P99US = append(sr.P99US, p99)
-			if joins > 0 {
-				sum := sums[step]
-				if sum == nil {
-					sum = &[8]float64{}
-					sums[step] = sum
-				}
-				for i := range l {
-					sum[i] += l[i]
-				}
-				sum[7] += float64(joins)
-			}
-			if measured == 0 {
-				continue // warm-up only: no coverage to judge
-			}
-			c := cov[step]
-			if c == nil {
-				c = &resultsdb.Coverage{Variant: v.Name, Step: step}
-				cov[step] = c
-				order = append(order, step)
-			}
-			c.Sent, c.Found, c.NoResponse, c.Seconds = c.Sent+measured, c.Found+found, c.NoResponse+lost, c.Seconds+1
-			switch {
-			case found == 0:
-				c.EmptySeconds++
-				c.MissingInEmpty += measured
-			case found < measured:
-				c.PartialSeconds++
-			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
 		}
-		slices.Sort(order)
-		for _, step := range order {
-			b.cov = append(b.cov, *cov[step])
-		}
-		for step, sum := range sums {
-			b.decompose(v, step, sum)
+	}
+	for _, m := range b.routerSteps {
+		if v := variantNamed(vs, m.Variant); v != nil {
+			b.decompose(v, m)
 		}
 	}
 	return nil
+}
+
+// seriesRows returns a variant's (step, interval, count, errors, p99, mean intended
+// time) ordered by time: from step_series when the intervals are seconds and every
+// step has its series stored, else computed from the samples, read by key.
+func (b *q) seriesRows(ctx context.Context, variant string, width float64) (pgx.Rows, error) {
+	if width == 1 {
+		var complete bool
+		if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM steps WHERE run_id = $1 AND variant = $2) =
+			(SELECT count(*) FROM step_series WHERE run_id = $1 AND variant = $2)`, b.run.ID, variant).Scan(&complete); err != nil {
+			return nil, err
+		}
+		if complete {
+			return b.pool.Query(ctx, `
+SELECT ss.step::int, x.k, x.n, x.errs, x.p99, x.mean
+FROM step_series ss CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p99, mean)
+WHERE ss.run_id = $1 AND ss.variant = $2
+ORDER BY x.mean`, b.run.ID, variant)
+		}
+	}
+	return b.pool.Query(ctx, `
+SELECT s.step::int, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
+       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint, avg(s.intended_us)::float8
+FROM samples s
+WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
+GROUP BY 1, 2 ORDER BY 6`, variant, b.run.ID, int64(width*1e6))
 }
 
 // memory reads each variant app's memory per instance over the run, per poll (or per
@@ -557,19 +533,6 @@ func settle(xs []float64) (float64, bool) {
 // may move for it to count as settled.
 const SettleBand = 0.10
 
-// decompSums are, over the requests of a group that are past warm-up and have a
-// router line with both times and an app timing: the sums of the client latency and of
-// each layer, and their count. Sums, not means, so that groups add up to a step.
-var decompSums = strings.ReplaceAll(`coalesce(sum(s.latency_us::float8) FILTER (WHERE d.ok), 0),
-       coalesce(sum((s.latency_us - rr.response_time_us)::float8) FILTER (WHERE d.ok), 0),
-       coalesce(sum(rr.gorouter_time_us::float8) FILTER (WHERE d.ok), 0),
-       coalesce(sum((rr.response_time_us - rr.gorouter_time_us - a.total_us)::float8) FILTER (WHERE d.ok), 0),
-       coalesce(sum((a.total_us - a.pool_wait_us - a.query_us)::float8) FILTER (WHERE d.ok), 0),
-       coalesce(sum(a.pool_wait_us::float8) FILTER (WHERE d.ok), 0),
-       coalesce(sum(a.query_us::float8) FILTER (WHERE d.ok), 0),
-       count(*) FILTER (WHERE d.ok)`,
-	"d.ok", "(NOT s.warmup AND rr.response_time_us IS NOT NULL AND rr.gorouter_time_us IS NOT NULL AND a.trace_id IS NOT NULL)")
-
 // decomposition says why there is none when the run lacks router lines or app
 // timings; the figures themselves come from the pass of series.
 func (b *q) decomposition(_ context.Context, _ []*Variant) error {
@@ -584,17 +547,17 @@ func (b *q) decomposition(_ context.Context, _ []*Variant) error {
 	return nil
 }
 
-// decompose turns a step's sums (decompSums) into its Decomposition.
-func (b *q) decompose(v *Variant, step int, sum *[8]float64) {
-	i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == step+1 })
-	if i < 0 || sum[7] == 0 {
+// decompose turns a step's router metrics into its Decomposition.
+func (b *q) decompose(v *Variant, m resultsdb.RouterStepMetrics) {
+	i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == m.Step+1 })
+	if i < 0 || m.Decomposed == 0 {
 		return
 	}
-	n := sum[7]
-	d := &Decomposition{Requests: int64(n), ClientMeanUS: sum[0] / n}
+	n := float64(m.Decomposed)
+	d := &Decomposition{Requests: m.Decomposed, ClientMeanUS: m.ClientSumUS / n}
 	best := 0
 	for j, name := range LayerNames {
-		d.Layers = append(d.Layers, Layer{Name: name, MeanUS: sum[j+1] / n})
+		d.Layers = append(d.Layers, Layer{Name: name, MeanUS: m.LayerSumsUS[j] / n})
 		if d.Layers[j].MeanUS > d.Layers[best].MeanUS {
 			best = j
 		}
@@ -700,27 +663,27 @@ func sourceWord(src string) string {
 	return "no CPU source"
 }
 
-// coverage is the router-log coverage when the run pulled router logs: from the pass
-// over the samples that made the series when its intervals are seconds (what
-// resultsdb.Store.RouterCoverage computes), else from RouterCoverage itself.
-func (b *q) coverage(ctx context.Context, store *resultsdb.Store) ([]CoverageRow, error) {
+// coverage is the router-log coverage per step when the run pulled router logs, in the
+// order of the variants, then steps.
+func (b *q) coverage(vs []*Variant) []CoverageRow {
 	if b.pulls == 0 {
 		b.notef("no router logs were pulled for this run: no coverage")
-		return nil, nil
+		return nil
 	}
-	cov := b.cov
-	if !b.perSecond {
-		var err error
-		if cov, err = store.RouterCoverage(ctx, b.run.ID); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]CoverageRow, len(cov))
-	for i, c := range cov {
+	out := make([]CoverageRow, len(b.routerSteps))
+	for i, m := range b.routerSteps {
+		c := m.Coverage
 		out[i] = CoverageRow{Variant: c.Variant, Step: c.Step + 1, Sent: c.Sent, Found: c.Found, Missing: c.Missing(),
 			Share: c.Share(), Verdict: CoverageVerdict(c, b.budget)}
 	}
-	return out, nil
+	rank := func(name string) int {
+		if i := slices.IndexFunc(vs, func(v *Variant) bool { return v.Name == name }); i >= 0 {
+			return i
+		}
+		return len(vs)
+	}
+	slices.SortStableFunc(out, func(x, y CoverageRow) int { return rank(x.Variant) - rank(y.Variant) })
+	return out
 }
 
 // flushes sums up the app-timing flushes per variant and step.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,62 @@ func TestCoverageAgreesWithTheStore(t *testing.T) {
 		if g := got[i]; g.Variant != w.Variant || g.Step != w.Step+1 || g.Sent != w.Sent || g.Found != w.Found {
 			t.Errorf("row %d: report %+v, store %+v", i, g, w)
 		}
+	}
+}
+
+// TestStoredFiguresAgreeWithLive: a run recorded before the per-second series and the
+// router figures were stored (schema < 8) is reported from its samples; the report
+// must read the same from the stored tables as from the samples, to the byte.
+func TestStoredFiguresAgreeWithLive(t *testing.T) {
+	report := func(legacy bool, maxPoints int) []byte {
+		store, err := resultsdb.Open(context.Background(), testpg.DSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		fixture{id: fixtureRun, epoch: time.Date(2026, 11, 22, 13, 5, 0, 0, time.UTC), tag: 0x5eed0001, speed: 1, perStep: 300, legacy: legacy}.seed(t, store)
+		rep, err := Build(context.Background(), store, []string{fixtureRun}, Options{MaxPoints: maxPoints})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var js bytes.Buffer
+		if err := rep.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		return js.Bytes()
+	}
+	stored, live := report(false, 0), report(true, 0)
+	if !bytes.Equal(stored, live) {
+		t.Errorf("the report from stored figures differs from the one computed from the samples:\n--- stored\n%s\n--- live\n%s", stored, live)
+	}
+	// Wider intervals than a second come from the samples; the router figures still
+	// from the stored rows, so coverage and decomposition do not change with the width.
+	var wide struct {
+		Runs []struct {
+			Coverage []CoverageRow `json:"coverage"`
+			Variants []struct {
+				Series *Series `json:"series"`
+				Steps  []struct {
+					Decomposition *Decomposition `json:"decomposition"`
+				} `json:"steps"`
+			} `json:"variants"`
+		} `json:"runs"`
+	}
+	narrow := wide
+	if err := json.Unmarshal(report(false, 20), &wide); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(stored, &narrow); err != nil {
+		t.Fatal(err)
+	}
+	w, n := wide.Runs[0], narrow.Runs[0]
+	if s := w.Variants[0].Series; s == nil || s.IntervalS != 4 || len(s.T) == 0 || len(s.T) >= len(n.Variants[0].Series.T) {
+		t.Errorf("80 s in at most 20 points: want 4 s intervals, fewer points than per second; got %+v", s)
+	}
+	if len(w.Coverage) == 0 || fmt.Sprint(w.Coverage) != fmt.Sprint(n.Coverage) {
+		t.Errorf("coverage changed with the interval width:\n%+v\n%+v", w.Coverage, n.Coverage)
+	}
+	if d := w.Variants[0].Steps[3].Decomposition; d == nil || fmt.Sprint(*d) != fmt.Sprint(*n.Variants[0].Steps[3].Decomposition) {
+		t.Errorf("decomposition changed with the interval width: %+v", d)
 	}
 }

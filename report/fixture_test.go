@@ -56,6 +56,9 @@ type fixture struct {
 	// bare leaves out everything but steps, samples and step_metrics (and those of the
 	// last step of node), as a run with no collectors that was cut short stores.
 	bare bool
+	// legacy stores no step_series and step_router_metrics, as a run recorded before
+	// schema version 8 did: the report computes them from the samples.
+	legacy bool
 }
 
 const stepSeconds = 10
@@ -165,6 +168,14 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 		if err := w.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// The series of each step whose metrics are stored, as ComputeStepMetrics does.
+		for si := range fixtureSteps[variant] {
+			if !f.legacy && !(f.bare && variant == "node" && si == 3) {
+				if err := store.ComputeStepSeries(ctx, f.id, variant, si); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		if _, err := db.CopyFrom(ctx, pgx.Identifier{"router_requests"}, []string{"run_id", "trace_id", "at", "app_name", "app_index", "status",
 			"response_time_us", "gorouter_time_us", "worker_id", "seq"}, pgx.CopyFromRows(router)); err != nil {
 			t.Fatal(err)
@@ -193,6 +204,11 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 		return
 	}
 	execSQL(t, db, `INSERT INTO router_log_pulls (run_id, source, cursor, retrieved, stored) VALUES ($1, 'file:/tmp/access.log', '{}', 100, 100)`, f.id)
+	if !f.legacy { // as engine.PullRouterLogs does after a pull
+		if _, err := store.ComputeRouterMetrics(ctx, f.id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Findings as the engine records them: check name and the figures its rule judged.
 	for _, e := range []struct {
 		at                            time.Duration

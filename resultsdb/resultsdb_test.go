@@ -3,6 +3,7 @@ package resultsdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -300,6 +301,16 @@ func TestStepSummaryFromRows(t *testing.T) {
 	}
 	if _, err := s.StepSummary(ctx, run.ID, "v", 1); err == nil {
 		t.Fatal("summary of a missing step succeeded")
+	}
+	// The step's per-second series is stored with its metrics, warm-up included: all
+	// 110 requests intended in second 0, 11 failed, p99 the 109th latency (9 s).
+	var secs, counts, errs, p99 []int64
+	if err := s.Pool().QueryRow(ctx, `SELECT second, count, errors, p99_us FROM step_series WHERE run_id = $1 AND variant = 'v' AND step = 0`,
+		run.ID).Scan(&secs, &counts, &errs, &p99); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(secs, counts, errs, p99) != "[0] [110] [11] [9000000]" {
+		t.Errorf("stored series: seconds %v, counts %v, errors %v, p99 %v; want [0] [110] [11] [9000000]", secs, counts, errs, p99)
 	}
 }
 

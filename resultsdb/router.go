@@ -185,32 +185,10 @@ func (c Coverage) Share() float64 {
 	return float64(c.Found) / float64(c.Sent)
 }
 
-// RouterCoverage joins the run's measured samples (warm-up excluded, as in the step's
-// figures) to its router requests per step.
+// RouterCoverage computes, from the rows, the router-log coverage of every step of the
+// run with measured requests (warm-up excluded, as in the steps' figures), ordered by
+// variant and step. RouterMetrics reads the stored coverage.
 func (s *Store) RouterCoverage(ctx context.Context, runID string) ([]Coverage, error) {
-	rows, err := s.pool.Query(ctx, `
-WITH per_sec AS (
-    SELECT w.variant, s.step, s.intended_us / 1000000 AS sec, count(*) AS sent, count(rr.trace_id) AS found,
-           count(*) FILTER (WHERE rr.trace_id IS NULL AND s.status = 0) AS no_response
-    FROM workers w
-    JOIN samples s ON s.worker_id = w.id AND NOT s.warmup
-    LEFT JOIN router_requests rr ON rr.run_id = w.run_id AND rr.worker_id = s.worker_id AND rr.seq = s.seq
-    WHERE w.run_id = $1
-    GROUP BY 1, 2, 3)
-SELECT variant, step, sum(sent)::bigint, sum(found)::bigint, sum(no_response)::bigint, count(*)::int,
-       (count(*) FILTER (WHERE found = 0))::int, (count(*) FILTER (WHERE found > 0 AND found < sent))::int,
-       coalesce(sum(sent) FILTER (WHERE found = 0), 0)::bigint
-FROM per_sec GROUP BY 1, 2 ORDER BY 1, 2`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("router log coverage of run %s: %w", runID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Coverage, error) {
-		var c Coverage
-		err := r.Scan(&c.Variant, &c.Step, &c.Sent, &c.Found, &c.NoResponse, &c.Seconds, &c.EmptySeconds, &c.PartialSeconds, &c.MissingInEmpty)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("router log coverage of run %s: %w", runID, err)
-	}
-	return out, nil
+	ms, err := s.liveRouterMetrics(ctx, runID)
+	return Coverages(ms), err
 }

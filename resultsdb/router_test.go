@@ -137,6 +137,20 @@ func TestRouterCoverageTellsQuotaGapsFromScatteredLosses(t *testing.T) {
 			if len(got) != 1 || got[0] != c.want {
 				t.Fatalf("coverage %+v, want %+v", got, c.want)
 			}
+			// Stored after the pull, read back as computed; no app timings: nothing decomposed.
+			computed, err := s.ComputeRouterMetrics(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := s.RouterMetrics(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, ms := range map[string][]RouterStepMetrics{"computed": computed, "read back": read} {
+				if len(ms) != 1 || ms[0] != (RouterStepMetrics{Coverage: c.want}) {
+					t.Errorf("%s router metrics %+v, want coverage %+v and nothing decomposed", name, ms, c.want)
+				}
+			}
 		})
 	}
 }

@@ -17,7 +17,8 @@ import (
 // (tables step_metrics and step_app_metrics): the progress line, the stop conditions,
 // the checks, the exports and the report all read the stored figures, so they agree to
 // the request. A step still running has none stored; StepSummaries computes its figures
-// live with the same code.
+// live with the same code. The step's per-second series is stored with them
+// (ComputeStepSeries).
 
 // AppRole is an app whose container metrics a step's figures include.
 type AppRole struct {
@@ -321,6 +322,9 @@ func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, i
 	}
 	m.Stored = true
 	if err := s.storeStepMetrics(ctx, runID, &m); err != nil {
+		return StepSummary{}, err
+	}
+	if err := s.ComputeStepSeries(ctx, runID, variant, idx); err != nil {
 		return StepSummary{}, err
 	}
 	return m, nil
