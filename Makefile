@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 export CGO_ENABLED := 0
 PUSHED    := GOOS=linux GOARCH=amd64
 
-.PHONY: build demo check lint test bench deps clean
+.PHONY: build demo gallery check lint test bench deps clean
 
 build:
 	$(GO) build $(GOFLAGS_B) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/cf-benchmark ./plugin
@@ -29,6 +29,11 @@ deps:
 
 demo: deps build
 	scripts/demo.sh $(SPEC)
+
+# The docs' gallery (docs/gallery.md, docs/gallery/*.png) from runs on the local
+# foundation; GALLERY_ONLY="stub cc-api" reruns only some of its specs.
+gallery: deps build
+	scripts/gallery.sh
 
 # The quick tier, for every change: vet, the gofmt check, and every Go test that needs
 # nothing outside the Go toolchain (no Postgres, Elasticsearch, OpenSearch, JDK,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/cf-benchmark/cf-benchmark/report/headless"
 )
 
 // artifactDir is where the browser test keeps its screenshots and PDF (git-ignored).
@@ -136,32 +137,21 @@ type browser struct {
 	requests []string
 }
 
-// newBrowser starts Chromium offline-minded: no background networking, component
-// updates, sync or first-run work, in a fresh user-data dir. It is stopped at the end
-// of t. Under -short it skips t.
+// newBrowser starts Chromium (headless.Start) and listens to what its pages log and
+// request. It is stopped at the end of t. Under -short it skips t.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the browser test runs in make test, not with -short")
 	}
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("no chromium on PATH: scripts/install-deps.sh installs the Debian package")
-	}
 	b := &browser{dir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(filepath.Join(b.dir, "profile")),
-		chromedp.WindowSize(1200, 900),
-	)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancel() })
+	bctx, stop, err := headless.Start(ctx, b.dir)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); cancel() })
 	b.ctx = bctx
 	listen := func(ev any) {
 		b.mu.Lock()
