@@ -76,7 +76,9 @@ func (d *Deployment) cores(app bool) *float64 {
 
 // deployedVariant is what a variant runs as.
 type deployedVariant struct {
-	app    *platform.App // nil for a url: variant
+	app *platform.App // nil for a url: variant
+	// config is what app was pushed as, for the run's record; nil for a url: variant.
+	config *resultsdb.AppConfig
 	target platform.Target
 	fleet  *cfFleet
 	// timings flushes the app's in-app timings; nil unless collectors.app_timings is
@@ -200,8 +202,11 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			if err != nil {
 				return nil, err
 			}
+			if dv.config, err = appConfig(v, env); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
+			}
 			note(fmt.Sprintf("pushing %s from %s", v.Name, v.Manifest))
-			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, env); err != nil {
+			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, overrides(v, env)); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
 		}
@@ -275,6 +280,26 @@ func timingsEnv(sp *spec.Spec, v spec.Variant, dv *deployedVariant) (map[string]
 	env[envTimings], env[envTimingsToken] = "on", token
 	dv.timingsToken = token
 	return env, nil
+}
+
+// overrides is how v changes its manifest's app: env (the spec's, the matrix's and
+// the run's own), and a matrix cell's memory, instances and name suffix.
+func overrides(v spec.Variant, env map[string]string) platform.Overrides {
+	return platform.Overrides{Env: env, Memory: v.Memory, Instances: v.Instances, NameSuffix: v.MatrixSuffix()}
+}
+
+// appConfig is what v's app is pushed as with env, for the run's record: the run's
+// app timings token is left out.
+func appConfig(v spec.Variant, env map[string]string) (*resultsdb.AppConfig, error) {
+	if _, ok := env[envTimingsToken]; ok {
+		env = maps.Clone(env)
+		env[envTimingsToken] = "(redacted)"
+	}
+	r, err := platform.ResolveManifest(v.Manifest, v.App, overrides(v, env))
+	if err != nil {
+		return nil, err
+	}
+	return &resultsdb.AppConfig{Manifest: string(r.Manifest), Env: r.Env, MemoryMB: r.MemoryMB, Instances: r.Instances}, nil
 }
 
 // pushTunnel pushes the tunnel app bound to the results database with new credentials

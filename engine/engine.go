@@ -165,14 +165,14 @@ func (r *runner) variants(ctx context.Context) (err error) {
 			return nil
 		}
 		v := &r.sp.Variants[i]
-		rv := resultsdb.RunVariant{RunID: r.run.ID, Variant: v.Name, TargetURL: v.URL}
+		rv := resultsdb.RunVariant{RunID: r.run.ID, Variant: v.Name, TargetURL: v.URL, Listed: v.Listed(), Matrix: matrixCell(v)}
 		wl := worker.FromSpec(&r.sp.Workload)
 		var fleet Fleet
 		if dep != nil {
 			d := dep.variant(v.Name)
 			rv.TargetURL, wl.ConnectTo = d.target.URL, d.target.ConnectTo
 			if d.app != nil {
-				rv.AppName, rv.AppGUID = d.app.Name, d.app.GUID
+				rv.AppName, rv.AppGUID, rv.App = d.app.Name, d.app.GUID, d.config
 			}
 			fleet = d.fleet
 		} else {
@@ -200,6 +200,18 @@ func (r *runner) variants(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// matrixCell is v's matrix settings by dimension; nil without a matrix.
+func matrixCell(v *spec.Variant) map[string]string {
+	if len(v.Matrix) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(v.Matrix))
+	for _, s := range v.Matrix {
+		m[s.Key] = s.Value
+	}
+	return m
 }
 
 // event records a run event; failing to record it is logged, never fatal.

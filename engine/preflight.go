@@ -22,12 +22,16 @@ func Preflight(sp *spec.Spec, lookupEnv func(string) (string, bool)) error {
 		errs = append(errs, headerErrors(sp, lookupEnv)...)
 	}
 	if onCF {
-		for i, v := range sp.Variants {
+		seen := map[string]bool{} // the cells of a matrix share their manifest's problems
+		for _, v := range sp.Variants {
 			if v.Manifest == "" {
 				continue
 			}
-			if err := platform.CheckManifest(v.Manifest, v.App); err != nil {
-				errs = append(errs, sp.Errorf(fmt.Sprintf("variants[%d].manifest", i), "%v", err))
+			if err := platform.CheckManifest(v.Manifest, v.App, overrides(v, v.Env)); err != nil {
+				if e := sp.Errorf(v.Field+".manifest", "%v", err); !seen[e.Error()] {
+					seen[e.Error()] = true
+					errs = append(errs, e)
+				}
 			}
 		}
 	}
@@ -56,8 +60,8 @@ func unsupported(sp *spec.Spec, onCF bool) spec.Errors {
 		errs = append(errs, sp.Errorf("ramp.stop.app_cpu_above", "needs the apps' container metrics, which only a run on Cloud Foundry (a landscape section) has"))
 	}
 	for i, v := range sp.Variants {
-		if v.URL == "" {
-			errs = append(errs, sp.Errorf(fmt.Sprintf("variants[%d].manifest", i), "pushing a manifest needs a Cloud Foundry (a landscape section and a cf login)"))
+		if v.URL == "" && (i == 0 || sp.Variants[i-1].Field != v.Field) {
+			errs = append(errs, sp.Errorf(v.Field+".manifest", "pushing a manifest needs a Cloud Foundry (a landscape section and a cf login)"))
 		}
 	}
 	return errs

@@ -22,6 +22,7 @@ func TestPreflightNamesEveryProblemWithItsLine(t *testing.T) {
 	}
 	write("one.yml", "applications:\n- name: one\n  memory: 64M\n")
 	write("bad.yml", "applications:\n- name: bad\n  memory: lots\n")
+	write("route.yml", "applications:\n- name: one\n  routes: [{route: "+strings.Repeat("h", 20)+".apps.example.com}]\n")
 	const head = "version: 1\nname: pf\nvariants:\n"
 	const workload = "workload:\n  model: closed\n  users: 1\n  requests:\n    - name: r\n      path: /\n"
 	const withHeader = "workload:\n  model: closed\n  users: 1\n  requests:\n    - name: r\n      path: /\n      headers: {Authorization: \"${PF_TOKEN}\", X-Ok: \"${PF_SET}\"}\n"
@@ -46,6 +47,15 @@ func TestPreflightNamesEveryProblemWithItsLine(t *testing.T) {
 			[]string{"11:33: ramp.stop.app_cpu_above: needs the apps' container metrics"}},
 		{"header variable not set", head + "  - {name: a, url: http://127.0.0.1:1}\n" + withHeader + ramp,
 			[]string{"11:17: workload.requests[0].headers.Authorization: ${PF_TOKEN} is not set"}},
+		{"a matrix over a good manifest", head + "  - {name: a, manifest: one.yml}\n  - {name: m, manifest: one.yml, matrix: {env: {N: [1, 2]}, memory: [1G]}}\n" +
+			workload + ramp + landscape + resultsDB, nil},
+		{"a matrix over a bad manifest: its problem once", head + "  - {name: a, url: http://127.0.0.1:1}\n  - {name: m, manifest: bad.yml, matrix: {env: {N: [1, 2]}}}\n" +
+			workload + ramp + landscape + resultsDB,
+			[]string{"5:15: variants[1].manifest: manifest " + filepath.Join(dir, "bad.yml") + ": app \"bad\": memory: "}},
+		{"a matrix whose suffix makes a route host too long", head + "  - {name: m, manifest: route.yml, matrix: {env: {N: {" + strings.Repeat("x", 50) + ": 1}}}}\n" +
+			workload + ramp + landscape + resultsDB,
+			[]string{"4:15: variants[0].manifest: manifest " + filepath.Join(dir, "route.yml") + ": app \"one\": routes[0].route: the host \"" +
+				strings.Repeat("h", 20) + "-" + strings.Repeat("x", 50) + "\" is longer than 63 characters"}},
 		{"two problems at once", head + "  - {name: a, manifest: nope.yml}\n" + withHeader + ramp + landscape,
 			[]string{"13:1: results_db: ", "11:17: workload.requests[0].headers.Authorization: ", "4:15: variants[0].manifest: "}},
 	}

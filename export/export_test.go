@@ -93,7 +93,8 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	wl := worker.Workload{Model: "closed", Users: 1, Timeout: time.Second,
 		Requests: []worker.Request{{Name: "list", Method: "GET", Path: "/", Weight: 1}, {Name: "show", Method: "GET", Path: "/1", Weight: 2}}}
 	if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: "v", GeneratorApp: "gen", TargetURL: "http://app",
-		AppName: "app", Workload: wl.Marshal()}); err != nil {
+		AppName: "app", Workload: wl.Marshal(), Listed: "l", Matrix: map[string]string{"env.POOL": "60"},
+		App: &resultsdb.AppConfig{Manifest: "applications:\n- name: app\n", Env: map[string]string{"POOL": "60"}, MemoryMB: 512, Instances: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.ComputeStepMetrics(ctx, run.ID, "v", 0, []resultsdb.AppRole{{Name: "app", Role: resultsdb.RoleApp}}); err != nil {
@@ -165,6 +166,19 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	}
 	if fl := readCSV(t, filepath.Join(dir, "app_timing_flushes.csv")); fl[1][6] != "6" || fl[1][7] != "5" || fl[1][8] != "1" || fl[1][9] != "4" {
 		t.Errorf("app_timing_flushes %v", fl)
+	}
+
+	// variants: each variant's configuration as pushed.
+	vs := readCSV(t, filepath.Join(dir, "variants.csv"))
+	got := map[string]string{}
+	for i, h := range vs[0] {
+		got[h] = vs[1][i]
+	}
+	for k, v := range map[string]string{"listed": "l", "matrix": `{"env.POOL": "60"}`, "app_memory_mb": "512", "app_instances": "2",
+		"app_env": `{"POOL": "60"}`, "app_manifest": "applications:\n- name: app\n"} {
+		if got[k] != v {
+			t.Errorf("variants.csv %s = %q, want %q", k, got[k], v)
+		}
 	}
 
 	var back Manifest

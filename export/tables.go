@@ -70,7 +70,9 @@ var tableDefs = map[string]*tableDef{
 	},
 	"variants": {
 		cols: []column{col("variant", kindText), col("app_name", kindText), col("app_guid", kindText), col("generator_app", kindText),
-			col("target_url", kindText), {"workload", "workload::text", kindText}},
+			col("target_url", kindText), {"workload", "workload::text", kindText}, {"listed", "coalesce(nullif(listed, ''), variant)", kindText},
+			{"matrix", "matrix::text", kindText}, col("app_memory_mb", kindInt), col("app_instances", kindInt),
+			{"app_env", "app_env::text", kindText}, col("app_manifest", kindText)},
 		from: `FROM run_variants rv WHERE rv.run_id = %[1]s`,
 		key:  []string{"rv.variant"}, keyCols: []string{"variant"},
 	},

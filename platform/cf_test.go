@@ -99,7 +99,7 @@ func TestCF(t *testing.T) {
 	var web *App
 	t.Run("PushManifest", func(t *testing.T) {
 		var err error
-		web, err = c.PushManifest(ctx, "cfbench", "apps", manifest, "", map[string]string{"OVERRIDDEN": "overlay", "EXTRA": "x"})
+		web, err = c.PushManifest(ctx, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "overlay", "EXTRA": "x"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,6 +153,32 @@ func TestCF(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s/hello through %s = %d %s", target.URL, target.ConnectTo, resp.StatusCode, body)
+		}
+	})
+
+	// A matrix cell: the same manifest's app under another name, on its own route,
+	// with its memory and instances; the first app stays as it was.
+	t.Run("PushManifest overrides", func(t *testing.T) {
+		cell, err := c.PushManifest(ctx, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "cell"},
+			Memory: "32M", Instances: 2, NameSuffix: "-c2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cell.Name != "web-c2" || cell.GUID == web.GUID || cell.Instances != 2 {
+			t.Fatalf("pushed %+v, want web-c2 with 2 instances beside %+v", cell, web)
+		}
+		proc, err := cl.Processes.Get(ctx, cell.ProcessGUID)
+		if err != nil || proc.MemoryInMB != 32 {
+			t.Fatalf("process %+v, %v; want 32 MB", proc, err)
+		}
+		if target, err := c.RouteTarget(ctx, cell.GUID); err != nil || target.URL != "http://web-c2.apps.localhost" {
+			t.Fatalf("route %+v, %v; want web-c2.apps.localhost", target, err)
+		}
+		if env, err := c.AppEnv(ctx, web.GUID); err != nil || env["OVERRIDDEN"] != "overlay" {
+			t.Fatalf("the first app's env %v, %v: the cell's push changed it", env, err)
+		}
+		if _, err := cl.Applications.Delete(ctx, cell.GUID); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -251,19 +277,19 @@ func TestCF(t *testing.T) {
 			want []string // substrings of the error
 			is   error
 		}{
-			{"two apps, none named", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "", nil) },
+			{"two apps, none named", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "", Overrides{}) },
 				[]string{twoApps, "lists 2 apps (one, two): name the one to push"}, nil},
-			{"no such app", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "three", nil) },
+			{"no such app", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "three", Overrides{}) },
 				[]string{`has no app "three" (it lists one, two)`}, nil},
-			{"bad field", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", badField, "", nil) },
+			{"bad field", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", badField, "", Overrides{}) },
 				[]string{badField, `app "bad": instances: want a whole number of at least 0, got "many" (line 3)`}, nil},
 			{"missing manifest", func() (*App, error) {
-				return c.PushManifest(ctx, "cfbench", "apps", filepath.Join(dir, "nope.yml"), "", nil)
+				return c.PushManifest(ctx, "cfbench", "apps", filepath.Join(dir, "nope.yml"), "", Overrides{})
 			},
 				[]string{"read manifest"}, os.ErrNotExist},
-			{"unbound service", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", unbound, "", nil) },
+			{"unbound service", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", unbound, "", Overrides{}) },
 				[]string{"push unbound: bind missing-db", "Try: cf services"}, ErrNoServiceInstance},
-			{"unknown space", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "nowhere", manifest, "", nil) },
+			{"unknown space", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "nowhere", manifest, "", Overrides{}) },
 				[]string{`space "nowhere" not found in org cfbench. Try: cf spaces`}, nil},
 			{"not ELF", func() (*App, error) {
 				return c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "script", Binary: notELF})

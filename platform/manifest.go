@@ -409,20 +409,164 @@ func pick(file string, apps []*manifestApp, name string) (*manifestApp, error) {
 	return nil, &ManifestError{File: file, Problem: fmt.Sprintf("has no app %q (it lists %s)", name, strings.Join(names, ", "))}
 }
 
-// applyBody is the apply_manifest request that pushes a: the app as written without
-// path (a local path means nothing to CC), env overlaid with overlay, and the default
+// Overrides change a manifest's app for one variant before it is pushed: a spec's env,
+// a matrix cell's env, memory and instances, and the name suffix that keeps the apps of
+// one manifest apart.
+type Overrides struct {
+	// Env is set over the manifest's env.
+	Env map[string]string
+	// Memory (a CF size, 800M) and Instances (at least 1) replace the web process's;
+	// "" and 0 keep the manifest's.
+	Memory    string
+	Instances int
+	// NameSuffix is appended to the app's name and to the host of every route the
+	// manifest lists ("-60": bulletin-java-60, bulletin-java-60.apps.example.com), so
+	// that the apps of one manifest neither replace each other nor share a route.
+	NameSuffix string
+}
+
+// ResolvedApp is a manifest's app as PushManifest pushes it, after the overrides.
+type ResolvedApp struct {
+	Name string
+	// Manifest is the manifest applied to the space: the app as written without its
+	// path, with the overrides, env merged and the default route asked for.
+	Manifest []byte
+	// Env is the manifest's env with the overrides' over it.
+	Env map[string]string
+	// MemoryMB is the web process's memory limit; 0 when the manifest leaves it to the
+	// foundation's default.
+	MemoryMB int
+	// Instances is the web process's instances (1 when the manifest says nothing, as
+	// on Cloud Foundry).
+	Instances int
+}
+
+// maxHost is the longest DNS label, which a route's host is.
+const maxHost = 63
+
+// resolve applies o to a: the app as written without path (a local path means nothing
+// to CC), env overlaid, memory and instances replaced (also in a web entry of
+// processes, which would win otherwise), name and route hosts suffixed, and the default
 // route asked for unless no-route or random-route, as the cf CLI does.
-func (a *manifestApp) applyBody(overlay map[string]string) ([]byte, error) {
+func (a *manifestApp) resolve(file string, o Overrides) (*ResolvedApp, error) {
+	fail := func(field, format string, args ...any) error {
+		return &ManifestError{File: file, App: strconv.Quote(a.Name), Field: field, Problem: fmt.Sprintf(format, args...)}
+	}
 	app := maps.Clone(a.raw)
 	delete(app, "path")
-	if len(a.Env)+len(overlay) > 0 {
-		env := map[string]string{}
-		maps.Copy(env, a.Env)
-		maps.Copy(env, overlay)
-		app["env"] = env
+	r := &ResolvedApp{Name: a.Name + o.NameSuffix, Env: map[string]string{}, Instances: 1}
+	app["name"] = r.Name
+	maps.Copy(r.Env, a.Env)
+	maps.Copy(r.Env, o.Env)
+	if len(r.Env) > 0 {
+		app["env"] = r.Env
+	}
+	if o.Memory != "" {
+		if _, err := bytesize.Megabytes(o.Memory); err != nil {
+			return nil, fail("memory", "%v", err)
+		}
+		app["memory"] = o.Memory
+	}
+	if o.Instances < 0 {
+		return nil, fail("instances", "want at least 0, got %d", o.Instances)
+	}
+	if o.Instances > 0 {
+		app["instances"] = o.Instances
+	}
+	if procs, ok := app["processes"].([]any); ok && (o.Memory != "" || o.Instances > 0) {
+		out := make([]any, len(procs))
+		for i, p := range procs {
+			out[i] = p
+			if pm, ok := p.(map[string]any); ok && fmt.Sprint(pm["type"]) == "web" {
+				pm = maps.Clone(pm)
+				if o.Memory != "" {
+					delete(pm, "memory")
+				}
+				if o.Instances > 0 {
+					delete(pm, "instances")
+				}
+				out[i] = pm
+			}
+		}
+		app["processes"] = out
+	}
+	r.MemoryMB, r.Instances = webProcess(app)
+	if routes, ok := app["routes"].([]any); ok {
+		out := make([]any, len(routes))
+		for i, rt := range routes {
+			rm, _ := rt.(map[string]any)
+			route := fmt.Sprint(rm["route"])
+			host, rest, _ := strings.Cut(route, ".")
+			host += o.NameSuffix
+			if len(host) > maxHost {
+				return nil, fail(fmt.Sprintf("routes[%d].route", i), "the host %q is longer than %d characters (with the matrix's suffix %q): shorten it", host, maxHost, o.NameSuffix)
+			}
+			rm = maps.Clone(rm)
+			rm["route"] = host + "." + rest
+			out[i] = rm
+		}
+		app["routes"] = out
+	} else if !a.NoRoute && !a.RandomRoute {
+		if host := hostOf(r.Name); len(host) > maxHost {
+			return nil, fail("name", "the default route's host %q would be longer than %d characters: shorten the name, or list routes", host, maxHost)
+		}
 	}
 	if !a.NoRoute && !a.RandomRoute {
+		// As the cf CLI asks; CC ignores it for an app with routes listed.
 		app["default-route"] = true
 	}
-	return yaml.Marshal(map[string]any{"applications": []any{app}})
+	body, err := yaml.Marshal(map[string]any{"applications": []any{app}})
+	if err != nil {
+		return nil, fail("", "%v", err)
+	}
+	r.Manifest = body
+	return r, nil
+}
+
+// hostOf is the host Cloud Foundry makes of an app name for its default route:
+// lowercase, runs of other characters than letters and digits as one dash.
+func hostOf(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(name) {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(c)
+			dash = false
+		default:
+			dash = true
+		}
+	}
+	return b.String()
+}
+
+// webProcess is the memory (MB, 0 = the foundation's default) and instances (1 when
+// unset) of app's web process: a web entry of processes wins over the app's own keys,
+// as in Cloud Foundry. The values were checked by parseApp.
+func webProcess(app map[string]any) (memoryMB, instances int) {
+	instances = 1
+	read := func(m map[string]any) {
+		if v, ok := m["memory"]; ok {
+			if mb, err := bytesize.Megabytes(fmt.Sprint(v)); err == nil {
+				memoryMB = mb
+			}
+		}
+		if v, ok := m["instances"]; ok {
+			if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
+				instances = n
+			}
+		}
+	}
+	read(app)
+	if procs, ok := app["processes"].([]any); ok {
+		for _, p := range procs {
+			if pm, ok := p.(map[string]any); ok && fmt.Sprint(pm["type"]) == "web" {
+				read(pm)
+			}
+		}
+	}
+	return memoryMB, instances
 }

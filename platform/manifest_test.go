@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -126,10 +127,11 @@ func TestApplyBody(t *testing.T) {
 			if !slices.Equal(apps[0].Services, c.services) {
 				t.Fatalf("services %q, want %q", apps[0].Services, c.services)
 			}
-			body, err := apps[0].applyBody(c.overlay)
+			r, err := apps[0].resolve("m.yml", Overrides{Env: c.overlay})
 			if err != nil {
 				t.Fatal(err)
 			}
+			body := r.Manifest
 			var sent struct {
 				Applications []map[string]any `yaml:"applications"`
 			}
@@ -165,6 +167,74 @@ func TestApplyBody(t *testing.T) {
 				t.Errorf("name %v", app["name"])
 			}
 		})
+	}
+}
+
+func TestResolveOverrides(t *testing.T) {
+	t.Parallel()
+	const manifest = `applications:
+- name: web
+  memory: 256M
+  instances: 3
+  env: {A: "1", POOL: "10"}
+  routes: [{route: web.apps.example.com/api}, {route: other.example.com}]
+  processes: [{type: web, memory: 512M}, {type: worker, memory: 128M, instances: 2}]
+`
+	apps, err := parseManifest("m.yml", []byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := apps[0].resolve("m.yml", Overrides{})
+	if err != nil || plain.Name != "web" || plain.MemoryMB != 512 || plain.Instances != 3 {
+		t.Fatalf("no overrides: %+v, %v; want web, 512 MB (the web process's), 3 instances", plain, err)
+	}
+	r, err := apps[0].resolve("m.yml", Overrides{Env: map[string]string{"POOL": "60"}, Memory: "1G", Instances: 2, NameSuffix: "-60-1g-i2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "web-60-1g-i2" || r.MemoryMB != 1024 || r.Instances != 2 || !maps.Equal(r.Env, map[string]string{"A": "1", "POOL": "60"}) {
+		t.Errorf("resolved %+v", r)
+	}
+	var sent struct {
+		Applications []struct {
+			Name      string            `yaml:"name"`
+			Memory    string            `yaml:"memory"`
+			Instances int               `yaml:"instances"`
+			Env       map[string]string `yaml:"env"`
+			Routes    []struct {
+				Route string `yaml:"route"`
+			} `yaml:"routes"`
+			Processes []map[string]any `yaml:"processes"`
+		} `yaml:"applications"`
+	}
+	if err := yaml.Unmarshal(r.Manifest, &sent); err != nil || len(sent.Applications) != 1 {
+		t.Fatalf("manifest %s: %v", r.Manifest, err)
+	}
+	app := sent.Applications[0]
+	if app.Name != "web-60-1g-i2" || app.Memory != "1G" || app.Instances != 2 || app.Env["POOL"] != "60" {
+		t.Errorf("manifest %s", r.Manifest)
+	}
+	if len(app.Routes) != 2 || app.Routes[0].Route != "web-60-1g-i2.apps.example.com/api" || app.Routes[1].Route != "other-60-1g-i2.example.com" {
+		t.Errorf("routes %+v: want each host suffixed, so the apps of one manifest do not share a route", app.Routes)
+	}
+	web, worker := app.Processes[0], app.Processes[1]
+	if _, ok := web["memory"]; ok || worker["memory"] != "128M" || worker["instances"] != 2 {
+		t.Errorf("processes %v: want the web entry's memory dropped (the override is the app's), the worker's kept", app.Processes)
+	}
+	// The manifest as read is unchanged: the next variant starts from it.
+	again, err := apps[0].resolve("m.yml", Overrides{})
+	if err != nil || !bytes.Equal(again.Manifest, plain.Manifest) {
+		t.Errorf("resolving changed the manifest:\n%s\nthen\n%s", plain.Manifest, again.Manifest)
+	}
+	long := "-" + strings.Repeat("x", 60)
+	_, err = apps[0].resolve("m.yml", Overrides{NameSuffix: long})
+	var me *ManifestError
+	if !errors.As(err, &me) || me.Field != "routes[0].route" || !strings.Contains(me.Problem, "longer than 63") {
+		t.Errorf("a route host over 63 characters: %v", err)
+	}
+	def, _ := parseManifest("m.yml", []byte("applications:\n- name: Web_App\n"))
+	if _, err := def[0].resolve("m.yml", Overrides{NameSuffix: long}); !errors.As(err, &me) || me.Field != "name" {
+		t.Errorf("a default route host over 63 characters: %v", err)
 	}
 }
 
@@ -366,10 +436,15 @@ func FuzzParseManifest(f *testing.F) {
 			return
 		}
 		for _, a := range apps {
-			body, err := a.applyBody(map[string]string{"X": "y"})
-			if err != nil {
-				t.Fatalf("applyBody of an accepted app %q: %v", a.Name, err)
+			r, err := a.resolve("f.yml", Overrides{Env: map[string]string{"X": "y"}, Memory: "1G", Instances: 2, NameSuffix: "-x"})
+			var me *ManifestError
+			if errors.As(err, &me) && strings.Contains(me.Problem, "characters") {
+				continue // a host too long for DNS: said with file, app and field
 			}
+			if err != nil {
+				t.Fatalf("resolve an accepted app %q: %v", a.Name, err)
+			}
+			body := r.Manifest
 			var back map[string]any
 			if err := yaml.Unmarshal(body, &back); err != nil {
 				t.Fatalf("body is not YAML: %v\n%s", err, body)
@@ -408,7 +483,7 @@ func TestCheckManifest(t *testing.T) {
 		{"none.yml", "", "read manifest: "},
 	}
 	for _, c := range cases {
-		err := CheckManifest(filepath.Join(dir, c.file), c.app)
+		err := CheckManifest(filepath.Join(dir, c.file), c.app, Overrides{})
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("CheckManifest(%s, %q) = %v, want %q", c.file, c.app, err, c.want)
 		}

@@ -32,8 +32,8 @@ type App struct {
 // PushManifest pushes app appName ("" = the manifest's only app; with several, an
 // error names them) from a CF app manifest file (cf CLI manifest v1: name, path,
 // memory, disk_quota, instances, buildpacks, command, env, routes, no-route,
-// random-route, health-check-type, stack, services, processes) into org/space, with
-// env overlaid on the manifest's env. path is resolved against the manifest's
+// random-route, health-check-type, stack, services, processes) into org/space, changed
+// by o (see Overrides and ResolveManifest). path is resolved against the manifest's
 // directory (default: that directory); a directory is zipped with its file modes, so
 // executables stay executable (without what the cf CLI always leaves out: .git,
 // manifest.yml, …; .cfignore is not read), and a zip file (.zip, .jar, .war) is
@@ -45,33 +45,48 @@ type App struct {
 // and field; nothing is pushed then. Nor is a binary_buildpack app whose command
 // starts a file of its own ("./x") that is not a linux/amd64 executable
 // (ErrNotLinuxAmd64).
-func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, env map[string]string) (*App, error) {
+func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, o Overrides) (*App, error) {
 	a, src, err := loadManifestApp(manifestPath, appName)
 	if err != nil {
 		return nil, err
 	}
+	r, err := a.resolve(manifestPath, o)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkStarted(a, src); err != nil {
-		return nil, fmt.Errorf("push %s: %w", a.Name, err)
+		return nil, fmt.Errorf("push %s: %w", r.Name, err)
 	}
 	bits, err := appBits(src)
 	if err != nil {
-		return nil, fmt.Errorf("push %s: %w", a.Name, err)
+		return nil, fmt.Errorf("push %s: %w", r.Name, err)
 	}
-	body, err := a.applyBody(env)
-	if err != nil {
-		return nil, fmt.Errorf("push %s: %w", a.Name, err)
-	}
-	return c.push(ctx, org, space, a.Name, body, a.Services, bits)
+	return c.push(ctx, org, space, r.Name, r.Manifest, a.Services, bits)
 }
 
-// CheckManifest reports, without pushing, what PushManifest would refuse in the
+// ResolveManifest returns app appName of the manifest as PushManifest pushes it with o,
+// without pushing: its name, the manifest applied, env, memory and instances. Its
+// errors are PushManifest's about the manifest itself (a *ManifestError naming file,
+// app and field), and a route host that o's suffix makes too long.
+func ResolveManifest(manifestPath, appName string, o Overrides) (*ResolvedApp, error) {
+	a, _, err := loadManifestApp(manifestPath, appName)
+	if err != nil {
+		return nil, err
+	}
+	return a.resolve(manifestPath, o)
+}
+
+// CheckManifest reports, without pushing, what PushManifest with o would refuse in the
 // manifest itself: a file that cannot be read, a field it does not accept (a
-// *ManifestError), no app appName, app files that do not exist, or a binary the
-// command starts that is not linux/amd64 (ErrNotLinuxAmd64). Nil means the push
-// can start; Cloud Foundry may still refuse it.
-func CheckManifest(manifestPath, appName string) error {
+// *ManifestError), no app appName, app files that do not exist, a binary the command
+// starts that is not linux/amd64 (ErrNotLinuxAmd64), or overrides that do not fit the
+// app. Nil means the push can start; Cloud Foundry may still refuse it.
+func CheckManifest(manifestPath, appName string, o Overrides) error {
 	a, src, err := loadManifestApp(manifestPath, appName)
 	if err != nil {
+		return err
+	}
+	if _, err := a.resolve(manifestPath, o); err != nil {
 		return err
 	}
 	if _, err := os.Stat(src); err != nil {

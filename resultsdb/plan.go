@@ -18,12 +18,53 @@ type RunVariant struct {
 	AppName, AppGUID string
 	TargetURL        string
 	Workload         []byte // JSON, owned by package worker
+	// Listed is the variant as the spec lists it ("" = Variant); the variants of one
+	// matrix share it, and Matrix is the cell (dimension → value; nil without).
+	Listed string
+	Matrix map[string]string
+	// App is what the app under test was pushed as; nil for a url: variant.
+	App *AppConfig
 }
 
-// AddRunVariant records what the generators of a variant run as and send.
+// AppConfig is an app under test as pushed, after the spec's env and matrix.
+type AppConfig struct {
+	// Manifest is the manifest applied to the space.
+	Manifest string
+	// Env is the app's environment, per-run secrets redacted.
+	Env map[string]string
+	// MemoryMB is the web process's memory (0: the foundation's default); Instances
+	// its instance count.
+	MemoryMB, Instances int
+}
+
+// AddRunVariant records what the generators of a variant run as and send, and what
+// its app under test was pushed as.
 func (s *Store) AddRunVariant(ctx context.Context, v RunVariant) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO run_variants (run_id, variant, generator_app, app_name, app_guid, target_url, workload) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
-		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.AppGUID, v.TargetURL, v.Workload)
+	listed := v.Listed
+	if listed == "" {
+		listed = v.Variant
+	}
+	matrix := v.Matrix
+	if matrix == nil {
+		matrix = map[string]string{}
+	}
+	var (
+		manifest      string
+		env           = map[string]string{}
+		memory, insts *int
+	)
+	if a := v.App; a != nil {
+		manifest, insts = a.Manifest, &a.Instances
+		if a.Env != nil {
+			env = a.Env
+		}
+		if a.MemoryMB > 0 {
+			memory = &a.MemoryMB
+		}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO run_variants (run_id, variant, generator_app, app_name, app_guid, target_url, workload,
+		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.AppGUID, v.TargetURL, v.Workload, listed, matrix, manifest, env, memory, insts)
 	if err != nil {
 		return fmt.Errorf("record variant %s: %w", v.Variant, err)
 	}

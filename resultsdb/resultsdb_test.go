@@ -428,3 +428,36 @@ func TestSpillFileRoundTrip(t *testing.T) {
 		t.Fatalf("an emptied file must start over: len %d room %d, %v", f.Len(), f.Room(), err)
 	}
 }
+
+// A variant's resolved configuration comes back as it was recorded; a url: variant has
+// none, and its listed name is its own.
+func TestRunVariantConfigRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	run, err := s.CreateRun(ctx, "exp", "exp.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := RunVariant{RunID: run.ID, Variant: "pool-60-1g", GeneratorApp: "exp-gen-pool-60-1g", AppName: "bulletin-java-60-1g", AppGUID: "g",
+		TargetURL: "http://bulletin-java-60-1g.apps", Workload: []byte(`{"model":"closed"}`), Listed: "pool",
+		Matrix: map[string]string{"env.DB_POOL_SIZE": "60", "memory": "1G"},
+		App:    &AppConfig{Manifest: "applications:\n- name: bulletin-java-60-1g\n", Env: map[string]string{"DB_POOL_SIZE": "60"}, MemoryMB: 1024, Instances: 2}}
+	plain := RunVariant{RunID: run.ID, Variant: "api", GeneratorApp: "exp-gen-api", TargetURL: "http://api", Workload: []byte(`{}`)}
+	for _, v := range []RunVariant{cell, plain} {
+		if err := s.AddRunVariant(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.RunVariants(ctx, run.ID)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("RunVariants = %v, %v", got, err)
+	}
+	plain.Listed = "api"
+	for i, want := range []RunVariant{plain, cell} {
+		g := got[i]
+		g.Workload, want.Workload = nil, nil // jsonb reformats
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("variant %d:\n got  %+v %+v\n want %+v %+v", i, g, g.App, want, want.App)
+		}
+	}
+}

@@ -144,13 +144,32 @@ func micros(d *time.Duration) *int64 {
 
 // RunVariants returns the plan of every variant of a run, by variant name.
 func (s *Store) RunVariants(ctx context.Context, runID string) ([]RunVariant, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run_id, variant, generator_app, app_name, app_guid, target_url, workload FROM run_variants WHERE run_id = $1 ORDER BY variant`, runID)
+	rows, err := s.pool.Query(ctx, `SELECT run_id, variant, generator_app, app_name, app_guid, target_url, workload,
+		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances FROM run_variants WHERE run_id = $1 ORDER BY variant`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read the variants of run %s: %w", runID, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunVariant, error) {
-		var v RunVariant
-		err := r.Scan(&v.RunID, &v.Variant, &v.GeneratorApp, &v.AppName, &v.AppGUID, &v.TargetURL, &v.Workload)
+		var (
+			v             RunVariant
+			a             AppConfig
+			memory, insts *int
+		)
+		err := r.Scan(&v.RunID, &v.Variant, &v.GeneratorApp, &v.AppName, &v.AppGUID, &v.TargetURL, &v.Workload,
+			&v.Listed, &v.Matrix, &a.Manifest, &a.Env, &memory, &insts)
+		if len(v.Matrix) == 0 {
+			v.Matrix = nil
+		}
+		if v.Listed == "" {
+			v.Listed = v.Variant
+		}
+		if insts != nil {
+			a.Instances = *insts
+			if memory != nil {
+				a.MemoryMB = *memory
+			}
+			v.App = &a
+		}
 		return v, err
 	})
 	if err != nil {

@@ -168,19 +168,21 @@ func (d *decoder) variants(dst *[]Variant, manifests *[]value) func(value) {
 			d.errorf(v, "at most %d variants are allowed, got %d", maxVariants, len(items))
 		}
 		names := map[string]value{}
+		total, overCap := 0, false
 		for _, it := range items {
-			var vr Variant
+			vr := Variant{Field: it.path}
+			var axes []axis
 			got, ok := d.object(it,
 				required("name", d.str(&vr.Name, checkName)),
 				optional("manifest", d.str(&vr.Manifest)),
 				optional("app", d.str(&vr.App)),
 				optional("url", d.str(&vr.URL, checkAbsURL)),
 				optional("env", d.stringMap(&vr.Env, checkEnv)),
+				optional("matrix", func(v value) { d.matrix(&axes, vr.Env)(v) }),
 			)
 			if !ok {
 				continue
 			}
-			d.unique(names, got["name"], vr.Name, "variant name")
 			m, hasManifest := got["manifest"]
 			u, hasURL := got["url"]
 			switch {
@@ -189,13 +191,45 @@ func (d *decoder) variants(dst *[]Variant, manifests *[]value) func(value) {
 			case !hasManifest && !hasURL:
 				d.errorf(it, "needs either manifest (an app to push) or url (a running target)")
 			}
-			d.onlyWith(got, !hasURL, "manifest: a url target is not pushed", "app", "env")
+			d.onlyWith(got, !hasURL, "manifest: a url target is not pushed", "app", "env", "matrix")
 			if hasManifest {
 				*manifests = append(*manifests, m)
 			}
-			*dst = append(*dst, vr)
+			expanded := []Variant{vr}
+			if mx, has := got["matrix"]; has && len(axes) > 0 && !hasURL {
+				if n := combinations(axes); total+n > maxMatrixVariants {
+					if !overCap {
+						d.errorf(mx, "makes %d variants (%s), %d in all with the variants before it; at most %d are allowed: drop values or split the spec",
+							n, axisSizes(axes), total+n, maxMatrixVariants)
+					}
+					overCap = true
+					total += n
+					continue
+				}
+				expanded = expand(vr, axes)
+				longest := slices.MaxFunc(expanded, func(a, b Variant) int { return len(a.Name) - len(b.Name) })
+				if checkName(longest.Name) != "" {
+					d.errorf(mx, "makes variant names longer than 63 characters (%s); shorten the variant's name to at most %d characters, or label the values ({label: value, ...})",
+						longest.Name, 63-len(longest.MatrixSuffix()))
+					expanded = nil
+				}
+			}
+			total += len(expanded)
+			for _, e := range expanded {
+				d.unique(names, got["name"], e.Name, "variant name")
+				*dst = append(*dst, e)
+			}
 		}
 	}
+}
+
+// axisSizes is "3 × 2" for axes of 3 and 2 values.
+func axisSizes(axes []axis) string {
+	parts := make([]string, len(axes))
+	for i, a := range axes {
+		parts[i] = fmt.Sprintf("%d %s", len(a.values), a.key)
+	}
+	return strings.Join(parts, " × ")
 }
 
 // unique reports name if seen already has it; "" (invalid or missing) is skipped.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -79,9 +80,25 @@ type Variant struct {
 	App string
 	// URL is the absolute http(s) URL of an already running target; nothing is pushed.
 	URL string
-	// Env is set on the pushed app; scalars keep their literal text ("30", "true").
+	// Env is set on the pushed app over the manifest's env; scalars keep their literal
+	// text ("30", "true"). A matrix's env values are in it.
 	Env map[string]string
+	// Memory and Instances override the manifest's memory and instances of the app's
+	// web process (a matrix sets them); "" and 0 keep the manifest's.
+	Memory    string
+	Instances int
+	// Matrix is the matrix cell this variant is: one setting per dimension of the
+	// listed variant's matrix, in the order written; nil for a variant without matrix.
+	// A listed variant with a matrix becomes one Variant per combination of values,
+	// named its name plus MatrixSuffix, pushing the manifest's app renamed likewise.
+	Matrix []Setting
+	// Field is the variant's place in the spec ("variants[1]"); the variants of one
+	// matrix share it. Errorf(v.Field+".manifest", …) points at the variant's line.
+	Field string
 }
+
+// Listed is the variant's name as the spec lists it: Name without the matrix suffix.
+func (v *Variant) Listed() string { return strings.TrimSuffix(v.Name, v.MatrixSuffix()) }
 
 // Model is how a generator paces its requests.
 type Model string

@@ -50,7 +50,7 @@ func TestParseGood(t *testing.T) {
 		{"minimal gets every default", minimal, func(t *testing.T, s *Spec) {
 			want := &Spec{
 				File: "spec.yml", Version: 1, Name: "minimal",
-				Variants: []Variant{{Name: "a", URL: "http://127.0.0.1:18080"}},
+				Variants: []Variant{{Name: "a", URL: "http://127.0.0.1:18080", Field: "variants[0]"}},
 				Workload: Workload{Model: ModelClosed, Users: 1, KeepAlive: true, Timeout: 10 * time.Second,
 					Requests: []Request{{Name: "r", Method: http.MethodGet, Path: "/", Weight: 1}}},
 				Ramp:       Ramp{Start: 1, Step: 1, Max: 2, Hold: time.Second},
@@ -124,6 +124,56 @@ func TestParseGood(t *testing.T) {
 `), func(t *testing.T, s *Spec) {
 			if w := s.Workload; w.Users != 10000 || w.ThinkTime != 250*time.Millisecond {
 				t.Errorf("workload = %+v", w)
+			}
+		}},
+		{"a matrix makes a variant per combination, first dimension slowest", `version: 1
+name: cf
+landscape: {org: o, apps: {space: s}, generators: {space: g}}
+results_db: {service_instance: db}
+variants:
+  - name: plain
+    manifest: app.yml
+  - name: pool
+    manifest: app.yml
+    env: {LOG: quiet}
+    matrix:
+      env:
+        DB_POOL_SIZE: [30, 60]
+        JAVA_OPTS: {g1: "-XX:+UseG1GC", parallel: "-XX:+UseParallelGC"}
+      memory: [1G]
+      instances: [1, 3]
+workload: {model: closed, requests: [{name: r, path: /}]}
+ramp: {max: 1, hold: 1s}
+`, func(t *testing.T, s *Spec) {
+			var names []string
+			for _, v := range s.Variants {
+				names = append(names, v.Name)
+			}
+			want := []string{"plain",
+				"pool-30-g1-1g-i1", "pool-30-g1-1g-i3", "pool-30-parallel-1g-i1", "pool-30-parallel-1g-i3",
+				"pool-60-g1-1g-i1", "pool-60-g1-1g-i3", "pool-60-parallel-1g-i1", "pool-60-parallel-1g-i3"}
+			if !slices.Equal(names, want) {
+				t.Fatalf("variants %q\nwant     %q", names, want)
+			}
+			v := s.Variants[7]
+			wantV := Variant{Name: "pool-60-parallel-1g-i1", Manifest: "base/dir/app.yml", Field: "variants[1]",
+				Env:    map[string]string{"LOG": "quiet", "DB_POOL_SIZE": "60", "JAVA_OPTS": "-XX:+UseParallelGC"},
+				Memory: "1G", Instances: 1,
+				Matrix: []Setting{{"env.DB_POOL_SIZE", "60", "60"}, {"env.JAVA_OPTS", "-XX:+UseParallelGC", "parallel"},
+					{"memory", "1G", "1g"}, {"instances", "1", "i1"}}}
+			if !reflect.DeepEqual(v, wantV) {
+				t.Errorf("got  %+v\nwant %+v", v, wantV)
+			}
+			if v.Listed() != "pool" || s.Variants[0].Listed() != "plain" || s.Variants[0].MatrixSuffix() != "" {
+				t.Errorf("Listed %q %q, suffix %q", v.Listed(), s.Variants[0].Listed(), s.Variants[0].MatrixSuffix())
+			}
+			// Each variant has its own env: changing one leaves the others.
+			s.Variants[1].Env["LOG"] = "x"
+			if s.Variants[2].Env["LOG"] != "quiet" {
+				t.Error("matrix variants share their env map")
+			}
+			if e := s.Errorf(v.Field+".manifest", "x"); e.Line != 9 {
+				t.Errorf("Errorf of a matrix variant's manifest at line %d, want 9", e.Line)
 			}
 		}},
 		{"landscape, manifests resolved against the base dir", `version: 1
