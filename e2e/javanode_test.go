@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/go-cfclient/v3/client"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
@@ -27,7 +30,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	if _, err := os.Stat(jar); err != nil {
 		t.Fatalf("the Java sample app is not built (%v): run make build", err)
 	}
-	cf, info, _ := loggedIn(t, root, buildPushed(t, root))
+	cf, info, cl := loggedIn(t, root, buildPushed(t, root))
 	specFile := writeJavaVsNodeSpec(t, root, info.AccessLog)
 
 	p := startCF(t, cf, "run-benchmark", "-f", specFile)
@@ -184,6 +187,79 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	}
 	if ccStatus["200"] == 0 || len(ccStatus) != 1 {
 		t.Errorf("GET /v3/spaces statuses %v, want only 200 (the token reached the Cloud Controller)", ccStatus)
+	}
+
+	poolSizeMatrix(t, root, cf, cl)
+}
+
+// poolSizeMatrix runs examples/pool-size.yml shortened to a matrix of two pool sizes
+// (5 and 10) and one step of 3 s: one manifest pushed as two apps with their own env
+// and routes, each a variant in the results with the configuration it was pushed as.
+func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
+	t.Helper()
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "pool-size.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sp)
+	for old, repl := range map[string]string{
+		"../manifests/":                          "" + filepath.Join(root, "manifests") + "/",
+		"DB_POOL_SIZE: [30, 60, 90]":             "DB_POOL_SIZE: [5, 10]",
+		"  users: 8\n":                           "  users: 2\n",
+		"  max: 8\n  hold: 45s\n  warmup: 10s\n": "  max: 1\n  hold: 3s\n  warmup: 1s\n",
+		"    interval: 5s\n":                     "    interval: 1s\n",
+	} {
+		if !strings.Contains(s, old) {
+			t.Fatalf("examples/pool-size.yml has no %q: update this test", old)
+		}
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	file := filepath.Join(t.TempDir(), "pool-size.yml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCF(t, cf, "run-benchmark", "-f", file)
+	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): pool-size, 2 variant\(s\), 1 step\(s\) each`))[1]
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("cf run-benchmark pool-size: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"pool-5 runs as bulletin-java-5 (", "pool-10 runs as bulletin-java-10 (", "run " + runID + " completed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pool-size output lacks %q:\n%s", want, out)
+		}
+	}
+	dir := filepath.Join(cf.dir, "results", runID)
+	variants := map[string]map[string]string{}
+	for _, v := range readCSV(t, filepath.Join(dir, "variants.csv")) {
+		variants[v["variant"]] = v
+	}
+	for _, size := range []string{"5", "10"} {
+		v := variants["pool-"+size]
+		app := "bulletin-java-" + size
+		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`"}` ||
+			v["app_memory_mb"] != "800" || v["app_instances"] != "1" || !strings.Contains(v["app_env"], `"DB_POOL_SIZE": "`+size+`"`) ||
+			!strings.Contains(v["app_manifest"], "name: "+app+"\n") || !strings.Contains(v["target_url"], app+".") {
+			t.Errorf("variants.csv pool-%s: %v", size, v)
+		}
+		// What the app got is what the run recorded.
+		a, err := cl.Applications.Single(context.Background(), &client.AppListOptions{Names: client.Filter{Values: []string{app}}})
+		if err != nil {
+			t.Fatalf("app %s: %v", app, err)
+		}
+		env, err := cl.Applications.GetEnvironmentVariables(context.Background(), a.GUID)
+		if err != nil || env["DB_POOL_SIZE"] == nil || *env["DB_POOL_SIZE"] != size {
+			t.Errorf("app %s env %v, %v; want DB_POOL_SIZE=%s", app, env, err, size)
+		}
+	}
+	steps := map[string]int{}
+	for _, m := range readCSV(t, filepath.Join(dir, "step_metrics.csv")) {
+		if m["count"] != "0" {
+			steps[m["variant"]]++
+		}
+	}
+	if steps["pool-5"] != 1 || steps["pool-10"] != 1 {
+		t.Errorf("steps with requests per variant %v, want one each of pool-5 and pool-10", steps)
 	}
 }
 

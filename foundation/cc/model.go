@@ -26,6 +26,7 @@ type Space struct {
 	Name             string    `json:"name"`
 	OrgGUID          string    `json:"org_guid"`
 	IsolationSegment string    `json:"isolation_segment,omitempty"` // guid
+	QuotaGUID        string    `json:"quota_guid,omitempty"`        // the space quota applied; "" for none
 	Created          time.Time `json:"created_at"`
 	Updated          time.Time `json:"updated_at"`
 }

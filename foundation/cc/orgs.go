@@ -32,6 +32,7 @@ func (s *Server) routes() {
 	s.handle("GET /v3/isolation_segments/{guid}/relationships/organizations", s.segmentOrgRelationships)
 	s.handle("POST /v3/isolation_segments/{guid}/relationships/organizations", s.entitleOrgs)
 	s.handle("GET /v3/domains", s.listDomains)
+	s.quotaRoutes()
 
 	s.handle("GET /v3/apps", s.listApps)
 	s.handle("POST /v3/apps", s.createApp)

@@ -39,7 +39,7 @@ func (s *Server) renderSpace(sp *Space) any {
 	return obj{
 		"guid": sp.GUID, "name": sp.Name, "suspended": false,
 		"created_at": ts(sp.Created), "updated_at": ts(sp.Updated),
-		"relationships": obj{"organization": rel(sp.OrgGUID), "quota": rel("")},
+		"relationships": obj{"organization": rel(sp.OrgGUID), "quota": rel(sp.QuotaGUID)},
 		"metadata":      metadata(),
 		"links": obj{"self": link(s, "/v3/spaces/"+sp.GUID), "organization": link(s, "/v3/organizations/"+sp.OrgGUID),
 			"features": link(s, "/v3/spaces/"+sp.GUID+"/features"), "apply_manifest": obj{"href": s.url("/v3/spaces/" + sp.GUID + "/actions/apply_manifest"), "method": "POST"}},

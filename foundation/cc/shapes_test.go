@@ -356,18 +356,25 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 			t.Fatalf("build state %v", st)
 		}
 	}
+	// A space quota applied to the apps space, as cf create-space-quota and
+	// cf set-space-quota make one.
+	sq := e.must(201, "POST", "/v3/space_quotas", map[string]any{"name": "small", "apps": map[string]any{"total_memory_in_mb": 10240, "total_instances": 10},
+		"relationships": map[string]any{"organization": map[string]any{"data": map[string]any{"guid": first(e.must(200, "GET", "/v3/organizations?names="+DefaultOrg, nil))["guid"]}}}})["guid"].(string)
+	e.must(200, "POST", "/v3/space_quotas/"+sq+"/relationships/spaces", map[string]any{"data": []any{map[string]any{"guid": space}}})
 	guids := map[string]string{
-		"{org}":      first(e.must(200, "GET", "/v3/organizations?names="+DefaultOrg, nil))["guid"].(string),
-		"{space}":    space,
-		"{segment}":  first(e.must(200, "GET", "/v3/isolation_segments?names=apps-cell", nil))["guid"].(string),
-		"{app}":      app,
-		"{process}":  first(e.must(200, "GET", "/v3/apps/"+app+"/processes?types=web", nil))["guid"].(string),
-		"{package}":  pkg,
-		"{build}":    build,
-		"{droplet}":  get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid").(string),
-		"{instance}": first(e.must(200, "GET", "/v3/service_instances?names=db", nil))["guid"].(string),
-		"{binding}":  first(e.must(200, "GET", "/v3/service_credential_bindings?app_guids="+app, nil))["guid"].(string),
-		"{job}":      job,
+		"{space_quota}": sq,
+		"{org_quota}":   get(first(e.must(200, "GET", "/v3/organizations?names="+DefaultOrg, nil)), "relationships", "quota", "data", "guid").(string),
+		"{org}":         first(e.must(200, "GET", "/v3/organizations?names="+DefaultOrg, nil))["guid"].(string),
+		"{space}":       space,
+		"{segment}":     first(e.must(200, "GET", "/v3/isolation_segments?names=apps-cell", nil))["guid"].(string),
+		"{app}":         app,
+		"{process}":     first(e.must(200, "GET", "/v3/apps/"+app+"/processes?types=web", nil))["guid"].(string),
+		"{package}":     pkg,
+		"{build}":       build,
+		"{droplet}":     get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid").(string),
+		"{instance}":    first(e.must(200, "GET", "/v3/service_instances?names=db", nil))["guid"].(string),
+		"{binding}":     first(e.must(200, "GET", "/v3/service_credential_bindings?app_guids="+app, nil))["guid"].(string),
+		"{job}":         job,
 	}
 	var pairs []string
 	for k, v := range guids {
@@ -424,6 +431,10 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "GET", path: "/v3/service_credential_bindings/{binding}", shape: "service_credential_binding"},
 		{method: "GET", path: "/v3/service_credential_bindings", shape: "service_credential_binding", list: true},
 		{method: "GET", path: "/v3/jobs/{job}", shape: "job"},
+		{method: "GET", path: "/v3/organization_quotas", shape: "organization_quota", list: true},
+		{method: "GET", path: "/v3/organization_quotas/{org_quota}", shape: "organization_quota"},
+		{method: "GET", path: "/v3/space_quotas/{space_quota}", shape: "space_quota"},
+		{method: "GET", path: "/v3/space_quotas?space_guids={space}", shape: "space_quota", list: true},
 		{method: "GET", path: "/v3/deployments", list: true},
 		{method: "GET", path: "/v3/processes/{process}/sidecars", list: true},
 		{method: "GET", path: "/v3/apps/not-an-app", status: 404, shape: "error"},

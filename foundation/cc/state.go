@@ -27,6 +27,7 @@ type State struct {
 	ServiceInstances  map[string]*ServiceInstance  `json:"service_instances"`
 	Bindings          map[string]*Binding          `json:"bindings"`
 	Jobs              map[string]*Job              `json:"jobs"`
+	SpaceQuotas       map[string]*SpaceQuota       `json:"space_quotas"`
 }
 
 func newState() *State {
@@ -35,7 +36,7 @@ func newState() *State {
 		Apps: map[string]*App{}, Processes: map[string]*Process{}, Packages: map[string]*Package{},
 		Builds: map[string]*Build{}, Droplets: map[string]*Droplet{}, Domains: map[string]*Domain{},
 		Routes: map[string]*Route{}, ServiceInstances: map[string]*ServiceInstance{}, Bindings: map[string]*Binding{},
-		Jobs: map[string]*Job{},
+		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{},
 	}
 }
 
@@ -67,6 +68,9 @@ func loadStore(path string) (*store, error) {
 	fresh := newState() // maps added by newer versions start empty
 	if st.s.Jobs == nil {
 		st.s.Jobs = fresh.Jobs
+	}
+	if st.s.SpaceQuotas == nil {
+		st.s.SpaceQuotas = fresh.SpaceQuotas
 	}
 	return st, nil
 }

@@ -1,0 +1,246 @@
+package cc
+
+import (
+	"net/http"
+	"time"
+)
+
+// Quotas: the organization quota (one, "default", with no limits: the local foundation
+// is one machine, whose limits are its own) and space quotas, which a user creates and
+// applies as on Cloud Foundry (cf create-space-quota, cf set-space-quota) so that a run
+// can be checked against them before it pushes anything. The definitions are served in
+// the CC v3 shapes; pushes and scaling are not refused by them here.
+
+// SpaceQuota is a space quota definition. A nil limit is unlimited.
+type SpaceQuota struct {
+	GUID               string    `json:"guid"`
+	Name               string    `json:"name"`
+	OrgGUID            string    `json:"org_guid"`
+	TotalMemoryMB      *int      `json:"total_memory_in_mb"`
+	PerProcessMemoryMB *int      `json:"per_process_memory_in_mb"`
+	TotalInstances     *int      `json:"total_instances"`
+	PerAppTasks        *int      `json:"per_app_tasks"`
+	Created            time.Time `json:"created_at"`
+	Updated            time.Time `json:"updated_at"`
+}
+
+// orgQuotaCreated is the default org quota's creation time: it is no state of its own.
+var orgQuotaCreated = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (s *Server) quotaRoutes() {
+	s.handle("GET /v3/organization_quotas", s.listOrgQuotas)
+	s.handle("GET /v3/organization_quotas/{guid}", s.getOrgQuota)
+	s.handle("GET /v3/space_quotas", s.listSpaceQuotas)
+	s.handle("POST /v3/space_quotas", s.createSpaceQuota)
+	s.handle("GET /v3/space_quotas/{guid}", s.getSpaceQuota)
+	s.handle("POST /v3/space_quotas/{guid}/relationships/spaces", s.applySpaceQuota)
+}
+
+// orgQuota is the one org quota, applied to every org.
+type orgQuota struct{ orgs []string }
+
+func (s *Server) renderOrgQuota(q orgQuota) any {
+	data := make([]any, len(q.orgs))
+	for i, g := range q.orgs {
+		data[i] = obj{"guid": g}
+	}
+	return obj{
+		"guid": quotaGUID, "name": "default", "created_at": ts(orgQuotaCreated), "updated_at": ts(orgQuotaCreated),
+		"apps": obj{"total_memory_in_mb": nil, "per_process_memory_in_mb": nil, "total_instances": nil, "per_app_tasks": nil,
+			"log_rate_limit_in_bytes_per_second": nil},
+		"services":      obj{"paid_services_allowed": true, "total_service_instances": nil, "total_service_keys": nil},
+		"routes":        obj{"total_routes": nil, "total_reserved_ports": nil},
+		"domains":       obj{"total_domains": nil},
+		"relationships": obj{"organizations": obj{"data": data}},
+		"links":         obj{"self": link(s, "/v3/organization_quotas/"+quotaGUID)},
+	}
+}
+
+func (s *Server) orgQuota() orgQuota {
+	var q orgQuota
+	s.st.read(func(st *State) {
+		for _, o := range sorted(st.Orgs, func(o *Org) time.Time { return o.Created }, func(o *Org) string { return o.GUID }) {
+			q.orgs = append(q.orgs, o.GUID)
+		}
+	})
+	return q
+}
+
+func (s *Server) listOrgQuotas(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var out []orgQuota
+	if oq := s.orgQuota(); q.match("names", "default") && q.match("guids", quotaGUID) {
+		out = append(out, oq)
+	}
+	return paginate(c, q, out, func(orgQuota) string { return "default" }, func(orgQuota) time.Time { return orgQuotaCreated }, s.renderOrgQuota, nil)
+}
+
+func (s *Server) getOrgQuota(c *call) error {
+	if c.r.PathValue("guid") != quotaGUID {
+		return notFound("Organization quota")
+	}
+	return c.json(http.StatusOK, s.renderOrgQuota(s.orgQuota()))
+}
+
+// spaceQuotaView is a space quota and the spaces it is applied to.
+type spaceQuotaView struct {
+	q      *SpaceQuota
+	spaces []string
+}
+
+func (s *Server) renderSpaceQuota(v spaceQuotaView) any {
+	q := v.q
+	data := make([]any, len(v.spaces))
+	for i, g := range v.spaces {
+		data[i] = obj{"guid": g}
+	}
+	return obj{
+		"guid": q.GUID, "name": q.Name, "created_at": ts(q.Created), "updated_at": ts(q.Updated),
+		"apps": obj{"total_memory_in_mb": q.TotalMemoryMB, "per_process_memory_in_mb": q.PerProcessMemoryMB,
+			"total_instances": q.TotalInstances, "per_app_tasks": q.PerAppTasks, "log_rate_limit_in_bytes_per_second": nil},
+		"services":      obj{"paid_services_allowed": true, "total_service_instances": nil, "total_service_keys": nil},
+		"routes":        obj{"total_routes": nil, "total_reserved_ports": nil},
+		"relationships": obj{"organization": rel(q.OrgGUID), "spaces": obj{"data": data}},
+		"links":         obj{"self": link(s, "/v3/space_quotas/"+q.GUID), "organization": link(s, "/v3/organizations/"+q.OrgGUID)},
+	}
+}
+
+// spaceQuotaView reads q with its spaces; st is read-locked.
+func (st *State) spaceQuotaView(q *SpaceQuota) spaceQuotaView {
+	v := spaceQuotaView{q: clone(q)}
+	for _, sp := range sorted(st.Spaces, func(sp *Space) time.Time { return sp.Created }, func(sp *Space) string { return sp.GUID }) {
+		if sp.QuotaGUID == q.GUID {
+			v.spaces = append(v.spaces, sp.GUID)
+		}
+	}
+	return v
+}
+
+func (s *Server) listSpaceQuotas(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var out []spaceQuotaView
+	s.st.read(func(st *State) {
+		for _, sq := range sorted(st.SpaceQuotas, func(q *SpaceQuota) time.Time { return q.Created }, func(q *SpaceQuota) string { return q.GUID }) {
+			v := st.spaceQuotaView(sq)
+			inSpace := q.list("space_guids") == nil
+			for _, g := range v.spaces {
+				inSpace = inSpace || q.match("space_guids", g)
+			}
+			if q.match("names", sq.Name) && q.match("guids", sq.GUID) && q.match("organization_guids", sq.OrgGUID) && inSpace {
+				out = append(out, v)
+			}
+		}
+	})
+	return paginate(c, q, out, func(v spaceQuotaView) string { return v.q.Name }, func(v spaceQuotaView) time.Time { return v.q.Created }, s.renderSpaceQuota, nil)
+}
+
+func (s *Server) getSpaceQuota(c *call) error {
+	var (
+		v     spaceQuotaView
+		found bool
+	)
+	s.st.read(func(st *State) {
+		if q := st.SpaceQuotas[c.r.PathValue("guid")]; q != nil {
+			v, found = st.spaceQuotaView(q), true
+		}
+	})
+	if !found {
+		return notFound("Space quota")
+	}
+	return c.json(http.StatusOK, s.renderSpaceQuota(v))
+}
+
+type toMany struct {
+	Data []struct {
+		GUID string `json:"guid"`
+	} `json:"data"`
+}
+
+func (s *Server) createSpaceQuota(c *call) error {
+	var body struct {
+		Name string `json:"name"`
+		Apps struct {
+			TotalMemoryMB      *int `json:"total_memory_in_mb"`
+			PerProcessMemoryMB *int `json:"per_process_memory_in_mb"`
+			TotalInstances     *int `json:"total_instances"`
+			PerAppTasks        *int `json:"per_app_tasks"`
+		} `json:"apps"`
+		Relationships struct {
+			Organization toOneBody `json:"organization"`
+			Spaces       toMany    `json:"spaces"`
+		} `json:"relationships"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	if body.Name == "" {
+		return unprocessable("Name can't be blank")
+	}
+	for _, n := range []*int{body.Apps.TotalMemoryMB, body.Apps.PerProcessMemoryMB, body.Apps.TotalInstances, body.Apps.PerAppTasks} {
+		if n != nil && *n < 0 {
+			return unprocessable("Limits must be greater than or equal to 0")
+		}
+	}
+	org := body.Relationships.Organization.guid()
+	return c.change(http.StatusCreated, func(st *State) (any, error) {
+		if st.Orgs[org] == nil {
+			return nil, unprocessable("Organization with guid '%s' does not exist, or you do not have access to it.", org)
+		}
+		for _, q := range st.SpaceQuotas {
+			if q.OrgGUID == org && q.Name == body.Name {
+				return nil, unprocessable("Space Quota '%s' already exists.", body.Name)
+			}
+		}
+		now := time.Now().UTC()
+		q := &SpaceQuota{GUID: newGUID(), Name: body.Name, OrgGUID: org, TotalMemoryMB: body.Apps.TotalMemoryMB,
+			PerProcessMemoryMB: body.Apps.PerProcessMemoryMB, TotalInstances: body.Apps.TotalInstances, PerAppTasks: body.Apps.PerAppTasks,
+			Created: now, Updated: now}
+		if err := st.applySpaceQuota(q, body.Relationships.Spaces); err != nil {
+			return nil, err
+		}
+		st.SpaceQuotas[q.GUID] = q
+		return s.renderSpaceQuota(st.spaceQuotaView(q)), nil
+	})
+}
+
+// applySpaceQuota applies q to the spaces of body, which must be q's org's.
+func (st *State) applySpaceQuota(q *SpaceQuota, body toMany) error {
+	for _, d := range body.Data {
+		sp := st.Spaces[d.GUID]
+		if sp == nil || sp.OrgGUID != q.OrgGUID {
+			return unprocessable("Spaces with guids [\"%s\"] do not exist within the organization specified, or you do not have access to them.", d.GUID)
+		}
+	}
+	for _, d := range body.Data {
+		st.Spaces[d.GUID].QuotaGUID = q.GUID
+	}
+	return nil
+}
+
+func (s *Server) applySpaceQuota(c *call) error {
+	var body toMany
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		q := st.SpaceQuotas[c.r.PathValue("guid")]
+		if q == nil {
+			return nil, notFound("Space quota")
+		}
+		if err := st.applySpaceQuota(q, body); err != nil {
+			return nil, err
+		}
+		v := st.spaceQuotaView(q)
+		data := make([]any, len(v.spaces))
+		for i, g := range v.spaces {
+			data[i] = obj{"guid": g}
+		}
+		return obj{"data": data, "links": obj{"self": link(s, "/v3/space_quotas/"+q.GUID+"/relationships/spaces")}}, nil
+	})
+}
