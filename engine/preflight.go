@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -11,11 +12,14 @@ import (
 // Preflight reports every problem that would make a session of sp refuse to start,
 // before anything is started, pushed or created: where sp can run (Check; a spec with a
 // landscape runs on Cloud Foundry), a header value naming a variable lookupEnv has not
-// (nil lookupEnv skips that check), and a variant manifest that cannot be pushed (a
-// missing or malformed file, no such app, app files that do not exist). The problems
-// come as a spec.Errors, each naming file, line and field where the spec has them; nil
-// means a session may start. It reads the manifests and nothing else.
-func Preflight(sp *spec.Spec, lookupEnv func(string) (string, bool)) error {
+// (nil lookupEnv skips that check), a variant manifest that cannot be pushed (a
+// missing or malformed file, no such app, app files that do not exist, a matrix cell
+// that does not fit it), and a plan (PlanOf) over the spec's limits or, with quotas
+// (nil skips them), over the quota of the org or of a space. The problems come as a
+// spec.Errors, each naming file, line and field where the spec has them; nil means a
+// session may start. It returns the plan also with problems. It reads the manifests
+// and, with quotas, the org's and spaces' quotas, nothing else.
+func Preflight(ctx context.Context, sp *spec.Spec, lookupEnv func(string) (string, bool), quotas QuotaReader) (*Plan, error) {
 	onCF := sp.Landscape != nil
 	errs := unsupported(sp, onCF)
 	if lookupEnv != nil {
@@ -35,10 +39,20 @@ func Preflight(sp *spec.Spec, lookupEnv func(string) (string, bool)) error {
 			}
 		}
 	}
-	if len(errs) == 0 {
-		return nil
+	plan := PlanOf(sp)
+	var qs []platform.Quota
+	if onCF && quotas != nil {
+		l := sp.Landscape
+		var err error
+		if qs, err = quotas.Quotas(ctx, l.Org, l.Apps.Space, l.Generators.Space); err != nil {
+			errs = append(errs, sp.Errorf("landscape.org", "read the quotas to check the plan against: %v", err))
+		}
 	}
-	return errs
+	errs = append(errs, planErrors(sp, plan, qs)...)
+	if len(errs) == 0 {
+		return plan, nil
+	}
+	return plan, errs
 }
 
 // unsupported is what keeps sp from running where onCF says, as spec problems.

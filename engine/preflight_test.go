@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func TestPreflightNamesEveryProblemWithItsLine(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			err = Preflight(sp, lookup)
+			_, err = Preflight(context.Background(), sp, lookup, nil)
 			var errs spec.Errors
 			if len(c.want) == 0 {
 				if err != nil {

@@ -117,9 +117,15 @@ func RunSession(ctx context.Context, sp *spec.Spec, specText string, cfg Session
 	if cfg.Reporter == nil {
 		cfg.Reporter = discardReporter{}
 	}
-	if err := Preflight(sp, cfg.LookupEnv); err != nil {
+	var quotas QuotaReader
+	if cfg.CF != nil {
+		quotas = cfg.CF
+	}
+	plan, err := Preflight(ctx, sp, cfg.LookupEnv, quotas)
+	if err != nil {
 		return nil, err
 	}
+	cfg.Reporter.Note(plan.String())
 	s := &session{sp: sp, text: specText, cfg: cfg, store: cfg.Store, o: &Outcome{}}
 	defer s.close()
 	// Adding a stage is a method here and a Stage constant.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
+	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 )
@@ -179,6 +180,31 @@ func TestCF(t *testing.T) {
 		}
 		if _, err := cl.Applications.Delete(ctx, cell.GUID); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// The quotas a plan is checked against: the org's (no limits here) and a space
+	// quota applied as cf create-space-quota and cf set-space-quota do.
+	t.Run("Quotas", func(t *testing.T) {
+		orgGUID, err := c.org(ctx, "cfbench")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := cl.SpaceQuotas.Create(ctx, resource.NewSpaceQuotaCreate("small", orgGUID).WithTotalMemoryInMB(2048).WithTotalInstances(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.SpaceQuotas.Apply(ctx, q.GUID, []string{space.GUID}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Quotas(ctx, "cfbench", "apps", "loadgen", "not-yet")
+		if err != nil || len(got) != 2 {
+			t.Fatalf("Quotas = %+v, %v; want the org's and the apps space's", got, err)
+		}
+		org, apps := got[0], got[1]
+		if org.Of != "org cfbench" || org.TotalMemoryMB != nil || apps.Of != "space apps" || apps.Name != "small" ||
+			apps.TotalMemoryMB == nil || *apps.TotalMemoryMB != 2048 || apps.TotalInstances == nil || *apps.TotalInstances != 4 {
+			t.Fatalf("quotas %+v, %+v", org, apps)
 		}
 	})
 

@@ -130,6 +130,22 @@ func checkMemory(s string) string {
 	return ""
 }
 
+// size decodes a CF size (10G, 512M) into MB.
+func (d *decoder) size(dst *int) func(value) {
+	return func(v value) {
+		s, ok := d.stringValue(v)
+		if !ok {
+			return
+		}
+		mb, err := bytesize.Megabytes(s)
+		if err != nil {
+			d.errorf(v, "%v", err)
+			return
+		}
+		*dst = mb
+	}
+}
+
 func checkInstances(s string) string {
 	if n, err := strconv.Atoi(s); err != nil || n < 1 || n > maxInstances {
 		return fmt.Sprintf("must be a whole number from 1 to %d, got %s", maxInstances, quote(s))

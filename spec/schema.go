@@ -53,6 +53,13 @@ func (d *decoder) spec(v value) *Spec {
 		optional("slo", d.slo(&s.SLO)),
 		optional("collectors", d.collectors(&s.Collectors)),
 		optional("export", d.export(&s.Export)),
+		optional("limits", func(v value) {
+			d.object(v,
+				optional("duration", d.duration(&s.Limits.Duration, positive)),
+				optional("memory", d.size(&s.Limits.MemoryMB)),
+				optional("instances", d.integer(&s.Limits.Instances, 1, math.MaxInt32)),
+			)
+		}),
 	)
 	if _, has := got["landscape"]; ok && !has && len(manifests) > 0 {
 		d.errorf(manifests[0], "needs a landscape section (the org and spaces to push to); add one, or give the variant a url of a running target instead")

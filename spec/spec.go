@@ -35,8 +35,20 @@ type Spec struct {
 	SLO        *SLO
 	Collectors Collectors
 	Export     Export
+	// Limits bound the plan of a run; a run over them is refused before anything is
+	// pushed. Zero fields are unset.
+	Limits Limits
 	// pos is where each field is in the file, for Errorf; nil for a Spec built in code.
 	pos map[string]position
+}
+
+// Limits are what a spec's run may hold at most: Duration under load (variants ×
+// levels × hold), and MemoryMB and Instances at its peak in both spaces together (the
+// apps under test, the generators of the running variant, the tunnel app).
+type Limits struct {
+	Duration  time.Duration
+	MemoryMB  int
+	Instances int
 }
 
 // Landscape names the org, spaces and isolation segments a run uses.

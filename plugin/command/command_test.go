@@ -60,7 +60,8 @@ ramp:
 func TestValidate(t *testing.T) {
 	good := writeSpec(t, goodSpec)
 	r := run(t, nil, "validate", "-f", good)
-	if r.code != ExitOK || r.stdout != good+": valid: 1 variant(s), 2 step(s) each (1 to 2 generator instances), about 2s of load\n" {
+	if r.code != ExitOK || r.stdout != good+": valid: 1 variant(s), 2 step(s) each (1 to 2 generator instances), about 2s of load\n"+
+		"plan: 1 variant(s) × 2 level(s), at least 2s under load\n" {
 		t.Fatalf("validate good: %+v", r)
 	}
 
@@ -82,7 +83,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE [--bin-dir DIR]\n"},
+		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE [--bin-dir DIR] [--cf-home DIR]\n"},
 		{[]string{"export"}, "error: give exactly one RUN_ID\n"},
 		{[]string{"export", "42"}, "error: \"42\" is not a run id (they look like 20261122-130501-3f9a)\n"},
 		{[]string{"frobnicate"}, "error: unknown command \"frobnicate\"\n"},

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,17 +32,19 @@ type pushed struct{ worker, tunnel string }
 // landscape, that no database is given (its results go to results_db) and that the
 // binaries to push are found (binDir, else $CFBENCH_BIN_DIR, else env.BinDirs).
 // dsnGiven tells whether --db or CFBENCH_DB gives a database.
-func preflight(env *Env, sp *spec.Spec, dsnGiven bool, binDir string) (pushed, error) {
-	if err := engine.Preflight(sp, env.lookupEnv); err != nil {
-		return pushed{}, err
+func preflight(ctx context.Context, env *Env, sp *spec.Spec, dsnGiven bool, binDir string, quotas engine.QuotaReader) (pushed, *engine.Plan, error) {
+	plan, err := engine.Preflight(ctx, sp, env.lookupEnv, quotas)
+	if err != nil {
+		return pushed{}, plan, err
 	}
 	if sp.Landscape == nil {
-		return pushed{}, nil
+		return pushed{}, plan, nil
 	}
 	if dsnGiven {
-		return pushed{}, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
+		return pushed{}, plan, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
 	}
-	return findBins(env, binDir)
+	bins, err := findBins(env, binDir)
+	return bins, plan, err
 }
 
 // findBins finds the generator and tunnel binaries that runs on Cloud Foundry push.

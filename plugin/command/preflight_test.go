@@ -41,6 +41,8 @@ func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 			"SPEC:16:10: ramp.stop.app_cpu_above: needs the apps' container metrics"},
 		{"a database given for Cloud Foundry", manifest + onCF, map[string]string{"CFBENCH_DB": "postgres://127.0.0.1:1/x"}, []string{"--bin-dir", bins}, ExitUsage,
 			"error: --db and CFBENCH_DB are for runs without Cloud Foundry"},
+		{"a plan over the spec's limits", goodSpec + "limits: {duration: 1500ms}\n", nil, nil, ExitUsage,
+			"SPEC:16:10: limits.duration: the plan runs at least 2s under load (1 variant(s) × 2 level(s) × 1s hold), 500ms over the limit 1.5s"},
 		{"binaries not found", manifest + onCF, nil, []string{"--bin-dir", filepath.Join(dir, "none")}, ExitUsage,
 			"error: cfbench-worker and cfbench-tunnel (linux/amd64) not found in " + filepath.Join(dir, "none")},
 	}

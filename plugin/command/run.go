@@ -36,7 +36,8 @@ var runCmd = &Command{
 			if err != nil {
 				return err
 			}
-			bins, err := preflight(env, sp, db.given(env) != "", *binDir)
+			// The quotas are checked by the session, once it has the cf CLI's connection.
+			bins, _, err := preflight(ctx, env, sp, db.given(env) != "", *binDir, nil)
 			if err != nil {
 				return err
 			}

@@ -5,17 +5,22 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/platform"
 )
 
 var validateCmd = &Command{
 	Name:        "validate",
 	PluginName:  "benchmark-validate",
-	Synopsis:    "-f FILE [--bin-dir DIR]",
+	Synopsis:    "-f FILE [--bin-dir DIR] [--cf-home DIR]",
 	Summary:     "Check a benchmark spec as run does before it starts, and print one line per problem (file:line:column: field: problem)",
 	ExampleArgs: "validate -f examples/demo.yml",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
 		binDir := fs.String("bin-dir", "", "as for run: where the binaries pushed to Cloud Foundry are (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
+		var cff cfFlags
+		cff.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
@@ -24,14 +29,28 @@ var validateCmd = &Command{
 			if err != nil {
 				return err
 			}
-			// What run checks before it touches a foundation, and nothing less.
-			if _, err := preflight(env, sp, env.Getenv("CFBENCH_DB") != "", *binDir); err != nil {
+			// What run checks before it touches a foundation, and nothing less: with a
+			// landscape and a cf login, the plan against the org's and spaces' quotas.
+			var quotas engine.QuotaReader
+			var noQuotas error
+			if sp.Landscape != nil {
+				var cf *platform.CF
+				if cf, _, noQuotas = cff.connect(env); noQuotas == nil {
+					quotas = cf
+				}
+			}
+			_, plan, err := preflight(ctx, env, sp, env.Getenv("CFBENCH_DB") != "", *binDir, quotas)
+			if err != nil {
 				return err
+			}
+			if noQuotas != nil {
+				fmt.Fprintf(env.Stdout, "quotas: not checked (%v)\n", noQuotas)
 			}
 			steps := sp.Ramp.Steps()
 			total := time.Duration(len(steps)*len(sp.Variants)) * sp.Ramp.Hold
 			fmt.Fprintf(env.Stdout, "%s: valid: %d variant(s), %d step(s) each (%d to %d generator instances), about %s of load\n",
 				*file, len(sp.Variants), len(steps), steps[0], steps[len(steps)-1], total)
+			fmt.Fprintln(env.Stdout, plan)
 			return nil
 		}
 	},

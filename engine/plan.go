@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/platform"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// Memory and instances of what Deploy pushes besides the apps under test (see Deploy
+// and pushTunnel): a generator app per variant, scaled up for its ramp only, and the
+// tunnel app.
+const (
+	generatorMemoryMB = 256
+	tunnelMemoryMB    = 64
+	// defaultMemoryMB is assumed for an app whose manifest leaves its memory to the
+	// foundation (Cloud Foundry's usual default).
+	defaultMemoryMB = 1024
+)
+
+// Plan is what a session of a spec will run and hold, known before anything is pushed.
+type Plan struct {
+	Variants, Levels int
+	// Duration is the time under load at least: variants × levels × hold.
+	Duration time.Duration
+	// Apps and Generators are the peaks in the two spaces; zero without a landscape.
+	Apps, Generators SpacePeak
+}
+
+// SpacePeak is the most a run holds in one space at once.
+type SpacePeak struct {
+	Space     string
+	MemoryMB  int
+	Instances int
+	// LargestMB is the largest memory of one process; Guessed says some app's memory
+	// is the foundation's default, assumed defaultMemoryMB.
+	LargestMB int
+	Guessed   bool
+}
+
+// String is the plan in one line, as printed before a run.
+func (p *Plan) String() string {
+	s := fmt.Sprintf("plan: %d variant(s) × %d level(s), at least %s under load", p.Variants, p.Levels, p.Duration)
+	for _, sp := range []SpacePeak{p.Apps, p.Generators} {
+		if sp.Space == "" {
+			continue
+		}
+		guess := ""
+		if sp.Guessed {
+			guess = fmt.Sprintf(", %d MB assumed where a manifest leaves memory to the foundation", defaultMemoryMB)
+		}
+		s += fmt.Sprintf("; space %s at its peak: %d MB in %d instance(s)%s", sp.Space, sp.MemoryMB, sp.Instances, guess)
+	}
+	return s
+}
+
+// PlanOf works out sp's plan. The apps under test are all pushed before the first
+// ramp and run until the end; the generators of one variant at a time run, up to the
+// ramp's max, beside the tunnel app.
+func PlanOf(sp *spec.Spec) *Plan {
+	levels := len(sp.Ramp.Steps())
+	p := &Plan{Variants: len(sp.Variants), Levels: levels, Duration: time.Duration(len(sp.Variants)*levels) * sp.Ramp.Hold}
+	if sp.Landscape == nil {
+		return p
+	}
+	p.Apps.Space, p.Generators.Space = sp.Landscape.Apps.Space, sp.Landscape.Generators.Space
+	for _, v := range sp.Variants {
+		if v.Manifest == "" {
+			continue
+		}
+		r, err := platform.ResolveManifest(v.Manifest, v.App, overrides(v, v.Env))
+		if err != nil {
+			continue // Preflight reports it
+		}
+		mb := r.MemoryMB
+		if mb == 0 {
+			mb, p.Apps.Guessed = defaultMemoryMB, true
+		}
+		p.Apps.MemoryMB += mb * r.Instances
+		p.Apps.Instances += r.Instances
+		p.Apps.LargestMB = max(p.Apps.LargestMB, mb)
+	}
+	p.Generators.MemoryMB = generatorMemoryMB*sp.Ramp.Max + tunnelMemoryMB
+	p.Generators.Instances = sp.Ramp.Max + 1
+	p.Generators.LargestMB = generatorMemoryMB
+	return p
+}
+
+// QuotaReader reads the quotas a plan must fit in (*platform.CF does).
+type QuotaReader interface {
+	Quotas(ctx context.Context, org string, spaces ...string) ([]platform.Quota, error)
+}
+
+var _ QuotaReader = (*platform.CF)(nil)
+
+// planErrors says where p exceeds sp's limits and the quotas, one problem each with
+// what to change and by how much.
+func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
+	var errs spec.Errors
+	l := sp.Limits
+	if l.Duration > 0 && p.Duration > l.Duration {
+		errs = append(errs, sp.Errorf("limits.duration", "the plan runs at least %s under load (%d variant(s) × %d level(s) × %s hold), %s over the limit %s: drop variants or levels, or shorten ramp.hold",
+			p.Duration, p.Variants, p.Levels, sp.Ramp.Hold, p.Duration-l.Duration, l.Duration))
+	}
+	mem, insts := p.Apps.MemoryMB+p.Generators.MemoryMB, p.Apps.Instances+p.Generators.Instances
+	if l.MemoryMB > 0 && mem > l.MemoryMB {
+		errs = append(errs, sp.Errorf("limits.memory", "the plan holds %d MB at its peak (apps %d MB, generators and tunnel %d MB), %d MB over the limit %d MB: %s",
+			mem, p.Apps.MemoryMB, p.Generators.MemoryMB, mem-l.MemoryMB, l.MemoryMB, lessMemory(p)))
+	}
+	if l.Instances > 0 && insts > l.Instances {
+		errs = append(errs, sp.Errorf("limits.instances", "the plan runs %d instances at its peak (apps %d, generators and tunnel %d), %d over the limit %d: drop variants or lower their instances, or ramp.max",
+			insts, p.Apps.Instances, p.Generators.Instances, insts-l.Instances, l.Instances))
+	}
+	for _, q := range quotas {
+		use, field := SpacePeak{MemoryMB: mem, Instances: insts, LargestMB: max(p.Apps.LargestMB, p.Generators.LargestMB)}, "landscape.org"
+		switch q.Of {
+		case "space " + p.Apps.Space:
+			use, field = p.Apps, "landscape.apps"
+		case "space " + p.Generators.Space:
+			use, field = p.Generators, "landscape.generators"
+		case "org " + sp.Landscape.Org:
+		default:
+			continue
+		}
+		if n := q.TotalMemoryMB; n != nil && use.MemoryMB > *n {
+			errs = append(errs, sp.Errorf(field, "the plan holds %d MB in %s at its peak, %d MB over the quota %q of %s (%d MB): %s",
+				use.MemoryMB, where(q, p), use.MemoryMB-*n, q.Name, q.Of, *n, lessMemory(p)))
+		}
+		if n := q.TotalInstances; n != nil && use.Instances > *n {
+			errs = append(errs, sp.Errorf(field, "the plan runs %d instances in %s at its peak, %d over the quota %q of %s (%d): drop variants or lower their instances, or ramp.max",
+				use.Instances, where(q, p), use.Instances-*n, q.Name, q.Of, *n))
+		}
+		if n := q.PerProcessMemoryMB; n != nil && use.LargestMB > *n {
+			errs = append(errs, sp.Errorf(field, "an instance of %d MB exceeds the quota %q of %s (%d MB per process) by %d MB: lower the memory of the variants above it",
+				use.LargestMB, q.Name, q.Of, *n, use.LargestMB-*n))
+		}
+	}
+	return errs
+}
+
+func where(q platform.Quota, _ *Plan) string {
+	if strings.HasPrefix(q.Of, "org ") {
+		return "both spaces"
+	}
+	return q.Of
+}
+
+// lessMemory says what lowers the peak memory: the apps under test all run for the
+// whole run, the generators of one variant at a time.
+func lessMemory(p *Plan) string {
+	return fmt.Sprintf("drop variants (the %d apps under test run for the whole run), lower their memory or instances, or ramp.max (%d MB per generator instance)",
+		p.Apps.Instances, generatorMemoryMB)
+}
