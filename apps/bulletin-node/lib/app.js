@@ -42,6 +42,11 @@ const CREATE = {
   text: `INSERT INTO ads (title, text, price) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
 };
 
+// SELECT pg_sleep on the request's pooled connection before its query (sleep_ms): a
+// slow query that holds the connection, bounded.
+const SLEEP = { name: 'bulletin_sleep', text: 'SELECT pg_sleep($1::float8)' };
+const MAX_SLEEP_MS = 10000;
+
 const NOT_FOUND = '{"error":"not found"}';
 const METHOD_NOT_ALLOWED = '{"error":"method not allowed"}';
 const DB_UNAVAILABLE = '{"error":"database unavailable"}';
@@ -168,6 +173,17 @@ function validateAd(body) {
   return { title, text, price };
 }
 
+// The sleep_ms parameter of params: 0 when absent, null when not an integer from 0 to
+// MAX_SLEEP_MS.
+function sleepMs(params) {
+  const s = params.get('sleep_ms');
+  if (s === null) return 0;
+  if (!/^[0-9]+$/.test(s) || Number(s) > MAX_SLEEP_MS) return null;
+  return Number(s);
+}
+
+const BAD_SLEEP = errorJson(`sleep_ms must be an integer from 0 to ${MAX_SLEEP_MS}`);
+
 function oneLine(err) {
   if (err && Array.isArray(err.errors) && err.errors.length > 0) {
     return err.errors.map((e) => (e && e.message) || String(e)).join('; ');
@@ -246,19 +262,35 @@ function createApp(env = process.env) {
         return;
       }
     }
-    const result = await withClient(ctx, (q) => (before === null ? q(LIST, [limit]) : q(LIST_BEFORE, [before, limit])));
+    const sleep = sleepMs(params);
+    if (sleep === null) {
+      send(res, 400, BAD_SLEEP);
+      return;
+    }
+    const result = await withClient(ctx, async (q) => {
+      if (sleep > 0) await q(SLEEP, [sleep / 1000]);
+      return before === null ? q(LIST, [limit]) : q(LIST_BEFORE, [before, limit]);
+    });
     const rows = result.rows;
     const next = rows.length === limit ? rows[rows.length - 1].id : 'null';
     send(res, 200, '{"ads":[' + rows.map(adJson).join(',') + '],"next":' + next + '}');
   }
 
-  async function getAd(ctx, res, idText) {
+  async function getAd(ctx, res, idText, query) {
     const id = positiveBigint(idText);
     if (id === null) {
       send(res, 400, errorJson('id must be a positive integer'));
       return;
     }
-    const result = await withClient(ctx, (q) => q(GET, [id]));
+    const sleep = sleepMs(new URLSearchParams(query));
+    if (sleep === null) {
+      send(res, 400, BAD_SLEEP);
+      return;
+    }
+    const result = await withClient(ctx, async (q) => {
+      if (sleep > 0) await q(SLEEP, [sleep / 1000]);
+      return q(GET, [id]);
+    });
     if (result.rows.length === 0) {
       send(res, 404, errorJson(`ad ${id} not found`));
       return;
@@ -314,7 +346,7 @@ function createApp(env = process.env) {
       return send(res, 405, METHOD_NOT_ALLOWED, { Allow: 'GET, POST' });
     }
     if (path.startsWith('/ads/') && path.indexOf('/', 5) < 0) {
-      if (method === 'GET') return getAd(ctx, res, path.slice(5));
+      if (method === 'GET') return getAd(ctx, res, path.slice(5), query);
       return send(res, 405, METHOD_NOT_ALLOWED, { Allow: 'GET' });
     }
     if (path === '/health') {
@@ -433,4 +465,4 @@ async function start(env = process.env, log = (line) => process.stdout.write(lin
   return app;
 }
 
-module.exports = { createApp, start, validateAd, positiveBigint, oneLine };
+module.exports = { createApp, start, validateAd, positiveBigint, sleepMs, oneLine };

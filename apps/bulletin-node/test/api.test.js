@@ -188,6 +188,34 @@ describe('bulletin board', () => {
     });
   });
 
+  describe('sleep_ms', () => {
+    test('answers as without it', async () => {
+      for (const [path, plain] of [
+        ['/ads/42?sleep_ms=20', '/ads/42'],
+        ['/ads/42?sleep_ms=0', '/ads/42'],
+        ['/ads?limit=3&sleep_ms=005', '/ads?limit=3'],
+        ['/ads?sleep_ms=1&sleep_ms=x', '/ads'],
+      ]) {
+        const [a, b] = [await srv.request(path), await srv.request(plain)];
+        assert.equal(a.status, 200, path);
+        assert.equal(a.text, b.text, path);
+      }
+    });
+
+    test('not an integer from 0 to 10000 → 400, after the other parameters', async () => {
+      const msg = '{"error":"sleep_ms must be an integer from 0 to 10000"}';
+      for (const v of ['-1', '10001', 'abc', '', '1.5', '+5', '1e3', '99999999999999999999']) {
+        for (const path of ['/ads/1', '/ads']) {
+          const r = await srv.request(`${path}?sleep_ms=${encodeURIComponent(v)}`);
+          assert.equal(r.status, 400, `${path} sleep_ms=${v}`);
+          assert.equal(r.text, msg);
+        }
+      }
+      assert.equal((await srv.request('/ads/0?sleep_ms=x')).text, '{"error":"id must be a positive integer"}');
+      assert.equal((await srv.request('/ads?limit=0&sleep_ms=x')).text, '{"error":"limit must be an integer from 1 to 100"}');
+    });
+  });
+
   describe('POST /ads', () => {
     function post(body, headers = { 'Content-Type': 'application/json' }) {
       return srv.request('/ads', { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -338,6 +366,31 @@ describe('bulletin board', () => {
       const r = await small.request('/ads/1');
       assert.equal(r.status, 200);
       await small.close();
+    });
+
+    test('sleep_ms holds the pooled connection in pg_sleep: a slow query', async () => {
+      const small = await startApp({ DB_POOL_SIZE: '1', DB_POOL_TIMEOUT_MS: '250' }, { init: false });
+      try {
+        const slow = small.request('/ads/1?sleep_ms=3000');
+        // Once the slow request sleeps on the pool's only connection, the next one
+        // waits for it, past the pool timeout.
+        for (let i = 0; ; i++) {
+          const { rows } = await lock.client.query(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'"
+          );
+          if (rows[0].n > 0) break;
+          assert.ok(i < 2000, 'the slow request never reached pg_sleep');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        const r = await small.request('/ads?limit=1');
+        assert.equal(r.status, 503);
+        assert.equal(r.text, '{"error":"database unavailable"}');
+        const s = await slow;
+        assert.equal(s.status, 200);
+        assert.deepEqual(withoutCreatedAt(s.json), seedAd(1));
+      } finally {
+        await small.close();
+      }
     });
 
     test('an unreachable database → 503, /health still 200', async () => {

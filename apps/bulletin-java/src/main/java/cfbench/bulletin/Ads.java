@@ -41,6 +41,10 @@ final class Ads {
     private static final String SQL_LIST = "SELECT " + COLUMNS + " FROM ads ORDER BY id DESC LIMIT ?";
     private static final String SQL_LIST_BEFORE = "SELECT " + COLUMNS + " FROM ads WHERE id < ? ORDER BY id DESC LIMIT ?";
     private static final String SQL_INSERT = "INSERT INTO ads (title, text, price) VALUES (?, ?, ?) RETURNING " + COLUMNS;
+    private static final String SQL_SLEEP = "SELECT pg_sleep(?)";
+
+    /** The most a request may hold its connection in pg_sleep (the sleep_ms parameter). */
+    static final int MAX_SLEEP_MS = 10_000;
 
     private final DataSource ds;
 
@@ -97,10 +101,12 @@ final class Ads {
         }
     }
 
-    Ad get(long id, Meter m) throws SQLException {
+    /** The ad, or null; sleepMs &gt; 0 first holds the connection that long in pg_sleep (a slow query). */
+    Ad get(long id, int sleepMs, Meter m) throws SQLException {
         try (Connection c = connect(m)) {
             long t0 = System.nanoTime();
             try (PreparedStatement ps = c.prepareStatement(SQL_GET)) {
+                sleep(c, sleepMs);
                 ps.setLong(1, id);
                 try (ResultSet rs = ps.executeQuery()) {
                     return rs.next() ? read(rs) : null;
@@ -111,11 +117,15 @@ final class Ads {
         }
     }
 
-    /** Up to limit ads, newest id first, with id &lt; before (before &lt;= 0: no bound). */
-    List<Ad> list(long before, int limit, Meter m) throws SQLException {
+    /**
+     * Up to limit ads, newest id first, with id &lt; before (before &lt;= 0: no bound); sleepMs &gt; 0 first
+     * holds the connection that long in pg_sleep (a slow query).
+     */
+    List<Ad> list(long before, int limit, int sleepMs, Meter m) throws SQLException {
         try (Connection c = connect(m)) {
             long t0 = System.nanoTime();
             try (PreparedStatement ps = c.prepareStatement(before > 0 ? SQL_LIST_BEFORE : SQL_LIST)) {
+                sleep(c, sleepMs);
                 if (before > 0) {
                     ps.setLong(1, before);
                     ps.setInt(2, limit);
@@ -149,6 +159,17 @@ final class Ads {
             } finally {
                 m.queryNanos += System.nanoTime() - t0;
             }
+        }
+    }
+
+    /** Runs SELECT pg_sleep(ms / 1000) on c; nothing for ms &lt;= 0. */
+    private static void sleep(Connection c, int ms) throws SQLException {
+        if (ms <= 0) {
+            return;
+        }
+        try (PreparedStatement ps = c.prepareStatement(SQL_SLEEP)) {
+            ps.setDouble(1, ms / 1000.0);
+            ps.execute();
         }
     }
 

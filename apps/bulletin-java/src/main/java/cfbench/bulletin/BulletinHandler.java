@@ -36,6 +36,7 @@ final class BulletinHandler extends Handler.Abstract {
     static final String MSG_LIMIT = "limit must be an integer from 1 to 100";
     static final String MSG_BEFORE = "before must be a positive integer";
     static final String MSG_ID = "id must be a positive integer";
+    static final String MSG_SLEEP = "sleep_ms must be an integer from 0 to " + Ads.MAX_SLEEP_MS;
     static final String MSG_UNAVAILABLE = "database unavailable";
     static final String MSG_INTERNAL = "internal error";
     static final String MSG_TOKEN = "timings need the bearer token of CFBENCH_TIMINGS_TOKEN";
@@ -201,7 +202,7 @@ final class BulletinHandler extends Handler.Abstract {
             if (!get) {
                 return methodNotAllowed("GET");
             }
-            return getAd(id, meter);
+            return getAd(id, request.getHttpURI().getQuery(), meter);
         }
         if (path.equals("/health")) {
             return get ? new Reply(200, HEALTH) : methodNotAllowed("GET");
@@ -275,7 +276,11 @@ final class BulletinHandler extends Handler.Abstract {
                 return new Reply(400, JsonOut.error(MSG_BEFORE));
             }
         }
-        List<Ads.Ad> page = ads.list(before, limit, meter);
+        int sleepMs = sleepMs(query);
+        if (sleepMs < 0) {
+            return new Reply(400, JsonOut.error(MSG_SLEEP));
+        }
+        List<Ads.Ad> page = ads.list(before, limit, sleepMs, meter);
         JsonOut out = new JsonOut(64 + page.size() * 128);
         out.raw("{\"ads\":[");
         for (int i = 0; i < page.size(); i++) {
@@ -296,12 +301,16 @@ final class BulletinHandler extends Handler.Abstract {
 
     // GET /ads/{id}
 
-    private Reply getAd(String idText, Ads.Meter meter) throws Exception {
+    private Reply getAd(String idText, String query, Ads.Meter meter) throws Exception {
         long id = parsePositive(idText);
         if (id < 1) {
             return new Reply(400, JsonOut.error(MSG_ID));
         }
-        Ads.Ad ad = ads.get(id, meter);
+        int sleepMs = sleepMs(query);
+        if (sleepMs < 0) {
+            return new Reply(400, JsonOut.error(MSG_SLEEP));
+        }
+        Ads.Ad ad = ads.get(id, sleepMs, meter);
         if (ad == null) {
             return new Reply(404, JsonOut.error("ad " + id + " not found"));
         }
@@ -437,6 +446,26 @@ final class BulletinHandler extends Handler.Abstract {
         } catch (IOException ignored) {
             // the client went away; the 413 is still the answer
         }
+    }
+
+    /** The sleep_ms parameter: 0 when absent, -1 when not an integer from 0 to Ads.MAX_SLEEP_MS. */
+    static int sleepMs(String query) {
+        String s = queryParam(query, "sleep_ms");
+        if (s == null) {
+            return 0;
+        }
+        if (s.isEmpty()) {
+            return -1;
+        }
+        long v = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < '0' || c > '9') {
+                return -1;
+            }
+            v = Math.min(v * 10 + (c - '0'), Ads.MAX_SLEEP_MS + 1L);
+        }
+        return v > Ads.MAX_SLEEP_MS ? -1 : (int) v;
     }
 
     /**

@@ -18,6 +18,7 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -368,6 +369,47 @@ class BoardTest {
     void health() throws Exception {
         assertReply(get(app, "/health"), 200, "{\"status\":\"ok\"}");
         assertReply(get(app, "/health?x=1"), 200, "{\"status\":\"ok\"}");
+    }
+
+    // --- sleep_ms
+
+    @Test
+    void sleepAnswersAsWithout() throws Exception {
+        assertReply(get(app, "/ads/42?sleep_ms=20"), 200, seeded(42));
+        assertReply(get(app, "/ads/42?sleep_ms=0"), 200, seeded(42));
+        assertReply(get(app, "/ads?before=101&limit=3&sleep_ms=005"), 200, page(100, 98, "98"));
+        assertReply(get(app, "/ads?before=3&sleep_ms=1&sleep_ms=x"), 200, page(2, 1, "null"));
+    }
+
+    @Test
+    void rejectsBadSleepAfterTheOtherParameters() throws Exception {
+        for (String v : new String[] {"-1", "10001", "abc", "", "1.5", "+5", "%2B5", "1e3", "99999999999999999999"}) {
+            assertReply(get(app, "/ads/1?sleep_ms=" + v), 400, error("sleep_ms must be an integer from 0 to 10000"));
+            assertReply(get(app, "/ads?sleep_ms=" + v), 400, error("sleep_ms must be an integer from 0 to 10000"));
+        }
+        assertReply(get(app, "/ads/0?sleep_ms=x"), 400, error("id must be a positive integer"));
+        assertReply(get(app, "/ads?limit=0&sleep_ms=x"), 400, error("limit must be an integer from 1 to 100"));
+    }
+
+    @Test
+    void sleepHoldsThePooledConnection() throws Exception {
+        try (App small = TestSupport.start("DB_POOL_SIZE", "1", "DB_POOL_TIMEOUT_MS", "250")) {
+            CompletableFuture<Res> slow = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return get(small, "/ads/1?sleep_ms=3000");
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            // Once the slow request sleeps on the pool's only connection, the next one waits for it, past the
+            // pool timeout.
+            for (int i = 0; scalar("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'") == 0; i++) {
+                assertTrue(i < 2000, "the slow request never reached pg_sleep");
+                Thread.sleep(10);
+            }
+            assertReply(get(small, "/ads?limit=1"), 503, error("database unavailable"));
+            assertReply(slow.get(), 200, seeded(1));
+        }
     }
 
     @Test
