@@ -183,8 +183,10 @@ func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 
 // plateauExplainers are the checks whose finding on a step explains flat throughput
 // from inside the app's own cell or process, so that plateau, which would blame
-// something outside the app, defers to them (deferPlateau).
-var plateauExplainers = []string{ContentionCheck}
+// something outside the app, defers to them (deferPlateau): CPU taken by the cell's
+// neighbours, or requests queueing for the app's own connection pool (more users, the
+// same throughput, an idle app is what a capped pool looks like too).
+var plateauExplainers = []string{ContentionCheck, PoolExhaustionCheck}
 
 // deferPlateau drops a plateau finding among a step's findings when another finding
 // of the step explains it (plateauExplainers), and says so in that finding.
@@ -250,8 +252,10 @@ func CheckContention(c spec.Contention, m resultsdb.StepSummary) (f *Finding, no
 // CheckPoolExhaustion reports a step whose requests spent at least c.WaitShare of their
 // app time waiting for a database connection (app timings), or in which the apps'
 // database server had at least c.ConnectionsShare of its max_connections in use (where
-// the run watched it). Without either there is nothing to judge.
-func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary) *Finding {
+// the run watched it). Without either there is nothing to judge. poolSize is the app's
+// connection pool per instance where its environment says (PoolSizeEnv), else 0; it is
+// evidence, not part of the rule.
+func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary, poolSize int) *Finding {
 	if !warns(c.Level) {
 		return nil
 	}
@@ -261,15 +265,27 @@ func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary) *Findin
 		share := float64(*m.AppPoolWait) / float64(*m.AppTotal)
 		ev["pool_wait_mean_ms"], ev["app_mean_ms"], ev["pool_wait_share"], ev["requests"] = ms(*m.AppPoolWait), ms(*m.AppTotal), share, m.AppTimed
 		if share >= c.WaitShare {
-			why = append(why, fmt.Sprintf("requests waited %sms on average for a database connection, %.0f%% of their %sms in the app (%d requests timed)",
-				report.Millis(*m.AppPoolWait), 100*share, report.Millis(*m.AppTotal), m.AppTimed))
+			pool := "a database connection"
+			if poolSize > 0 {
+				pool = fmt.Sprintf("one of the %d pooled connections per instance", poolSize)
+			}
+			why = append(why, fmt.Sprintf("requests waited %sms on average for %s, %.0f%% of their %sms in the app (%d requests timed)",
+				report.Millis(*m.AppPoolWait), pool, 100*share, report.Millis(*m.AppTotal), m.AppTimed))
 		}
+	}
+	if poolSize > 0 {
+		ev["pool_size"] = poolSize
+	}
+	if app, ok := m.App(resultsdb.RoleApp); ok && app.Instances > 0 {
+		ev["app_instances"] = app.Instances
 	}
 	if m.DBConnections != nil && m.DBMaxConnections != nil && *m.DBMaxConnections > 0 {
 		share := float64(*m.DBConnections) / float64(*m.DBMaxConnections)
 		ev["db_connections"], ev["db_max_connections"] = *m.DBConnections, *m.DBMaxConnections
 		if share >= c.ConnectionsShare {
 			why = append(why, fmt.Sprintf("the database server had %d of its %d connections in use", *m.DBConnections, *m.DBMaxConnections))
+		} else if len(why) > 0 {
+			why = append(why, fmt.Sprintf("the database server had only %d of its %d connections in use", *m.DBConnections, *m.DBMaxConnections))
 		}
 	}
 	if len(why) == 0 {
@@ -279,6 +295,11 @@ func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary) *Findin
 		" Try: a bigger pool (e.g. DB_POOL_SIZE) within the database's max_connections, fewer app instances per database, or a database plan with more connections."
 	return &Finding{Check: PoolExhaustionCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
+
+// PoolSizeEnv is the app environment variable that sizes its database connection pool
+// per instance, as the sample apps read it (apps/README.md); the pool-exhaustion finding
+// quotes it where the pushed app has it.
+const PoolSizeEnv = "DB_POOL_SIZE"
 
 // CheckStall reports a step in which the target completed (almost) nothing for at least
 // c.Longest, or, in a closed loop, whose stalls kept its users from sending at least

@@ -179,18 +179,66 @@ func TestCheckPoolExhaustion(t *testing.T) {
 	t.Parallel()
 	c := spec.DefaultChecks().PoolExhaustion
 	d := func(v time.Duration) *time.Duration { return &v }
+	n := func(v int) *int { return &v }
 	m := func(total, wait time.Duration) resultsdb.StepSummary {
 		return resultsdb.StepSummary{AppTimed: 5000, AppTotal: d(total), AppPoolWait: d(wait), AppQuery: d(total / 2)}
 	}
-	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, 6*time.Millisecond)), PoolExhaustionCheck, spec.CheckWarn,
+	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, 6*time.Millisecond), 0), PoolExhaustionCheck, spec.CheckWarn,
 		"waited 6.000ms on average for a database connection, 60% of their 10.0ms")
-	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, time.Millisecond)), "", "")
-	wantFinding(t, CheckPoolExhaustion(c, resultsdb.StepSummary{}), "", "")
-	n := func(v int) *int { return &v }
+	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, time.Millisecond), 2), "", "")
+	wantFinding(t, CheckPoolExhaustion(c, resultsdb.StepSummary{}, 2), "", "")
+
+	// examples/confounders/pool.yml: 2 connections, 4 users, 20 ms of pg_sleep each.
+	pool := m(40*time.Millisecond, 20*time.Millisecond)
+	pool.DBConnections, pool.DBMaxConnections = n(4), n(100)
+	pool.Apps = []resultsdb.AppStepMetrics{appCPU(resultsdb.RoleApp, 0.05, nil)}
+	f := CheckPoolExhaustion(c, pool, 2)
+	wantFinding(t, f, PoolExhaustionCheck, spec.CheckWarn, "for one of the 2 pooled connections per instance, 50% of their 40.0ms",
+		"the database server had only 4 of its 100 connections in use")
+	for k, want := range map[string]any{"pool_wait_share": 0.5, "pool_size": 2, "app_instances": 1, "db_connections": 4, "db_max_connections": 100} {
+		if f.Evidence[k] != want {
+			t.Errorf("evidence %s = %v, want %v (all: %v)", k, f.Evidence[k], want, f.Evidence)
+		}
+	}
+
 	capped := resultsdb.StepSummary{DBConnections: n(97), DBMaxConnections: n(100)}
-	wantFinding(t, CheckPoolExhaustion(c, capped), PoolExhaustionCheck, spec.CheckWarn, "had 97 of its 100 connections in use")
+	wantFinding(t, CheckPoolExhaustion(c, capped, 0), PoolExhaustionCheck, spec.CheckWarn, "had 97 of its 100 connections in use")
 	capped.DBConnections = n(40)
-	wantFinding(t, CheckPoolExhaustion(c, capped), "", "")
+	wantFinding(t, CheckPoolExhaustion(c, capped, 0), "", "")
+}
+
+// TestPlateauDefersToThePool: a plateau on a step whose pool is exhausted is the pool's
+// doing (examples/confounders/pool.yml, step 2); it is reported once, by the more
+// specific finding, which carries its figures.
+func TestPlateauDefersToThePool(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	app := func(cores float64) resultsdb.AppStepMetrics { return appCPU(resultsdb.RoleApp, cores, nil) }
+	prev, cur := step(4, 1, 100, 40*ms, 0, app(0.05)), step(4, 2, 101, 80*ms, 0, app(0.05))
+	d := func(v time.Duration) *time.Duration { return &v }
+	cur.AppTimed, cur.AppTotal, cur.AppPoolWait = 800, d(80*ms), d(60*ms)
+	checks := spec.DefaultChecks()
+	plateau := CheckPlateau(checks.Plateau, prev, cur)
+	wantFinding(t, plateau, PlateauCheck, spec.CheckWarn, "load grew +100%")
+	pool := CheckPoolExhaustion(checks.PoolExhaustion, cur, 2)
+	stall := &Finding{Check: StallCheck, Evidence: map[string]any{}}
+	found := deferPlateau([]*Finding{nil, pool, stall, plateau})
+	if len(found) != 3 || found[1] != pool || found[2] != stall {
+		t.Fatalf("findings after deferring: %v, want the pool's and the stall's", found)
+	}
+	wantFinding(t, pool, PoolExhaustionCheck, spec.CheckWarn, "75% of their 80.0ms",
+		"also explains why this step's throughput grew only +1.0% for +100% more load")
+	if pool.Evidence["explains_plateau"] != true || pool.Evidence["plateau_load_growth"] != 1.0 || pool.Evidence["pool_size"] != 2 {
+		t.Errorf("the pool's evidence lacks the plateau's figures or its own: %v", pool.Evidence)
+	}
+	if len(stall.Evidence) != 0 || stall.Message != "" {
+		t.Errorf("a finding that does not explain a plateau took it in: %+v", *stall)
+	}
+	// A plateau beside findings that do not explain it stands.
+	gen := &Finding{Check: GeneratorSaturationCheck, Evidence: map[string]any{}}
+	if found := deferPlateau([]*Finding{gen, CheckPlateau(checks.Plateau, prev, cur)}); len(found) != 2 || found[1].Check != PlateauCheck {
+		t.Errorf("plateau beside generator saturation: %v", found)
+	}
 }
 
 func TestCheckStall(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +86,9 @@ type deployedVariant struct {
 	// enabled and the variant pushes an app.
 	timings      *apptimings.Client
 	timingsToken string
+	// poolSize is the app's database pool per instance (PoolSizeEnv in its
+	// environment), 0 when unknown.
+	poolSize int
 }
 
 // Access is how to reach a run's results database on a Cloud Foundry again: the tunnel
@@ -209,6 +213,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, overrides(v, env)); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
+			dv.poolSize = poolSizeOf(ctx, cf, dv.app.GUID, cfg.Logger)
 		}
 		name := GeneratorApp(sp, v.Name)
 		note("pushing the generator app " + name)
@@ -519,4 +524,20 @@ func (f *cfFleet) Stop(ctx context.Context) error {
 		return errors.Join(err, fmt.Errorf("Try: cf scale %s -i 0", f.app.Name))
 	}
 	return nil
+}
+
+// poolSizeOf reads the database pool size per instance from the app's environment
+// (PoolSizeEnv, manifest and spec env alike): 0 when it is not there, not a positive
+// integer, or the environment cannot be read (the pool-exhaustion finding then lacks it).
+func poolSizeOf(ctx context.Context, cf *platform.CF, appGUID string, log *slog.Logger) int {
+	env, err := cf.AppEnv(ctx, appGUID)
+	if err != nil {
+		log.Warn("read the app's pool size", "app", appGUID, "err", err)
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(env[PoolSizeEnv]))
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }

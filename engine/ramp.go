@@ -215,9 +215,13 @@ func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, pr
 		r.opts.Reporter.Note(v.Name + ": " + notJudged)
 		r.event(v.Name, cur.Step, "not_judged", "info", notJudged)
 	}
+	poolSize := 0
+	if dep := r.opts.Deployment; dep != nil {
+		poolSize = dep.variant(v.Name).poolSize
+	}
 	found := []*Finding{
 		CheckGeneratorSaturation(checks.GeneratorSaturation, cur),
-		CheckPoolExhaustion(checks.PoolExhaustion, cur),
+		CheckPoolExhaustion(checks.PoolExhaustion, cur, poolSize),
 		contention,
 		CheckStall(checks.Stall, cur),
 	}
