@@ -24,3 +24,34 @@ func ParseQuota(s string) (int, time.Duration, error) {
 	}
 	return count, window, nil
 }
+
+// Quota admits at most Limit lines per Window, windows aligned to the clock (like hourly
+// plan quotas: a window starts at a multiple of Window since the zero time, so 10 s
+// windows start at :00, :10, …). What it admits of a window are the first lines in it:
+// under a steady rate a store under quota holds whole bundles at the start of each
+// window and nothing after, so its gaps are whole seconds. Limit 0 admits everything.
+// A Quota is not safe for concurrent use.
+type Quota struct {
+	Limit  int
+	Window time.Duration
+
+	window time.Time // the current window's start
+	used   int
+}
+
+// Admit tells whether a line written at at fits into its window's quota, and counts it
+// when it does. Lines are expected in write order; one from an earlier window starts
+// that window again.
+func (q *Quota) Admit(at time.Time) bool {
+	if q.Limit <= 0 || q.Window <= 0 {
+		return true
+	}
+	if w := at.Truncate(q.Window); !w.Equal(q.window) {
+		q.window, q.used = w, 0
+	}
+	if q.used >= q.Limit {
+		return false
+	}
+	q.used++
+	return true
+}

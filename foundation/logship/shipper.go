@@ -146,8 +146,7 @@ type Shipper struct {
 	// Owned by the shipping goroutine.
 	batch        []item
 	templateDone bool
-	window       time.Time
-	used         int
+	quota        Quota
 
 	received, shipped, droppedQuota, droppedBuffer, failed, unparseable, noApp, buffered, retries atomic.Int64
 }
@@ -202,7 +201,7 @@ func New(cfg Config) *Shipper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shipper{cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1)}
+	s := &Shipper{cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1), quota: Quota{Limit: cfg.Quota, Window: cfg.QuotaWindow}}
 	s.stop = s.life.Stopping()
 	var r [6]byte
 	_, _ = crand.Read(r[:])
@@ -424,16 +423,10 @@ func (s *Shipper) accept(line []byte, at time.Time) {
 		s.buffered.Add(-1)
 		return
 	}
-	if s.cfg.Quota > 0 {
-		if w := at.Truncate(s.cfg.QuotaWindow); !w.Equal(s.window) {
-			s.window, s.used = w, 0
-		}
-		if s.used >= s.cfg.Quota {
-			s.droppedQuota.Add(1)
-			s.buffered.Add(-1)
-			return
-		}
-		s.used++
+	if !s.quota.Admit(at) {
+		s.droppedQuota.Add(1)
+		s.buffered.Add(-1)
+		return
 	}
 	var app AppInfo
 	known := false
