@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 )
 
@@ -27,9 +28,11 @@ type confounder struct {
 	check  string
 	failed bool
 	// step is a step (from 1) the finding must name; "" for any. With alsoOther, the
-	// finding may name other steps too, else only that one.
+	// finding may name other steps too, else only that one. message is a part its
+	// message must have ("" for any).
 	step      string
 	alsoOther bool
+	message   string
 	// evidence judges the finding's evidence; dir holds the run's exported CSV files.
 	// nil when check is "".
 	evidence func(t *testing.T, ev map[string]any, dir string)
@@ -47,7 +50,13 @@ type confounderEnv struct {
 	pushCommand func(t *testing.T, space, name, command string)
 	// router is the local foundation's router, host:port.
 	router string
+	// logStore is the local foundation's log store under its quota (logQuota).
+	logStore string
 }
+
+// logQuota is the confounder suite's foundation's log quota (examples/confounders/logquota.yml):
+// 100 lines per 10 s, a tenth of 100 req/s. Only the logquota scenario reads its log store.
+func logQuota(c *foundation.Config) { c.LogQuota, c.LogQuotaWindow = 100, 10*time.Second }
 
 // shorter ramps: steps of a few seconds instead of 10 s.
 var shorter = map[string]string{"  hold: 10s\n  warmup: 2s\n": "  hold: 4s\n  warmup: 1s\n"}
@@ -59,14 +68,14 @@ var shorter = map[string]string{"  hold: 10s\n  warmup: 2s\n": "  hold: 4s\n  wa
 // rest on are logged from step_metrics.csv and step_app_metrics.csv.
 func TestConfounders(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the confounder suite runs five benchmarks on a local foundation")
+		t.Skip("the confounder suite runs eight benchmarks on a local foundation")
 	}
 	root := moduleRoot(t)
 	bins := buildPushed(t, root)
 	buildProxy(t, root, bins)
-	cf, info, cl := loggedIn(t, root, bins)
+	cf, info, cl := loggedIn(t, root, bins, logQuota)
 	stubZip := testfoundation.StubZip(t)
-	env := confounderEnv{router: info.RouterAddr, pushCommand: func(t *testing.T, space, name, command string) {
+	env := confounderEnv{router: info.RouterAddr, logStore: info.LogStore, pushCommand: func(t *testing.T, space, name, command string) {
 		testfoundation.PushStubCommand(t, cl, stubZip, space, name, command, 1)
 		waitRouted(t, info.RouterAddr, name+"."+info.AppsDomain)
 	}}
@@ -111,6 +120,43 @@ func TestConfounders(t *testing.T) {
 				}
 				if c := num(t, ev, "app_cpu_mean_cores"); c >= 0.25 {
 					t.Errorf("the proxy app used %v cores, want it idle (under 0.25; the rule's threshold is 0.5)", c)
+				}
+			}},
+		{name: "pool", edits: shorter, check: "pool-exhaustion", step: "2", alsoOther: true, evidence: func(t *testing.T, ev map[string]any, _ string) {
+			// 2 connections, 4 then 8 users, 20 ms of pg_sleep each: half, then three
+			// quarters of the app time is pool wait. The rule's threshold is 0.2.
+			if s := num(t, ev, "pool_wait_share"); s < 0.35 {
+				t.Errorf("pool wait share %v of the app time, want most of it (over 0.35)", s)
+			}
+			if n := num(t, ev, "pool_size"); n != 2 {
+				t.Errorf("pool size %v, want the manifest's DB_POOL_SIZE of 2", n)
+			}
+			// The database is the local foundation's: its connections are watched, and
+			// they are not what ran out.
+			if c, m := num(t, ev, "db_connections"), num(t, ev, "db_max_connections"); c < 1 || c >= 0.9*m {
+				t.Errorf("database connections %v of %v, want some in use, far from the limit", c, m)
+			}
+			// Step 2 doubled the load for no throughput while the app idled: a plateau,
+			// which the pool explains, so it defers to this finding.
+			if ev["explains_plateau"] != true {
+				t.Fatalf("step 2's pool-exhaustion finding does not explain its plateau: %v", ev)
+			}
+			if g := num(t, ev, "plateau_load_growth"); g < 0.99 || g > 1.01 {
+				t.Errorf("plateau load growth %v, want 1 (4 to 8 users)", g)
+			}
+		}},
+		{name: "logquota", check: "coverage", step: "1", message: "quota-like",
+			before: func(t *testing.T, env confounderEnv) map[string]string {
+				return map[string]string{"    path: ../../.cfbench/foundation/logstore.log\n": "    path: " + env.logStore + "\n"}
+			},
+			evidence: func(t *testing.T, ev map[string]any, _ string) {
+				// The measured 10 s hold one quota window's 100 lines of ~1000 sent.
+				if c := num(t, ev, "coverage"); c < 0.07 || c > 0.13 {
+					t.Errorf("coverage %v, want about 0.1 (the quota keeps 100 lines per 10 s of 100 req/s)", c)
+				}
+				// The gaps are whole seconds: almost every missing request is in one.
+				if m, sent, found := num(t, ev, "missing_in_empty_seconds"), num(t, ev, "sent"), num(t, ev, "found"); m < 0.8*(sent-found) {
+					t.Errorf("%v of the %v missing requests lie in seconds without any router line, want at least 80%%", m, sent-found)
 				}
 			}},
 		{name: "saturation", edits: shorter, check: "generator-saturation", evidence: func(t *testing.T, ev map[string]any, _ string) {
@@ -185,6 +231,9 @@ func TestConfounders(t *testing.T) {
 						}
 						continue
 					}
+					if !strings.Contains(e["message"], sc.message) {
+						t.Errorf("%s says %q, want it to say %q", sc.check, e["message"], sc.message)
+					}
 					if err := json.Unmarshal([]byte(e["evidence"]), &evidence); err != nil {
 						t.Errorf("evidence of %s: %v: %q", sc.check, err, e["evidence"])
 					}
@@ -221,12 +270,13 @@ func writeConfounderSpec(t *testing.T, root, bins, name string, edits ...map[str
 	if err := os.Mkdir(mdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{"stub.yml", "proxy-plateau.yml"} {
+	for _, m := range []string{"stub.yml", "proxy-plateau.yml", "bulletin-node.yml"} {
 		b, err := os.ReadFile(filepath.Join(root, "manifests", m))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := strings.ReplaceAll(string(b), "path: ../bin/", "path: "+bins+"/")
+		s = strings.ReplaceAll(s, "path: ../apps/", "path: "+filepath.Join(root, "apps")+"/")
 		if err := os.WriteFile(filepath.Join(mdir, m), []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}

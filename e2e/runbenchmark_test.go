@@ -193,11 +193,12 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 
 // loggedIn starts a local foundation and returns the real cf CLI logged in to it with
 // the plugin installed and told where the binaries a run pushes are (bins, see
-// buildPushed), the foundation's addresses and a CC client.
-func loggedIn(t *testing.T, root, bins string) (*cfCLI, foundation.Info, *client.Client) {
+// buildPushed), the foundation's addresses and a CC client. opts configure the
+// foundation (testfoundation.Start).
+func loggedIn(t *testing.T, root, bins string, opts ...func(*foundation.Config)) (*cfCLI, foundation.Info, *client.Client) {
 	t.Helper()
 	plugin := buildPlugin(t, root)
-	f, cl := testfoundation.Start(t)
+	f, cl := testfoundation.Start(t, opts...)
 	cf := newCF(t, root)
 	info := f.Info()
 	cf.mustRun(t, "api", info.APIURL)

@@ -333,7 +333,7 @@ func CheckCoverage(c spec.Coverage, cov resultsdb.Coverage, budgetSpent bool) *F
 	msg := fmt.Sprintf("the router logs hold %d of %d requests (%.1f%%): %s. Router-side figures of this step rest on the requests found.",
 		cov.Found, cov.Sent, 100*cov.Share(), report.CoverageVerdict(cov, budgetSpent))
 	ev := map[string]any{"sent": cov.Sent, "found": cov.Found, "coverage": cov.Share(), "empty_seconds": cov.EmptySeconds,
-		"seconds": cov.Seconds}
+		"seconds": cov.Seconds, "missing_in_empty_seconds": cov.MissingInEmpty}
 	return &Finding{Check: CoverageCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
 }
 

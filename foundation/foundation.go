@@ -51,7 +51,8 @@ type Config struct {
 	StopGrace time.Duration
 	// ESURL, when set, ships every router access-log line to this Elasticsearch in the
 	// shape CF's Logstash pipeline produces, at most LogQuota lines per LogQuotaWindow
-	// (0: no quota), as hosted logging caps them.
+	// (0: no quota), as hosted logging caps them. With a quota and no ESURL, the lines
+	// the quota admits go to a log store file instead (LogStoreFile, Info.LogStore).
 	ESURL          string
 	LogQuota       int
 	LogQuotaWindow time.Duration
@@ -93,6 +94,9 @@ type Info struct {
 	APIURL, RouterAddr, AppsDomain string
 	User, Password                 string
 	StateDir, AccessLog            string
+	// LogStore is the log store file under quota (Config.LogQuota without ESURL), ""
+	// when there is none.
+	LogStore string
 	// Isolation says how instances are isolated (cgroups and CPU sets per cell), or
 	// why they are not.
 	Isolation string
@@ -118,6 +122,7 @@ type Foundation struct {
 	logsDone chan struct{}
 	log      *os.File
 	shipper  *logship.Shipper
+	store    *logStore // the log store under quota without Elasticsearch
 	life     lifecycle.State
 }
 
@@ -274,6 +279,15 @@ func (f *Foundation) start(ctx context.Context) error {
 		}
 		// The file first: a shipper that fails must not cost the file its lines.
 		accessLog = io.MultiWriter(f.log, shipperWriter{f.shipper})
+	} else if cfg.LogQuota > 0 {
+		q := logship.Quota{Limit: cfg.LogQuota, Window: cfg.LogQuotaWindow}
+		if q.Window <= 0 {
+			q.Window = time.Hour // as the shipper's default
+		}
+		if f.store, err = openLogStore(filepath.Join(dir, LogStoreFile), q, cfg.Logger); err != nil {
+			return err
+		}
+		accessLog = io.MultiWriter(f.log, f.store)
 	}
 	f.router = router.New(router.Config{Listen: routerAddr(settings),
 		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: accessLog, Logger: cfg.Logger})
@@ -342,19 +356,31 @@ func (l logReaders) CanRead(authorization, sourceID string) bool {
 	return ok
 }
 
-// LogShipping reports the shipper's counters; ok is false when logs are not shipped.
+// LogShipping reports the counters of the shipper, or of the log store under quota
+// (Shipped: the lines it kept); ok is false when logs go to neither.
 func (f *Foundation) LogShipping() (logship.Stats, bool) {
-	if f.shipper == nil {
-		return logship.Stats{}, false
+	switch {
+	case f.shipper != nil:
+		return f.shipper.Stats(), true
+	case f.store != nil:
+		return f.store.Stats(), true
 	}
-	return f.shipper.Stats(), true
+	return logship.Stats{}, false
 }
 
 // Info describes how to reach the foundation.
 func (f *Foundation) Info() Info {
 	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,
 		User: f.settings.User, Password: f.settings.Password, StateDir: f.cfg.StateDir, AccessLog: filepath.Join(f.cfg.StateDir, "access.log"),
-		Isolation: isolation(f.cells, f.cfg.Cells)}
+		Isolation: isolation(f.cells, f.cfg.Cells), LogStore: f.logStorePath()}
+}
+
+// logStorePath is the log store's file, "" without one.
+func (f *Foundation) logStorePath() string {
+	if f.store == nil {
+		return ""
+	}
+	return filepath.Join(f.cfg.StateDir, LogStoreFile)
 }
 
 // isolation describes the cells, or why instances run without isolation.
@@ -389,6 +415,9 @@ func (f *Foundation) shutdown(skip string) error {
 	}
 	if f.shipper != nil {
 		add("log shipper", f.shipper.Close())
+	}
+	if f.store != nil {
+		add("log store", f.store.Close())
 	}
 	if f.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

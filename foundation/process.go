@@ -197,8 +197,13 @@ func ReadInfo(dir string) (Info, error) {
 		return Info{}, err
 	}
 	iso, _ := os.ReadFile(filepath.Join(dir, "isolation.txt"))
-	return Info{Isolation: strings.TrimSpace(string(iso)), APIURL: fmt.Sprintf("http://127.0.0.1:%d", s.APIPort), RouterAddr: routerAddr(s),
-		AppsDomain: s.AppsDomain, User: s.User, Password: s.Password, StateDir: abs, AccessLog: filepath.Join(abs, "access.log")}, nil
+	in := Info{Isolation: strings.TrimSpace(string(iso)), APIURL: fmt.Sprintf("http://127.0.0.1:%d", s.APIPort), RouterAddr: routerAddr(s),
+		AppsDomain: s.AppsDomain, User: s.User, Password: s.Password, StateDir: abs, AccessLog: filepath.Join(abs, "access.log")}
+	// A store exists once a start with a log quota (and no Elasticsearch) made it.
+	if _, err := os.Stat(filepath.Join(abs, LogStoreFile)); err == nil {
+		in.LogStore = filepath.Join(abs, LogStoreFile)
+	}
+	return in, nil
 }
 
 // answers reports whether the API at apiURL answers its root with 200.

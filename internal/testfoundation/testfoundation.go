@@ -24,8 +24,9 @@ import (
 
 // Start runs a foundation in a fresh state dir for the test (stats sampled every
 // 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with the test.
-// Under -short (`make check`) it skips t.
-func Start(t testing.TB) (*foundation.Foundation, *client.Client) {
+// Each of opts may change the configuration before the start (e.g. a log quota). Under
+// -short (`make check`) it skips t.
+func Start(t testing.TB, opts ...func(*foundation.Config)) (*foundation.Foundation, *client.Client) {
 	t.Helper()
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	dir, err := os.MkdirTemp("", "testfoundation-")
@@ -35,7 +36,11 @@ func Start(t testing.TB) (*foundation.Foundation, *client.Client) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755) // Postgres's unprivileged user must enter it when tests run as root
 	// The foundation lives until the test's cleanup closes it.
-	f := foundation.New(foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
+	fc := foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second}
+	for _, o := range opts {
+		o(&fc)
+	}
+	f := foundation.New(fc)
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

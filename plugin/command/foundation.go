@@ -17,7 +17,7 @@ import (
 // a long-running server has no place inside a cf CLI invocation.
 var foundationCmd = &Command{
 	Name:        "foundation",
-	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--es-url URL [--log-quota N/1h]]",
+	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--es-url URL] [--log-quota N/1h]",
 	Summary:     "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service",
 	ExampleArgs: "foundation start --detach --state-dir .cfbench/foundation",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
@@ -25,7 +25,7 @@ var foundationCmd = &Command{
 		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
 		metrics := fs.Duration("metrics-interval", 15*time.Second, "start: how often instance usage is sampled, like Diego's container metrics (stats are up to this old)")
 		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them")
-		quotaFlag := fs.String("log-quota", "", "start: ship at most N lines per window, like hosted logging (e.g. 1000/1h); the rest are dropped and counted")
+		quotaFlag := fs.String("log-quota", "", "start: keep at most N router lines per window, like hosted logging (e.g. 1000/1h), in Elasticsearch (--es-url) or else in STATE-DIR/"+foundation.LogStoreFile+"; the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
 		return func(ctx context.Context, env *Env, args []string) error {
 			if len(args) != 1 {
@@ -43,9 +43,6 @@ var foundationCmd = &Command{
 				}
 				if cfg.LogQuota, cfg.LogQuotaWindow, err = logship.ParseQuota(*quotaFlag); err != nil {
 					return usagef("--log-quota: %v", err)
-				}
-				if *quotaFlag != "" && *esURL == "" {
-					return usagef("--log-quota limits what is shipped to Elasticsearch: give --es-url too")
 				}
 				if !*detach {
 					return serveFoundation(ctx, env, cfg)

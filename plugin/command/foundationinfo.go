@@ -16,6 +16,9 @@ func printFoundation(env *Env, in foundation.Info, headline string) {
 	fmt.Fprintf(w, "  User:       %s\n", in.User)
 	fmt.Fprintf(w, "  Password:   %s\n", in.Password)
 	fmt.Fprintf(w, "  State:      %s (access log: %s)\n", in.StateDir, in.AccessLog)
+	if in.LogStore != "" {
+		fmt.Fprintf(w, "  Log store:  %s (the router lines the log quota kept; collectors.router_logs source: file)\n", in.LogStore)
+	}
 	if in.Isolation != "" {
 		fmt.Fprintf(w, "  Isolation:  %s\n", in.Isolation)
 		if strings.HasPrefix(in.Isolation, "NONE") {
