@@ -30,6 +30,9 @@ type decoder struct {
 	// pos is where each field the spec has starts, by field path, for problems found
 	// after parsing (Spec.Errorf).
 	pos map[string]position
+	// landscapeGiven: the landscape comes from elsewhere (ParseWithLandscape), so a
+	// spec with manifests may lack its own.
+	landscapeGiven bool
 	// work counts the mappings and entries visited, so that a small file of nested
 	// aliases and merge keys ("billion laughs") cannot make the walk expensive.
 	work int

@@ -61,7 +61,7 @@ func (d *decoder) spec(v value) *Spec {
 			)
 		}),
 	)
-	if _, has := got["landscape"]; ok && !has && len(manifests) > 0 {
+	if _, has := got["landscape"]; ok && !has && !d.landscapeGiven && len(manifests) > 0 {
 		d.errorf(manifests[0], "needs a landscape section (the org and spaces to push to); add one, or give the variant a url of a running target instead")
 	}
 	return s

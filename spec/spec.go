@@ -459,7 +459,11 @@ func Load(path string) (*Spec, error) {
 // Parse validates data; name is used in error messages and kept as Spec.File, baseDir
 // resolves relative paths. On failure the error is an Errors sorted by position.
 func Parse(name string, data []byte, baseDir string) (*Spec, error) {
-	d := &decoder{file: name}
+	return parse(&decoder{file: name}, data, baseDir)
+}
+
+func parse(d *decoder, data []byte, baseDir string) (*Spec, error) {
+	name := d.file
 	var s *Spec
 	if root := d.document(data); root != nil {
 		s = d.spec(value{node: root, pos: root})

@@ -56,7 +56,7 @@ var collectLogsCmd = &Command{
 // runSpec is the spec file given, or else the spec run was started with.
 func runSpec(ctx context.Context, store *resultsdb.Store, run *resultsdb.Run, file string) (*spec.Spec, error) {
 	if file != "" {
-		sp, _, err := readSpec(file)
+		sp, _, err := readSpec(file, "")
 		return sp, err
 	}
 	text, err := store.RunSpec(ctx, run.ID)

@@ -11,11 +11,20 @@ import (
 )
 
 // readSpec reads and parses the spec file; relative paths in it are resolved against
-// its directory.
-func readSpec(file string) (*spec.Spec, []byte, error) {
+// its directory. With a landscape file (--landscape: tofu output -json of terraform/),
+// its landscape and results_db replace the spec's, and the text returned is the spec
+// with them in it.
+func readSpec(file, landscape string) (*spec.Spec, []byte, error) {
 	text, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, usagef("read spec: %v", err)
+	}
+	if landscape != "" {
+		land, err := os.ReadFile(landscape)
+		if err != nil {
+			return nil, nil, usagef("read the landscape: %v", err)
+		}
+		return spec.ParseWithLandscape(file, text, filepath.Dir(file), landscape, land)
 	}
 	sp, err := spec.Parse(file, text, filepath.Dir(file))
 	if err != nil {

@@ -16,12 +16,13 @@ import (
 var runCmd = &Command{
 	Name:       "run",
 	PluginName: "run-benchmark",
-	Synopsis:   "-f FILE [--json] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
+	Synopsis:   "-f FILE [--landscape FILE] [--json] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
 	Summary: "Run a benchmark spec: push the apps and generators (with a landscape: section, on the Cloud Foundry you are logged in to), " +
 		"ramp the load, store every request, print a summary, export CSV",
 	ExampleArgs: "run -f examples/demo.yml",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
+		landscape := fs.String("landscape", "", "a FILE written by tofu (or terraform) output -json for terraform/: its landscape output replaces the spec's landscape and results_db sections")
 		asJSON := fs.Bool("json", false, "print progress and the summary as JSON lines (one object per event) instead of text")
 		binDir := fs.String("bin-dir", "", "directory with the linux/amd64 cfbench-worker and cfbench-tunnel binaries pushed to Cloud Foundry (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
 		var db dbFlags
@@ -32,7 +33,7 @@ var runCmd = &Command{
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
 			}
-			sp, text, err := readSpec(*file)
+			sp, text, err := readSpec(*file, *landscape)
 			if err != nil {
 				return err
 			}

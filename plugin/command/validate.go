@@ -13,11 +13,12 @@ import (
 var validateCmd = &Command{
 	Name:        "validate",
 	PluginName:  "benchmark-validate",
-	Synopsis:    "-f FILE [--bin-dir DIR] [--cf-home DIR]",
+	Synopsis:    "-f FILE [--landscape FILE] [--bin-dir DIR] [--cf-home DIR]",
 	Summary:     "Check a benchmark spec as run does before it starts, and print one line per problem (file:line:column: field: problem)",
 	ExampleArgs: "validate -f examples/demo.yml",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
+		landscape := fs.String("landscape", "", "as for run: a FILE of tofu output -json for terraform/, whose landscape replaces the spec's")
 		binDir := fs.String("bin-dir", "", "as for run: where the binaries pushed to Cloud Foundry are (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
 		var cff cfFlags
 		cff.register(fs)
@@ -25,7 +26,7 @@ var validateCmd = &Command{
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
 			}
-			sp, _, err := readSpec(*file)
+			sp, _, err := readSpec(*file, *landscape)
 			if err != nil {
 				return err
 			}
