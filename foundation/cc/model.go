@@ -18,6 +18,15 @@ type Org struct {
 	Updated time.Time `json:"updated_at"`
 	// DefaultIsolationSegment is the segment of spaces that have none ("" = shared).
 	DefaultIsolationSegment string `json:"default_isolation_segment,omitempty"`
+	// QuotaGUID is the org's quota ("" = the built-in default, quotaGUID).
+	QuotaGUID string `json:"quota_guid,omitempty"`
+}
+
+func (o *Org) quota() string {
+	if o.QuotaGUID == "" {
+		return quotaGUID
+	}
+	return o.QuotaGUID
 }
 
 // Space is a space in an org.
@@ -27,6 +36,7 @@ type Space struct {
 	OrgGUID          string    `json:"org_guid"`
 	IsolationSegment string    `json:"isolation_segment,omitempty"` // guid
 	QuotaGUID        string    `json:"quota_guid,omitempty"`        // the space quota applied; "" for none
+	SSHDisabled      bool      `json:"ssh_disabled,omitempty"`      // CC's allow_ssh, inverted: enabled by default
 	Created          time.Time `json:"created_at"`
 	Updated          time.Time `json:"updated_at"`
 }

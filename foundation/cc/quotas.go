@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Quotas: the organization quota (one, "default", with no limits: the local foundation
-// is one machine, whose limits are its own) and space quotas, which a user creates and
+// Quotas: organization quotas (the built-in "default", with no limits: the local
+// foundation is one machine, whose limits are its own; and those created, e.g. by
+// terraform/, organization_quotas.go) and space quotas, which a user creates and
 // applies as on Cloud Foundry (cf create-space-quota, cf set-space-quota) so that a run
 // can be checked against them before it pushes anything. The definitions are served in
 // the CC v3 shapes; pushes and scaling are not refused by them here.
@@ -36,34 +37,48 @@ func (s *Server) quotaRoutes() {
 	s.handle("POST /v3/space_quotas/{guid}/relationships/spaces", s.applySpaceQuota)
 }
 
-// orgQuota is the one org quota, applied to every org.
-type orgQuota struct{ orgs []string }
+// orgQuotaView is an org quota and the orgs it is applied to.
+type orgQuotaView struct {
+	q    *OrgQuota
+	orgs []string
+}
 
-func (s *Server) renderOrgQuota(q orgQuota) any {
-	data := make([]any, len(q.orgs))
-	for i, g := range q.orgs {
+func (s *Server) renderOrgQuota(v orgQuotaView) any {
+	q, l := v.q, v.q.Limits
+	data := make([]any, len(v.orgs))
+	for i, g := range v.orgs {
 		data[i] = obj{"guid": g}
 	}
+	paid := true
+	if l.Services.PaidServicesAllowed != nil {
+		paid = *l.Services.PaidServicesAllowed
+	}
 	return obj{
-		"guid": quotaGUID, "name": "default", "created_at": ts(orgQuotaCreated), "updated_at": ts(orgQuotaCreated),
-		"apps": obj{"total_memory_in_mb": nil, "per_process_memory_in_mb": nil, "total_instances": nil, "per_app_tasks": nil,
-			"log_rate_limit_in_bytes_per_second": nil},
-		"services":      obj{"paid_services_allowed": true, "total_service_instances": nil, "total_service_keys": nil},
-		"routes":        obj{"total_routes": nil, "total_reserved_ports": nil},
-		"domains":       obj{"total_domains": nil},
+		"guid": q.GUID, "name": q.Name, "created_at": ts(q.Created), "updated_at": ts(q.Updated),
+		"apps": obj{"total_memory_in_mb": l.Apps.TotalMemoryMB, "per_process_memory_in_mb": l.Apps.PerProcessMemoryMB,
+			"total_instances": l.Apps.TotalInstances, "per_app_tasks": l.Apps.PerAppTasks, "log_rate_limit_in_bytes_per_second": l.Apps.LogRateLimit},
+		"services":      obj{"paid_services_allowed": paid, "total_service_instances": l.Services.TotalServiceInstances, "total_service_keys": l.Services.TotalServiceKeys},
+		"routes":        obj{"total_routes": l.Routes.TotalRoutes, "total_reserved_ports": l.Routes.TotalReservedPorts},
+		"domains":       obj{"total_domains": l.Domains.TotalDomains},
 		"relationships": obj{"organizations": obj{"data": data}},
-		"links":         obj{"self": link(s, "/v3/organization_quotas/"+quotaGUID)},
+		"links":         obj{"self": link(s, "/v3/organization_quotas/"+q.GUID)},
 	}
 }
 
-func (s *Server) orgQuota() orgQuota {
-	var q orgQuota
-	s.st.read(func(st *State) {
-		for _, o := range sorted(st.Orgs, func(o *Org) time.Time { return o.Created }, func(o *Org) string { return o.GUID }) {
-			q.orgs = append(q.orgs, o.GUID)
+// orgQuotaView reads q with its orgs; st is read-locked.
+func (st *State) orgQuotaView(q *OrgQuota) orgQuotaView {
+	v := orgQuotaView{q: clone(q)}
+	for _, o := range sorted(st.Orgs, func(o *Org) time.Time { return o.Created }, func(o *Org) string { return o.GUID }) {
+		if o.quota() == q.GUID {
+			v.orgs = append(v.orgs, o.GUID)
 		}
-	})
-	return q
+	}
+	return v
+}
+
+// orgQuotas are the built-in default quota and those created (organization_quotas.go).
+func (st *State) orgQuotas() []*OrgQuota {
+	return append([]*OrgQuota{defaultOrgQuota}, sorted(st.OrgQuotas, func(q *OrgQuota) time.Time { return q.Created }, func(q *OrgQuota) string { return q.GUID })...)
 }
 
 func (s *Server) listOrgQuotas(c *call) error {
@@ -71,18 +86,36 @@ func (s *Server) listOrgQuotas(c *call) error {
 	if err != nil {
 		return err
 	}
-	var out []orgQuota
-	if oq := s.orgQuota(); q.match("names", "default") && q.match("guids", quotaGUID) {
-		out = append(out, oq)
-	}
-	return paginate(c, q, out, func(orgQuota) string { return "default" }, func(orgQuota) time.Time { return orgQuotaCreated }, s.renderOrgQuota, nil)
+	var out []orgQuotaView
+	s.st.read(func(st *State) {
+		for _, oq := range st.orgQuotas() {
+			v := st.orgQuotaView(oq)
+			inOrg := q.list("organization_guids") == nil
+			for _, g := range v.orgs {
+				inOrg = inOrg || q.match("organization_guids", g)
+			}
+			if q.match("names", oq.Name) && q.match("guids", oq.GUID) && inOrg {
+				out = append(out, v)
+			}
+		}
+	})
+	return paginate(c, q, out, func(v orgQuotaView) string { return v.q.Name }, func(v orgQuotaView) time.Time { return v.q.Created }, s.renderOrgQuota, nil)
 }
 
 func (s *Server) getOrgQuota(c *call) error {
-	if c.r.PathValue("guid") != quotaGUID {
+	var (
+		v     orgQuotaView
+		found bool
+	)
+	s.st.read(func(st *State) {
+		if q := st.orgQuota(c.r.PathValue("guid")); q != nil {
+			v, found = st.orgQuotaView(q), true
+		}
+	})
+	if !found {
 		return notFound("Organization quota")
 	}
-	return c.json(http.StatusOK, s.renderOrgQuota(s.orgQuota()))
+	return c.json(http.StatusOK, s.renderOrgQuota(v))
 }
 
 // spaceQuotaView is a space quota and the spaces it is applied to.

@@ -25,10 +25,10 @@ func (s *Server) renderOrg(o *Org) any {
 	return obj{
 		"guid": o.GUID, "name": o.Name, "suspended": false,
 		"created_at": ts(o.Created), "updated_at": ts(o.Updated),
-		"relationships": obj{"quota": obj{"data": obj{"guid": quotaGUID}}},
+		"relationships": obj{"quota": obj{"data": obj{"guid": o.quota()}}},
 		"metadata":      metadata(),
 		"links": obj{"self": link(s, "/v3/organizations/"+o.GUID), "domains": link(s, "/v3/organizations/"+o.GUID+"/domains"),
-			"default_domain": link(s, "/v3/organizations/"+o.GUID+"/domains/default"), "quota": link(s, "/v3/organization_quotas/"+quotaGUID)},
+			"default_domain": link(s, "/v3/organizations/"+o.GUID+"/domains/default"), "quota": link(s, "/v3/organization_quotas/"+o.quota())},
 	}
 }
 

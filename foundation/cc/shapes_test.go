@@ -375,6 +375,8 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		"{instance}":    first(e.must(200, "GET", "/v3/service_instances?names=db", nil))["guid"].(string),
 		"{binding}":     first(e.must(200, "GET", "/v3/service_credential_bindings?app_guids="+app, nil))["guid"].(string),
 		"{job}":         job,
+		"{quota}": e.must(201, "POST", "/v3/organization_quotas", map[string]any{"name": "q", "apps": map[string]any{"total_memory_in_mb": 1024},
+			"relationships": map[string]any{"organizations": map[string]any{"data": []any{map[string]any{"guid": e.must(201, "POST", "/v3/organizations", map[string]any{"name": "quota-org"})["guid"]}}}}})["guid"].(string),
 	}
 	var pairs []string
 	for k, v := range guids {
@@ -435,6 +437,12 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "GET", path: "/v3/organization_quotas/{org_quota}", shape: "organization_quota"},
 		{method: "GET", path: "/v3/space_quotas/{space_quota}", shape: "space_quota"},
 		{method: "GET", path: "/v3/space_quotas?space_guids={space}", shape: "space_quota", list: true},
+		{method: "GET", path: "/v3/spaces/{space}/features/ssh", shape: "space_feature"},
+		{method: "PATCH", path: "/v3/spaces/{space}/features/ssh", body: map[string]any{"enabled": false}, shape: "space_feature"},
+		{method: "GET", path: "/v3/organization_quotas/{quota}", shape: "organization_quota"},
+		{method: "POST", path: "/v3/organizations", body: map[string]any{"name": "shapes-org"}, status: 201, shape: "organization"},
+		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "shapes-quota", "routes": map[string]any{"total_routes": 5}}, status: 201, shape: "organization_quota"},
+		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "bad", "apps": map[string]any{"total_instances": -1}}, status: 422, shape: "error"},
 		{method: "GET", path: "/v3/deployments", list: true},
 		{method: "GET", path: "/v3/processes/{process}/sidecars", list: true},
 		{method: "GET", path: "/v3/apps/not-an-app", status: 404, shape: "error"},

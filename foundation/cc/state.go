@@ -28,6 +28,7 @@ type State struct {
 	Bindings          map[string]*Binding          `json:"bindings"`
 	Jobs              map[string]*Job              `json:"jobs"`
 	SpaceQuotas       map[string]*SpaceQuota       `json:"space_quotas"`
+	OrgQuotas         map[string]*OrgQuota         `json:"org_quotas"`
 }
 
 func newState() *State {
@@ -36,7 +37,7 @@ func newState() *State {
 		Apps: map[string]*App{}, Processes: map[string]*Process{}, Packages: map[string]*Package{},
 		Builds: map[string]*Build{}, Droplets: map[string]*Droplet{}, Domains: map[string]*Domain{},
 		Routes: map[string]*Route{}, ServiceInstances: map[string]*ServiceInstance{}, Bindings: map[string]*Binding{},
-		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{},
+		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{}, OrgQuotas: map[string]*OrgQuota{},
 	}
 }
 
@@ -71,6 +72,9 @@ func loadStore(path string) (*store, error) {
 	}
 	if st.s.SpaceQuotas == nil {
 		st.s.SpaceQuotas = fresh.SpaceQuotas
+	}
+	if st.s.OrgQuotas == nil {
+		st.s.OrgQuotas = fresh.OrgQuotas
 	}
 	return st, nil
 }

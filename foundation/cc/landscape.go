@@ -1,0 +1,187 @@
+package cc
+
+import (
+	"net/http"
+	"slices"
+	"time"
+)
+
+// What the Terraform provider (cloudfoundry/cloudfoundry, terraform/) needs beyond what
+// cf push and a run use: creating and deleting orgs, spaces' SSH feature, deleting
+// spaces and isolation segments, revoking entitlements, and org quotas. Shaped as the CC
+// v3 docs say; deletes refuse what CC refuses instead of deleting recursively, so a
+// landscape is torn down in the order Terraform destroys it. Quotas are recorded and
+// rendered; the local foundation enforces none.
+func (s *Server) landscapeRoutes() {
+	s.handle("POST /v3/organizations", s.createOrg)
+	s.handle("DELETE /v3/organizations/{guid}", s.deleteOrg)
+	s.handle("GET /v3/spaces/{guid}/features/ssh", s.getSpaceSSH)
+	s.handle("PATCH /v3/spaces/{guid}/features/ssh", s.setSpaceSSH)
+	s.handle("DELETE /v3/spaces/{guid}", s.deleteSpace)
+	s.handle("DELETE /v3/isolation_segments/{guid}", s.deleteSegment)
+	s.handle("DELETE /v3/isolation_segments/{guid}/relationships/organizations/{org}", s.revokeOrg)
+	s.handle("POST /v3/organization_quotas", s.createOrgQuota)
+	s.handle("DELETE /v3/organization_quotas/{guid}", s.deleteOrgQuota)
+	s.handle("POST /v3/organization_quotas/{guid}/relationships/organizations", s.applyOrgQuota)
+}
+
+func (s *Server) createOrg(c *call) error {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	if body.Name == "" {
+		return unprocessable("Name can't be blank")
+	}
+	return c.change(http.StatusCreated, func(st *State) (any, error) {
+		if st.orgByName(body.Name) != nil {
+			return nil, unprocessable("Organization '%s' already exists.", body.Name)
+		}
+		now := time.Now().UTC()
+		o := &Org{GUID: newGUID(), Name: body.Name, Created: now, Updated: now}
+		st.Orgs[o.GUID] = o
+		return s.renderOrg(o), nil
+	})
+}
+
+// deleteOrg deletes an org without spaces; CC would delete its spaces too.
+func (s *Server) deleteOrg(c *call) error {
+	guid := c.r.PathValue("guid")
+	var err error
+	if uerr := s.st.update(func(st *State) error {
+		o := st.Orgs[guid]
+		if o == nil {
+			return notFound("Organization")
+		}
+		for _, sp := range st.Spaces {
+			if sp.OrgGUID == guid {
+				err = unprocessable("Organization '%s' still has spaces; the local foundation deletes no spaces with their org: delete space '%s' first.", o.Name, sp.Name)
+				return nil
+			}
+		}
+		for _, seg := range st.IsolationSegments {
+			seg.Orgs = slices.DeleteFunc(slices.Clone(seg.Orgs), func(g string) bool { return g == guid })
+		}
+		delete(st.Orgs, guid)
+		return nil
+	}); uerr != nil {
+		return uerr
+	}
+	return c.job("organization.delete", err)
+}
+
+// The space feature object (resources/space_features/_object.md.erb).
+func spaceSSH(sp *Space) any {
+	return obj{"name": "ssh", "description": "Enable SSHing into apps in the space.", "enabled": !sp.SSHDisabled}
+}
+
+func (s *Server) getSpaceSSH(c *call) error {
+	var sp *Space
+	s.st.read(func(st *State) { sp = st.Spaces[c.r.PathValue("guid")] })
+	if sp == nil {
+		return notFound("Space")
+	}
+	return c.json(http.StatusOK, spaceSSH(sp))
+}
+
+func (s *Server) setSpaceSSH(c *call) error {
+	var body struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	if body.Enabled == nil {
+		return unprocessable("Enabled must be a boolean")
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		sp := st.Spaces[c.r.PathValue("guid")]
+		if sp == nil {
+			return nil, notFound("Space")
+		}
+		sp.SSHDisabled, sp.Updated = !*body.Enabled, time.Now().UTC()
+		return spaceSSH(sp), nil
+	})
+}
+
+// deleteSpace deletes a space without apps and service instances; CC would delete them.
+func (s *Server) deleteSpace(c *call) error {
+	guid := c.r.PathValue("guid")
+	var err error
+	if uerr := s.st.update(func(st *State) error {
+		sp := st.Spaces[guid]
+		if sp == nil {
+			return notFound("Space")
+		}
+		for _, a := range st.Apps {
+			if a.SpaceGUID == guid {
+				err = unprocessable("Space '%s' still has app '%s'; the local foundation deletes no apps with their space: cf delete it first.", sp.Name, a.Name)
+				return nil
+			}
+		}
+		for _, si := range st.ServiceInstances {
+			if si.SpaceGUID == guid {
+				err = unprocessable("Space '%s' still has service instance '%s'; delete it first.", sp.Name, si.Name)
+				return nil
+			}
+		}
+		for g, r := range st.Routes {
+			if r.SpaceGUID == guid {
+				delete(st.Routes, g)
+			}
+		}
+		delete(st.Spaces, guid)
+		return nil
+	}); uerr != nil {
+		return uerr
+	}
+	return c.job("space.delete", err)
+}
+
+func (s *Server) deleteSegment(c *call) error {
+	guid := c.r.PathValue("guid")
+	err := s.st.update(func(st *State) error {
+		seg := st.IsolationSegments[guid]
+		if seg == nil {
+			return notFound("Isolation segment")
+		}
+		if len(seg.Orgs) > 0 {
+			return unprocessable("Revoke all entitlements to isolation segment '%s' before deleting it.", seg.Name)
+		}
+		delete(st.IsolationSegments, guid)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) revokeOrg(c *call) error {
+	guid, org := c.r.PathValue("guid"), c.r.PathValue("org")
+	err := s.st.update(func(st *State) error {
+		seg := st.IsolationSegments[guid]
+		if seg == nil {
+			return notFound("Isolation segment")
+		}
+		for _, sp := range st.Spaces {
+			if sp.OrgGUID == org && sp.IsolationSegment == guid {
+				return unprocessable("Cannot remove the entitlement while this organization has spaces assigned to the isolation segment (space '%s').", sp.Name)
+			}
+		}
+		if o := st.Orgs[org]; o != nil && o.DefaultIsolationSegment == guid {
+			return unprocessable("Cannot remove the entitlement while it is the organization's default isolation segment.")
+		}
+		seg.Orgs = slices.DeleteFunc(slices.Clone(seg.Orgs), func(g string) bool { return g == org })
+		seg.Updated = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
