@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -171,13 +172,23 @@ func (s *Server) updateApp(c *call) error {
 }
 
 func (s *Server) deleteApp(c *call) error {
-	guid := c.r.PathValue("guid")
+	jobErr, err := s.removeApp(c.r.Context(), c.r.PathValue("guid"))
+	if err != nil {
+		return err
+	}
+	return c.job("app.delete", jobErr)
+}
+
+// removeApp deletes the app guid: its processes stop, its bindings are unbound, its
+// packages and droplets removed. err is a failure to delete (the app is kept); jobErr
+// one of the broker's afterwards, which CC reports in the delete job.
+func (s *Server) removeApp(ctx context.Context, guid string) (jobErr, err error) {
 	var (
 		procs    []string
 		bindings []*Binding
 		files    []string
 	)
-	err := s.st.update(func(st *State) error {
+	err = s.st.update(func(st *State) error {
 		if st.Apps[guid] == nil {
 			return notFound("App")
 		}
@@ -205,15 +216,14 @@ func (s *Server) deleteApp(c *call) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, p := range procs {
 		s.stopProcess(p)
 	}
-	var jobErr error
 	for _, b := range bindings {
 		if s.cfg.Broker != nil {
-			if err := s.cfg.Broker.Unbind(c.r.Context(), b.InstanceGUID, b.GUID); err != nil && jobErr == nil {
+			if err := s.cfg.Broker.Unbind(ctx, b.InstanceGUID, b.GUID); err != nil && jobErr == nil {
 				jobErr = err
 			}
 		}
@@ -221,7 +231,7 @@ func (s *Server) deleteApp(c *call) error {
 	for _, f := range files {
 		os.RemoveAll(f)
 	}
-	return c.job("app.delete", jobErr)
+	return jobErr, nil
 }
 
 func (s *Server) packagePath(guid string) string {

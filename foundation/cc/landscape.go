@@ -1,6 +1,8 @@
 package cc
 
 import (
+	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -9,9 +11,9 @@ import (
 // What the Terraform provider (cloudfoundry/cloudfoundry, terraform/) needs beyond what
 // cf push and a run use: creating and deleting orgs, spaces' SSH feature, deleting
 // spaces and isolation segments, revoking entitlements, and org quotas. Shaped as the CC
-// v3 docs say; deletes refuse what CC refuses instead of deleting recursively, so a
-// landscape is torn down in the order Terraform destroys it. Quotas are recorded and
-// rendered; the local foundation enforces none.
+// v3 docs say: deleting an org or a space deletes what is in it, and a delete CC refuses
+// (a quota in use, a segment still entitled or assigned) is refused. Quotas are
+// recorded and rendered; the local foundation enforces none.
 func (s *Server) landscapeRoutes() {
 	s.handle("POST /v3/organizations", s.createOrg)
 	s.handle("DELETE /v3/organizations/{guid}", s.deleteOrg)
@@ -46,30 +48,45 @@ func (s *Server) createOrg(c *call) error {
 	})
 }
 
-// deleteOrg deletes an org without spaces; CC would delete its spaces too.
+// deleteOrg deletes an org and, as CC does, everything in it.
 func (s *Server) deleteOrg(c *call) error {
 	guid := c.r.PathValue("guid")
-	var err error
-	if uerr := s.st.update(func(st *State) error {
-		o := st.Orgs[guid]
-		if o == nil {
-			return notFound("Organization")
-		}
-		for _, sp := range st.Spaces {
-			if sp.OrgGUID == guid {
-				err = unprocessable("Organization '%s' still has spaces; the local foundation deletes no spaces with their org: delete space '%s' first.", o.Name, sp.Name)
-				return nil
+	var spaces []string
+	s.st.read(func(st *State) {
+		if st.Orgs[guid] != nil {
+			for _, sp := range st.Spaces {
+				if sp.OrgGUID == guid {
+					spaces = append(spaces, sp.GUID)
+				}
 			}
 		}
-		for _, seg := range st.IsolationSegments {
-			seg.Orgs = slices.DeleteFunc(slices.Clone(seg.Orgs), func(g string) bool { return g == guid })
+	})
+	if spaces == nil {
+		if err := s.st.update(func(st *State) error {
+			if st.Orgs[guid] == nil {
+				return notFound("Organization")
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		delete(st.Orgs, guid)
-		return nil
-	}); uerr != nil {
-		return uerr
 	}
-	return c.job("organization.delete", err)
+	var jobErr error
+	for _, sp := range spaces {
+		if err := s.removeSpace(c.r.Context(), sp); err != nil && jobErr == nil {
+			jobErr = err
+		}
+	}
+	if jobErr == nil {
+		jobErr = s.st.update(func(st *State) error {
+			for _, seg := range st.IsolationSegments {
+				seg.Orgs = slices.DeleteFunc(slices.Clone(seg.Orgs), func(g string) bool { return g == guid })
+			}
+			delete(st.Orgs, guid)
+			return nil
+		})
+	}
+	return c.job("organization.delete", jobErr)
 }
 
 // The space feature object (resources/space_features/_object.md.erb).
@@ -106,27 +123,46 @@ func (s *Server) setSpaceSSH(c *call) error {
 	})
 }
 
-// deleteSpace deletes a space without apps and service instances; CC would delete them.
+// deleteSpace deletes a space and, as CC does, its apps, service instances and routes.
 func (s *Server) deleteSpace(c *call) error {
 	guid := c.r.PathValue("guid")
-	var err error
-	if uerr := s.st.update(func(st *State) error {
-		sp := st.Spaces[guid]
-		if sp == nil {
-			return notFound("Space")
-		}
+	var found bool
+	s.st.read(func(st *State) { found = st.Spaces[guid] != nil })
+	if !found {
+		return notFound("Space")
+	}
+	return c.job("space.delete", s.removeSpace(c.r.Context(), guid))
+}
+
+// removeSpace deletes the space guid with its apps, service instances and routes. On an
+// error the space is kept with what was not deleted yet.
+func (s *Server) removeSpace(ctx context.Context, guid string) error {
+	var apps, instances []string
+	s.st.read(func(st *State) {
 		for _, a := range st.Apps {
 			if a.SpaceGUID == guid {
-				err = unprocessable("Space '%s' still has app '%s'; the local foundation deletes no apps with their space: cf delete it first.", sp.Name, a.Name)
-				return nil
+				apps = append(apps, a.GUID)
 			}
 		}
 		for _, si := range st.ServiceInstances {
 			if si.SpaceGUID == guid {
-				err = unprocessable("Space '%s' still has service instance '%s'; delete it first.", sp.Name, si.Name)
-				return nil
+				instances = append(instances, si.GUID)
 			}
 		}
+	})
+	for _, a := range apps {
+		jobErr, err := s.removeApp(ctx, a)
+		if err = cmp.Or(err, jobErr); err != nil {
+			return err
+		}
+	}
+	for _, si := range instances {
+		jobErr, err := s.removeServiceInstance(ctx, si)
+		if err = cmp.Or(err, jobErr); err != nil {
+			return err
+		}
+	}
+	return s.st.update(func(st *State) error {
 		for g, r := range st.Routes {
 			if r.SpaceGUID == guid {
 				delete(st.Routes, g)
@@ -134,10 +170,7 @@ func (s *Server) deleteSpace(c *call) error {
 		}
 		delete(st.Spaces, guid)
 		return nil
-	}); uerr != nil {
-		return uerr
-	}
-	return c.job("space.delete", err)
+	})
 }
 
 func (s *Server) deleteSegment(c *call) error {

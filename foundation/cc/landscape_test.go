@@ -7,8 +7,8 @@ import (
 )
 
 // TestLandscapeLifecycle walks a landscape through what terraform/ does on apply and
-// destroy, in Terraform's order, and checks that every delete out of order is refused
-// as CC refuses it.
+// destroy, checks that the deletes CC refuses are refused, and that deleting a space or
+// an org deletes what is in it, as on CC.
 func TestLandscapeLifecycle(t *testing.T) {
 	e := newEnv(t, t.TempDir())
 	ref := func(guid string) map[string]any { return map[string]any{"data": map[string]any{"guid": guid}} }
@@ -65,21 +65,30 @@ func TestLandscapeLifecycle(t *testing.T) {
 			t.Errorf("%s %s = %d %v, want 422 %q", c.method, c.path, code, out, c.want)
 		}
 	}
-	if d := job("DELETE", "/v3/organizations/"+org, "FAILED"); !strings.Contains(d, "still has spaces") {
-		t.Errorf("deleting an org with spaces: %q", d)
-	}
 
-	// Terraform's destroy order: space, entitlement, segment, quota... and the org.
+	// A space goes with its apps and service instances (a run leaves its apps behind).
+	app := e.must(201, "POST", "/v3/apps", map[string]any{"name": "left", "relationships": map[string]any{"space": ref(space)}})["guid"].(string)
+	plan := first(e.must(200, "GET", "/v3/service_plans?names=small&service_offering_names=postgres", nil))["guid"].(string)
+	code, out, _ := e.do("POST", "/v3/service_instances", map[string]any{"type": "managed", "name": "db",
+		"relationships": map[string]any{"space": ref(space), "service_plan": ref(plan)}})
+	if code != 202 {
+		t.Fatalf("create service instance = %d %v", code, out)
+	}
+	instance := first(e.must(200, "GET", "/v3/service_instances?names=db", nil))["guid"].(string)
 	job("DELETE", "/v3/spaces/"+space, "COMPLETE")
 	e.must(404, "GET", "/v3/spaces/"+space, nil)
+	e.must(404, "GET", "/v3/apps/"+app, nil)
+	e.must(404, "GET", "/v3/service_instances/"+instance, nil)
 	if code, _, _ := e.do("DELETE", "/v3/isolation_segments/"+seg+"/relationships/organizations/"+org, nil); code != 204 {
 		t.Fatalf("revoke = %d", code)
 	}
 	if code, _, _ := e.do("DELETE", "/v3/isolation_segments/"+seg, nil); code != 204 {
 		t.Fatalf("delete segment = %d", code)
 	}
+	other := e.must(201, "POST", "/v3/spaces", map[string]any{"name": "loadgen", "relationships": map[string]any{"organization": ref(org)}})["guid"].(string)
 	job("DELETE", "/v3/organizations/"+org, "COMPLETE")
 	e.must(404, "GET", "/v3/organizations/"+org, nil)
+	e.must(404, "GET", "/v3/spaces/"+other, nil)
 	job("DELETE", "/v3/organization_quotas/"+quota, "COMPLETE")
 	e.must(404, "GET", "/v3/organization_quotas/"+quota, nil)
 }

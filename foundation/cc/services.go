@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -249,8 +250,17 @@ func (s *Server) createServiceInstance(c *call) error {
 }
 
 func (s *Server) deleteServiceInstance(c *call) error {
-	guid := c.r.PathValue("guid")
-	err := s.st.update(func(st *State) error {
+	jobErr, err := s.removeServiceInstance(c.r.Context(), c.r.PathValue("guid"))
+	if err != nil {
+		return err
+	}
+	return c.job("service_instance.delete", jobErr)
+}
+
+// removeServiceInstance deletes the instance guid unless it has bindings, then
+// deprovisions it: err is a refusal (nothing deleted), jobErr the broker's failure.
+func (s *Server) removeServiceInstance(ctx context.Context, guid string) (jobErr, err error) {
+	err = s.st.update(func(st *State) error {
 		if st.ServiceInstances[guid] == nil {
 			return notFound("Service instance")
 		}
@@ -263,9 +273,9 @@ func (s *Server) deleteServiceInstance(c *call) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.job("service_instance.delete", s.cfg.Broker.Deprovision(c.r.Context(), guid))
+	return s.cfg.Broker.Deprovision(ctx, guid), nil
 }
 
 func (s *Server) listBindings(c *call) error {
