@@ -75,6 +75,20 @@ func TestLandscapeLifecycle(t *testing.T) {
 		t.Fatalf("create service instance = %d %v", code, out)
 	}
 	instance := first(e.must(200, "GET", "/v3/service_instances?names=db", nil))["guid"].(string)
+	// As in CC v3, deleting an instance deletes its bindings (a run binds the results
+	// database to its generators and tunnel, which terraform destroy does not delete).
+	e.must(201, "POST", "/v3/service_credential_bindings", map[string]any{"type": "app",
+		"relationships": map[string]any{"app": ref(app), "service_instance": ref(instance)}})
+	job("DELETE", "/v3/service_instances/"+instance, "COMPLETE")
+	if got := e.must(200, "GET", "/v3/service_credential_bindings?app_guids="+app, nil)["resources"]; len(got.([]any)) != 0 {
+		t.Errorf("bindings left after deleting their instance: %v", got)
+	}
+	code, out, _ = e.do("POST", "/v3/service_instances", map[string]any{"type": "managed", "name": "db",
+		"relationships": map[string]any{"space": ref(space), "service_plan": ref(plan)}})
+	if code != 202 {
+		t.Fatalf("create service instance = %d %v", code, out)
+	}
+	instance = first(e.must(200, "GET", "/v3/service_instances?names=db", nil))["guid"].(string)
 	job("DELETE", "/v3/spaces/"+space, "COMPLETE")
 	e.must(404, "GET", "/v3/spaces/"+space, nil)
 	e.must(404, "GET", "/v3/apps/"+app, nil)

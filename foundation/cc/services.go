@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -257,16 +258,19 @@ func (s *Server) deleteServiceInstance(c *call) error {
 	return c.job("service_instance.delete", jobErr)
 }
 
-// removeServiceInstance deletes the instance guid unless it has bindings, then
-// deprovisions it: err is a refusal (nothing deleted), jobErr the broker's failure.
+// removeServiceInstance deletes the instance guid and, as CC v3 does, its credential
+// bindings, then unbinds and deprovisions it at the broker: err means the instance does
+// not exist, jobErr is the broker's failure.
 func (s *Server) removeServiceInstance(ctx context.Context, guid string) (jobErr, err error) {
+	var bindings []string
 	err = s.st.update(func(st *State) error {
 		if st.ServiceInstances[guid] == nil {
 			return notFound("Service instance")
 		}
-		for _, b := range st.Bindings {
+		for g, b := range st.Bindings {
 			if b.InstanceGUID == guid {
-				return unprocessable("Cannot delete service instance: it has bindings. Unbind it first.")
+				bindings = append(bindings, g)
+				delete(st.Bindings, g)
 			}
 		}
 		delete(st.ServiceInstances, guid)
@@ -275,7 +279,12 @@ func (s *Server) removeServiceInstance(ctx context.Context, guid string) (jobErr
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Broker.Deprovision(ctx, guid), nil
+	for _, b := range bindings {
+		if err := s.cfg.Broker.Unbind(ctx, guid, b); err != nil && jobErr == nil {
+			jobErr = err
+		}
+	}
+	return cmp.Or(jobErr, s.cfg.Broker.Deprovision(ctx, guid)), nil
 }
 
 func (s *Server) listBindings(c *call) error {
