@@ -211,4 +211,3 @@ ramp: {start: 1, step: 1, max: 1, hold: 2s}
 	}
 	return filepath.Join(dir, "tf.yml")
 }
-

@@ -83,7 +83,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE [--bin-dir DIR] [--cf-home DIR]\n"},
+		{[]string{"validate"}, "error: give the spec with -f FILE\nUsage: cf-benchmark validate -f FILE [--landscape FILE] [--bin-dir DIR] [--cf-home DIR]\n"},
 		{[]string{"export"}, "error: give exactly one RUN_ID\n"},
 		{[]string{"export", "42"}, "error: \"42\" is not a run id (they look like 20261122-130501-3f9a)\n"},
 		{[]string{"frobnicate"}, "error: unknown command \"frobnicate\"\n"},

@@ -12,7 +12,10 @@ import (
 // database, and that validate accepts what run would start.
 func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 	dir := t.TempDir()
-	for name, body := range map[string]string{"app.yml": "applications:\n- name: app\n", "bins/cfbench-worker": "x", "bins/cfbench-tunnel": "x"} {
+	const tfOutput = `{"landscape": {"value": {"landscape": {"org": "o", "apps": {"space": "a"}, "generators": {"space": "g"}},
+		"results_db": {"service_instance": "r"}}}}`
+	for name, body := range map[string]string{"app.yml": "applications:\n- name: app\n", "bins/cfbench-worker": "x", "bins/cfbench-tunnel": "x",
+		"tf.json": tfOutput, "tf-bad.json": strings.Replace(tfOutput, `"org": "o"`, `"org": 3`, 1)} {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -43,6 +46,11 @@ func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 			"error: --db and CFBENCH_DB are for runs without Cloud Foundry"},
 		{"a plan over the spec's limits", goodSpec + "limits: {duration: 1500ms}\n", nil, nil, ExitUsage,
 			"SPEC:16:10: limits.duration: the plan runs at least 2s under load (1 variant(s) × 2 level(s) × 1s hold), 500ms over the limit 1.5s"},
+		{"landscape from a Terraform output", manifest, nil, []string{"--bin-dir", bins, "--landscape", filepath.Join(dir, "tf.json")}, ExitOK, ""},
+		{"landscape output with a bad field", manifest, nil, []string{"--bin-dir", bins, "--landscape", filepath.Join(dir, "tf-bad.json")}, ExitUsage,
+			filepath.Join(dir, "tf-bad.json") + ":1:40: landscape.value.landscape.org: must be a string"},
+		{"landscape output missing", manifest, nil, []string{"--landscape", filepath.Join(dir, "nope.json")}, ExitUsage,
+			"error: read the landscape: open " + filepath.Join(dir, "nope.json")},
 		{"binaries not found", manifest + onCF, nil, []string{"--bin-dir", filepath.Join(dir, "none")}, ExitUsage,
 			"error: cfbench-worker and cfbench-tunnel (linux/amd64) not found in " + filepath.Join(dir, "none")},
 	}
