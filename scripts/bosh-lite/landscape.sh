@@ -36,4 +36,6 @@ export CF_API_URL=https://api.$SYSTEM_DOMAIN CF_USER=admin CF_PASSWORD=$admin_pa
 "$tofu" -chdir="$root/terraform" init -input=false
 "$tofu" -chdir="$root/terraform" apply -input=false -auto-approve -var-file="$work/landscape.tfvars.json"
 "$tofu" -chdir="$root/terraform" output -json >"$work/landscape.json"
+# The generator and tunnel binaries the run pushes: make build puts them in bin/.
+export CFBENCH_BIN_DIR=${CFBENCH_BIN_DIR:-$root/bin}
 "$cf" run-benchmark -f "$spec" --landscape "$work/landscape.json"
