@@ -116,7 +116,8 @@ func TestTerraformLandscapeOnLocalFoundation(t *testing.T) {
 	// The local foundation's cells are the isolation segments apps and loadgen already.
 	vars := filepath.Join(tf.dir, "test.tfvars.json")
 	if err := os.WriteFile(vars, []byte(`{"org": "tfbench", "create_isolation_segments": false,
-		"app_services": [{"name": "tfbench-appdb", "offering": "postgres", "plan": "db"}]}`), 0o644); err != nil {
+		"app_services": [{"name": "tfbench-appdb", "offering": "postgres", "plan": "db"}],
+		"egress": [{"destination": "127.0.0.1", "ports": "5432-6432", "description": "the results database"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tf.mustRun(t, nil, "init", "-input=false")
@@ -149,6 +150,9 @@ func TestTerraformLandscapeOnLocalFoundation(t *testing.T) {
 			t.Errorf("service instance %s after destroy: %d, %v", name, len(sis), err)
 		}
 	}
+	if sgs, err := cl.SecurityGroups.ListAll(ctx, &client.SecurityGroupListOptions{Names: client.Filter{Values: []string{"tfbench-benchmark-egress"}}}); err != nil || len(sgs) != 0 {
+		t.Errorf("security group after destroy: %d, %v", len(sgs), err)
+	}
 	for _, seg := range []string{"apps", "loadgen"} {
 		s, err := cl.IsolationSegments.Single(ctx, &client.IsolationSegmentListOptions{Names: client.Filter{Values: []string{seg}}})
 		if err != nil {
@@ -161,7 +165,8 @@ func TestTerraformLandscapeOnLocalFoundation(t *testing.T) {
 	}
 }
 
-// assertLandscape checks through the CC API what apply made, and returns the org's guid.
+// assertLandscape checks through the CC API what apply made (the spaces on their
+// segments, the egress bound to both), and returns the org's guid.
 func assertLandscape(t *testing.T, cl *client.Client, info foundation.Info) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -170,6 +175,7 @@ func assertLandscape(t *testing.T, cl *client.Client, info foundation.Info) stri
 	if err != nil {
 		t.Fatalf("org tfbench: %v", err)
 	}
+	spaces := map[string]bool{}
 	for space, seg := range map[string]string{"apps": "apps", "loadgen": "loadgen"} {
 		sp, err := cl.Spaces.Single(ctx, &client.SpaceListOptions{Names: client.Filter{Values: []string{space}}, OrganizationGUIDs: client.Filter{Values: []string{org.GUID}}})
 		if err != nil {
@@ -183,6 +189,15 @@ func assertLandscape(t *testing.T, cl *client.Client, info foundation.Info) stri
 		if err != nil || s.Name != seg {
 			t.Errorf("space %s on segment %v (%v), want %s", space, s, err, seg)
 		}
+		spaces[sp.GUID] = true
+	}
+	sg, err := cl.SecurityGroups.Single(ctx, &client.SecurityGroupListOptions{Names: client.Filter{Values: []string{"tfbench-benchmark-egress"}}})
+	if err != nil {
+		t.Fatalf("security group: %v", err)
+	}
+	if len(sg.Rules) != 1 || sg.Rules[0].Destination != "127.0.0.1" || len(sg.Relationships.RunningSpaces.Data) != 2 ||
+		!spaces[sg.Relationships.RunningSpaces.Data[0].GUID] || !spaces[sg.Relationships.RunningSpaces.Data[1].GUID] {
+		t.Errorf("security group %+v: want one rule to 127.0.0.1, bound to both spaces for running", sg)
 	}
 	return org.GUID
 }

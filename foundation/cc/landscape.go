@@ -25,6 +25,7 @@ func (s *Server) landscapeRoutes() {
 	s.handle("POST /v3/organization_quotas", s.createOrgQuota)
 	s.handle("DELETE /v3/organization_quotas/{guid}", s.deleteOrgQuota)
 	s.handle("POST /v3/organization_quotas/{guid}/relationships/organizations", s.applyOrgQuota)
+	s.securityGroupRoutes()
 }
 
 func (s *Server) createOrg(c *call) error {
@@ -166,6 +167,11 @@ func (s *Server) removeSpace(ctx context.Context, guid string) error {
 		for g, r := range st.Routes {
 			if r.SpaceGUID == guid {
 				delete(st.Routes, g)
+			}
+		}
+		for _, g := range st.SecurityGroups {
+			for _, l := range []string{"running", "staging"} {
+				*g.lifecycleSpaces(l) = slices.DeleteFunc(slices.Clone(*g.lifecycleSpaces(l)), func(x string) bool { return x == guid })
 			}
 		}
 		delete(st.Spaces, guid)

@@ -29,6 +29,7 @@ type State struct {
 	Jobs              map[string]*Job              `json:"jobs"`
 	SpaceQuotas       map[string]*SpaceQuota       `json:"space_quotas"`
 	OrgQuotas         map[string]*OrgQuota         `json:"org_quotas"`
+	SecurityGroups    map[string]*SecurityGroup    `json:"security_groups"`
 }
 
 func newState() *State {
@@ -38,6 +39,7 @@ func newState() *State {
 		Builds: map[string]*Build{}, Droplets: map[string]*Droplet{}, Domains: map[string]*Domain{},
 		Routes: map[string]*Route{}, ServiceInstances: map[string]*ServiceInstance{}, Bindings: map[string]*Binding{},
 		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{}, OrgQuotas: map[string]*OrgQuota{},
+		SecurityGroups: map[string]*SecurityGroup{},
 	}
 }
 
@@ -75,6 +77,9 @@ func loadStore(path string) (*store, error) {
 	}
 	if st.s.OrgQuotas == nil {
 		st.s.OrgQuotas = fresh.OrgQuotas
+	}
+	if st.s.SecurityGroups == nil {
+		st.s.SecurityGroups = fresh.SecurityGroups
 	}
 	return st, nil
 }
