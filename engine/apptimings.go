@@ -9,16 +9,16 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
-// flushTimings takes the in-app timings every running instance of v's app recorded
+// flushTimings takes the in-app timings every running instance of the leg's app recorded
 // during step idx and stores them (collectors.app_timings). An instance that cannot be
 // flushed, or that had to drop rows, is recorded as a warning event: the step's other
 // data stands.
-func (r *runner) flushTimings(ctx context.Context, v *spec.Variant, idx int) {
+func (r *runner) flushTimings(ctx context.Context, leg spec.Leg, idx int) {
 	dep := r.opts.Deployment
 	if dep == nil {
 		return
 	}
-	d := dep.variant(v.Name)
+	d, name := dep.variant(leg.Variant.Name), leg.Name
 	if d.timings == nil {
 		return
 	}
@@ -28,7 +28,7 @@ func (r *runner) flushTimings(ctx context.Context, v *spec.Variant, idx int) {
 	defer cancel()
 	_, stats, err := dep.cf.Instances(ctx, d.app.ProcessGUID)
 	if err != nil {
-		r.warnTimings(v.Name, idx, fmt.Sprintf("app timings of %s not flushed: %v", d.app.Name, err))
+		r.warnTimings(name, idx, fmt.Sprintf("app timings of %s not flushed: %v", d.app.Name, err))
 		return
 	}
 	var rows, dropped int64
@@ -37,20 +37,20 @@ func (r *runner) flushTimings(ctx context.Context, v *spec.Variant, idx int) {
 		if st.State != "RUNNING" {
 			continue
 		}
-		f := resultsdb.AppTimingFlush{RunID: r.run.ID, Variant: v.Name, Step: idx, AppName: d.app.Name, Instance: st.Index, At: time.Now()}
+		f := resultsdb.AppTimingFlush{RunID: r.run.ID, Variant: name, Step: idx, AppName: d.app.Name, Instance: st.Index, At: time.Now()}
 		b, err := d.timings.Flush(ctx, st.Index)
 		if err != nil {
 			f.Err = err.Error()
 			if rerr := r.opts.Store.RecordFailedFlush(ctx, &f); rerr != nil {
 				r.opts.Logger.Warn("record a failed app timings flush", "err", rerr)
 			}
-			r.warnTimings(v.Name, idx, err.Error())
+			r.warnTimings(name, idx, err.Error())
 			continue
 		}
 		f.Dropped = b.Dropped
 		if err := r.opts.Store.StoreAppTimings(ctx, &f, b.Rows); err != nil {
 			// The instance has cleared what it handed over: say so, it is lost.
-			r.warnTimings(v.Name, idx, fmt.Sprintf("%d app timings of %s/%d lost: %v", len(b.Rows), d.app.Name, st.Index, err))
+			r.warnTimings(name, idx, fmt.Sprintf("%d app timings of %s/%d lost: %v", len(b.Rows), d.app.Name, st.Index, err))
 			continue
 		}
 		flushed++
@@ -58,9 +58,9 @@ func (r *runner) flushTimings(ctx context.Context, v *spec.Variant, idx int) {
 		dropped += b.Dropped
 	}
 	if dropped > 0 {
-		r.warnTimings(v.Name, idx, fmt.Sprintf("%s dropped %d app timings in step %d (buffer full): raise CFBENCH_TIMINGS_CAPACITY in its manifest", d.app.Name, dropped, idx+1))
+		r.warnTimings(name, idx, fmt.Sprintf("%s dropped %d app timings in step %d (buffer full): raise CFBENCH_TIMINGS_CAPACITY in its manifest", d.app.Name, dropped, idx+1))
 	}
-	r.opts.Logger.Debug("app timings flushed", "variant", v.Name, "step", idx+1, "instances", flushed, "rows", rows)
+	r.opts.Logger.Debug("app timings flushed", "variant", name, "step", idx+1, "instances", flushed, "rows", rows)
 }
 
 func (r *runner) warnTimings(variant string, step int, msg string) {

@@ -79,7 +79,8 @@ func Check(sp *spec.Spec, onCF bool) error {
 }
 
 // Run executes sp. specText is stored with the run for reproducibility. Variants run one
-// after the other so they do not compete for the cells. When ctx is cancelled the run is
+// after the other so they do not compete for the cells; with repeat: N all of them run
+// N times, interleaved (spec.Legs), each repeat a variant of its own in the results. When ctx is cancelled the run is
 // marked aborted, the generators are stopped and ErrAborted is returned together with
 // the partial Result; a failing check at level fail returns ErrCheckFailed likewise.
 func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Result, error) {
@@ -160,12 +161,13 @@ func (r *runner) variants(ctx context.Context) (err error) {
 		stopDBWatch := dep.startDBWatch(ctx, r.run.ID, r.sp.Collectors.ContainerMetrics.Interval, r.opts.Reporter.Note, r.opts.Logger)
 		defer stopDBWatch()
 	}
-	for i := range r.sp.Variants {
+	for _, leg := range r.sp.Legs() {
 		if ctx.Err() != nil {
 			return nil
 		}
-		v := &r.sp.Variants[i]
-		rv := resultsdb.RunVariant{RunID: r.run.ID, Variant: v.Name, TargetURL: v.URL, Listed: v.Listed(), Matrix: matrixCell(v)}
+		v := leg.Variant
+		rv := resultsdb.RunVariant{RunID: r.run.ID, Variant: leg.Name, TargetURL: v.URL, Listed: v.Listed(), Matrix: matrixCell(v),
+			Config: v.Name, Repeat: leg.Repeat}
 		wl := worker.FromSpec(&r.sp.Workload)
 		var fleet Fleet
 		if dep != nil {
@@ -178,6 +180,8 @@ func (r *runner) variants(ctx context.Context) (err error) {
 		} else {
 			fctx, cancel := context.WithCancel(ctx)
 			defer cancel()
+			// One generator app per variant, as on Cloud Foundry: its instances follow
+			// the newest repeat.
 			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
 				poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, ctx: fctx}
 		}
@@ -185,15 +189,18 @@ func (r *runner) variants(ctx context.Context) (err error) {
 		if err := r.opts.Store.AddRunVariant(ctx, rv); err != nil {
 			return err
 		}
-		err := r.ramp(ctx, v, fleet)
+		if r.sp.Repeat > 1 {
+			r.opts.Reporter.Note(fmt.Sprintf("%s: repeat %d of %d of %s", leg.Name, leg.Repeat, r.sp.Repeat, v.Name))
+		}
+		err := r.ramp(ctx, leg, fleet)
 		// The fleet goes down even when the run was interrupted: generators left
 		// running would go on loading the target (and idle on CF, costing quota).
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		serr := fleet.Stop(stopCtx)
 		cancel()
 		if serr != nil {
-			serr = fmt.Errorf("stop the generators of %s: %w", v.Name, serr)
-			r.event(v.Name, -1, "scale", "fail", serr.Error())
+			serr = fmt.Errorf("stop the generators of %s: %w", leg.Name, serr)
+			r.event(leg.Name, -1, "scale", "fail", serr.Error())
 		}
 		if err = errors.Join(err, serr); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,6 +132,47 @@ func TestRunWalksTheRampAndStoresEveryRequest(t *testing.T) {
 			t.Errorf("step %d: progress %d requests, %.3f req/s, p99 %s over %.3f s; final summary %d, %.3f, %s over %.3f s: they must agree",
 				i+1, s.Count, s.Throughput, s.P99, s.Seconds, f.Count, f.Throughput, f.P99, f.Seconds)
 		}
+	}
+}
+
+// With repeat: 2 the variants run a b a b, each repeat a variant of its own in the
+// results, its generators (one generator app per variant, as on Cloud Foundry) joining
+// each repeat afresh.
+func TestRepeatsRunInterleaved(t *testing.T) {
+	var served atomic.Int64
+	_, text, store, dsn := setup(t, "repeat: 2\n", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Write([]byte("ok"))
+	}))
+	text = strings.Replace(text, "  max: 5\n", "  max: 1\n", 1)
+	sp, err := spec.Parse("test.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &recorder{}
+	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store, Reporter: rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := query[[]string](t, dsn, `SELECT array_agg(variant ORDER BY started_at) FROM steps WHERE run_id = $1`, res.Run.ID)
+	if want := []string{"a#1", "b#1", "a#2", "b#2"}; !slices.Equal(order, want) {
+		t.Fatalf("steps ran in the order %v, want %v", order, want)
+	}
+	for _, leg := range order {
+		n := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1 AND w.variant = $2`,
+			res.Run.ID, leg)
+		cfg := query[string](t, dsn, `SELECT config || ' ' || repeat || ' ' || generator_app FROM run_variants WHERE run_id = $1 AND variant = $2`,
+			res.Run.ID, leg)
+		name, r, _ := strings.Cut(leg, "#")
+		if want := name + " " + r + " cfbench-local-" + res.Run.ID + "-" + name; n == 0 || cfg != want {
+			t.Errorf("%s: %d samples, recorded as %q; want samples, and %q", leg, n, cfg, want)
+		}
+	}
+	if stored := query[int64](t, dsn, `SELECT count(*) FROM samples`); stored != served.Load() {
+		t.Errorf("target served %d requests, %d samples stored", served.Load(), stored)
+	}
+	if len(rep.steps) != 4 || rep.steps[0].Left != 3*time.Second || rep.steps[3].Left != 0 {
+		t.Errorf("step reports %d, time left after the first %s: want 4 and 3s (b#1, a#2, b#2)", len(rep.steps), rep.steps[0].Left)
 	}
 }
 

@@ -24,7 +24,9 @@ const (
 // Plan is what a session of a spec will run and hold, known before anything is pushed.
 type Plan struct {
 	Variants, Levels int
-	// Duration is the time under load at least: variants × levels × hold.
+	// Repeats is how many times every variant runs (1 without repeat:).
+	Repeats int
+	// Duration is the time under load at least: variants × levels × repeats × hold.
 	Duration time.Duration
 	// Apps and Generators are the peaks in the two spaces; zero without a landscape.
 	Apps, Generators SpacePeak
@@ -43,7 +45,11 @@ type SpacePeak struct {
 
 // String is the plan in one line, as printed before a run.
 func (p *Plan) String() string {
-	s := fmt.Sprintf("plan: %d variant(s) × %d level(s), at least %s under load", p.Variants, p.Levels, p.Duration)
+	s := fmt.Sprintf("plan: %d variant(s) × %d level(s)", p.Variants, p.Levels)
+	if p.Repeats > 1 {
+		s += fmt.Sprintf(" × %d repeats, interleaved", p.Repeats)
+	}
+	s += fmt.Sprintf(", at least %s under load", p.Duration)
 	for _, sp := range []SpacePeak{p.Apps, p.Generators} {
 		if sp.Space == "" {
 			continue
@@ -62,7 +68,8 @@ func (p *Plan) String() string {
 // ramp's max, beside the tunnel app.
 func PlanOf(sp *spec.Spec) *Plan {
 	levels := len(sp.Ramp.Steps())
-	p := &Plan{Variants: len(sp.Variants), Levels: levels, Duration: time.Duration(len(sp.Variants)*levels) * sp.Ramp.Hold}
+	repeats := max(sp.Repeat, 1)
+	p := &Plan{Variants: len(sp.Variants), Levels: levels, Repeats: repeats, Duration: time.Duration(len(sp.Variants)*levels*repeats) * sp.Ramp.Hold}
 	if sp.Landscape == nil {
 		return p
 	}
@@ -102,8 +109,12 @@ func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
 	var errs spec.Errors
 	l := sp.Limits
 	if l.Duration > 0 && p.Duration > l.Duration {
-		errs = append(errs, sp.Errorf("limits.duration", "the plan runs at least %s under load (%d variant(s) × %d level(s) × %s hold), %s over the limit %s: drop variants or levels, or shorten ramp.hold",
-			p.Duration, p.Variants, p.Levels, sp.Ramp.Hold, p.Duration-l.Duration, l.Duration))
+		reps, what := "", "variants or levels"
+		if p.Repeats > 1 {
+			reps, what = fmt.Sprintf(" × %d repeats", p.Repeats), "variants, levels or repeats"
+		}
+		errs = append(errs, sp.Errorf("limits.duration", "the plan runs at least %s under load (%d variant(s) × %d level(s)%s × %s hold), %s over the limit %s: drop %s, or shorten ramp.hold",
+			p.Duration, p.Variants, p.Levels, reps, sp.Ramp.Hold, p.Duration-l.Duration, l.Duration, what))
 	}
 	mem, insts := p.Apps.MemoryMB+p.Generators.MemoryMB, p.Apps.Instances+p.Generators.Instances
 	if l.MemoryMB > 0 && mem > l.MemoryMB {

@@ -68,3 +68,33 @@ limits: {duration: 5m, memory: 10G, instances: 7}
 		}
 	}
 }
+
+// Repeats multiply the time under load, and limits.duration says so.
+func TestPlanCountsRepeats(t *testing.T) {
+	t.Parallel()
+	text := `version: 1
+name: rep
+repeat: 3
+variants:
+  - {name: a, url: "http://127.0.0.1:1"}
+  - {name: b, url: "http://127.0.0.1:2"}
+workload: {model: closed, requests: [{name: r, path: /}]}
+ramp: {max: 2, hold: 10s}
+limits: {duration: 1m}
+`
+	sp, err := spec.Parse("rep.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := PlanOf(sp)
+	if p.Repeats != 3 || p.Duration.Seconds() != 120 {
+		t.Fatalf("plan %+v, want 3 repeats and 2 variants × 2 levels × 3 repeats × 10 s = 2m0s", p)
+	}
+	if s := p.String(); !strings.Contains(s, "2 variant(s) × 2 level(s) × 3 repeats, interleaved, at least 2m0s under load") {
+		t.Errorf("plan line %q", s)
+	}
+	_, err = Preflight(context.Background(), sp, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "rep.yml:9:10: limits.duration: the plan runs at least 2m0s under load (2 variant(s) × 2 level(s) × 3 repeats × 10s hold), 1m0s over the limit 1m0s") {
+		t.Errorf("Preflight = %v, want limits.duration refusing 1m0s too much", err)
+	}
+}

@@ -11,10 +11,12 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
-// ramp walks the steps of one variant: scale the fleet, wait for the instances, plan the
-// step, watch it, wait for every sample, then judge it (stop conditions, checks).
-func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
-	store, sp := r.opts.Store, r.sp
+// ramp walks the steps of one leg (a variant in one repeat): scale the fleet, wait for
+// the instances, plan the step, watch it, wait for every sample, then judge it (stop
+// conditions, checks). The results name the leg (leg.Name); the deployment knows its
+// variant (v.Name), whose app and generators every repeat shares.
+func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
+	store, sp, v, name := r.opts.Store, r.sp, leg.Variant, leg.Name
 	steps := sp.Ramp.Steps()
 	var prev *resultsdb.StepSummary
 	for idx, planned := range steps {
@@ -23,23 +25,23 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 			return err
 		}
 		if want != planned {
-			r.opts.Reporter.Note(fmt.Sprintf("%s: step %d keeps the %d generator instances scaled by hand (the ramp planned %d)", v.Name, idx+1, want, planned))
+			r.opts.Reporter.Note(fmt.Sprintf("%s: step %d keeps the %d generator instances scaled by hand (the ramp planned %d)", name, idx+1, want, planned))
 		}
 		if err := fleet.Scale(ctx, want); err != nil {
-			return fmt.Errorf("scale the generators of %s to %d: %w", v.Name, want, err)
+			return fmt.Errorf("scale the generators of %s to %d: %w", name, want, err)
 		}
-		if err := r.waitLive(ctx, v.Name, want); err != nil {
+		if err := r.waitLive(ctx, name, want); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		st, err := planStep(ctx, store, sp, r.run.ID, v.Name, idx, want, r.opts.PollEvery)
+		st, err := planStep(ctx, store, sp, r.run.ID, name, idx, want, r.opts.PollEvery)
 		if err != nil {
 			return err
 		}
 		r.opts.Reporter.Note(fmt.Sprintf("%s: step %d/%d starts: %d generator instance(s), %s, for %s (the first %s warm-up)",
-			v.Name, idx+1, len(steps), want, loadOf(&sp.Workload), sp.Ramp.Hold, sp.Ramp.Warmup))
+			name, idx+1, len(steps), want, loadOf(&sp.Workload), sp.Ramp.Hold, sp.Ramp.Warmup))
 		seen, err := r.watchStep(ctx, st, fleet, want)
 		if err != nil {
 			return err
@@ -49,30 +51,30 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 		}
 		ended := time.Now()
 		final := context.WithoutCancel(ctx)
-		r.flushTimings(final, v, idx)
-		if err := store.SetInstancesSeen(final, r.run.ID, v.Name, idx, seen); err != nil {
+		r.flushTimings(final, leg, idx)
+		if err := store.SetInstancesSeen(final, r.run.ID, name, idx, seen); err != nil {
 			return err
 		}
 		// The end is recorded first: the step's figures are computed once, over the
 		// step's planned window, and every reader after this sees the same ones.
-		if err := store.EndStep(final, r.run.ID, v.Name, idx, ended, ""); err != nil {
+		if err := store.EndStep(final, r.run.ID, name, idx, ended, ""); err != nil {
 			return err
 		}
 		if dep := r.opts.Deployment; dep != nil {
 			dep.settleMetrics(final, st.Ends)
 		}
-		sum, err := store.ComputeStepMetrics(final, r.run.ID, v.Name, idx, r.roles(v, fleet))
+		sum, err := store.ComputeStepMetrics(final, r.run.ID, name, idx, r.roles(v, fleet))
 		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		rep := StepReport{StepSummary: sum, Steps: len(steps), Left: r.timeLeft(v, len(steps)-idx-1)}
-		checkErr := r.checkStep(ctx, v, fleet, prev, sum)
+		rep := StepReport{StepSummary: sum, Steps: len(steps), Left: r.timeLeft(leg, len(steps)-idx-1)}
+		checkErr := r.checkStep(ctx, leg, fleet, prev, sum)
 		rep.Stop = stopReason(sp.Ramp.Stop, prev, sum)
 		if rep.Stop != "" {
-			if err := store.SetStopReason(final, r.run.ID, v.Name, idx, rep.Stop); err != nil {
+			if err := store.SetStopReason(final, r.run.ID, name, idx, rep.Stop); err != nil {
 				return err
 			}
 		}
@@ -81,8 +83,8 @@ func (r *runner) ramp(ctx context.Context, v *spec.Variant, fleet Fleet) error {
 			return checkErr
 		}
 		if rep.Stop != "" {
-			r.res.Stops[v.Name] = rep.Stop
-			r.event(v.Name, idx, "stop", "info", rep.Stop)
+			r.res.Stops[name] = rep.Stop
+			r.event(name, idx, "stop", "info", rep.Stop)
 			return nil
 		}
 		prev = &sum
@@ -101,10 +103,11 @@ func (r *runner) instancesFor(ctx context.Context, fleet Fleet, planned int) (in
 }
 
 // timeLeft is at least how long the rest of the run takes: the remaining steps of this
-// variant and every step of the variants after it.
-func (r *runner) timeLeft(v *spec.Variant, stepsLeft int) time.Duration {
+// leg and every step of the legs after it.
+func (r *runner) timeLeft(leg spec.Leg, stepsLeft int) time.Duration {
+	legs := r.sp.Legs()
 	after := 0
-	for i := len(r.sp.Variants) - 1; i >= 0 && r.sp.Variants[i].Name != v.Name; i-- {
+	for i := len(legs) - 1; i >= 0 && legs[i].Name != leg.Name; i-- {
 		after++
 	}
 	return time.Duration(stepsLeft+after*len(r.sp.Ramp.Steps())) * r.sp.Ramp.Hold
@@ -208,12 +211,12 @@ func (r *runner) roles(v *spec.Variant, fleet Fleet) []resultsdb.AppRole {
 
 // checkStep runs the checks on a finished step's figures, records what trips and
 // returns ErrCheckFailed when a check at level fail tripped.
-func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, prev *resultsdb.StepSummary, cur resultsdb.StepSummary) error {
-	checks := r.sp.Checks
+func (r *runner) checkStep(ctx context.Context, leg spec.Leg, fleet Fleet, prev *resultsdb.StepSummary, cur resultsdb.StepSummary) error {
+	checks, v := r.sp.Checks, leg.Variant
 	contention, notJudged := CheckContention(checks.Contention, cur)
 	if notJudged != "" && prev == nil { // once per variant: it holds for every step
-		r.opts.Reporter.Note(v.Name + ": " + notJudged)
-		r.event(v.Name, cur.Step, "not_judged", "info", notJudged)
+		r.opts.Reporter.Note(leg.Name + ": " + notJudged)
+		r.event(leg.Name, cur.Step, "not_judged", "info", notJudged)
 	}
 	poolSize := 0
 	if dep := r.opts.Deployment; dep != nil {
@@ -232,7 +235,7 @@ func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, pr
 		apps := dep.appNames()
 		hosts, err := r.opts.Store.LatestHosts(ctx, r.run.ID, append(slices.Clone(apps), fleet.App()))
 		if err != nil {
-			r.opts.Logger.Warn("read the hosts for the co-location check", "variant", v.Name, "step", cur.Step+1, "err", err)
+			r.opts.Logger.Warn("read the hosts for the co-location check", "variant", leg.Name, "step", cur.Step+1, "err", err)
 		} else {
 			var appHosts []resultsdb.InstanceHost
 			for _, a := range apps {
@@ -246,7 +249,7 @@ func (r *runner) checkStep(ctx context.Context, v *spec.Variant, fleet Fleet, pr
 		if f == nil {
 			continue
 		}
-		r.finding(v.Name, cur.Step, *f)
+		r.finding(leg.Name, cur.Step, *f)
 		if f.Level == spec.CheckFail {
 			failed = fmt.Errorf("%w: %s: %s", ErrCheckFailed, f.Check, f.Message)
 		}

@@ -72,9 +72,14 @@ func TestTimeLeftCountsTheVariantsStillToCome(t *testing.T) {
 		{"c", 0, 0},
 	}
 	for _, c := range cases {
-		if got := r.timeLeft(&spec.Variant{Name: c.variant}, c.stepsLeft); got != c.want {
+		if got := r.timeLeft(spec.Leg{Name: c.variant}, c.stepsLeft); got != c.want {
 			t.Errorf("timeLeft(%s, %d) = %s, want %s", c.variant, c.stepsLeft, got, c.want)
 		}
+	}
+	// Repeated, the legs after a#1 are b#1, a#2 and b#2.
+	rep := &runner{sp: &spec.Spec{Repeat: 2, Variants: sp.Variants[:2], Ramp: sp.Ramp}}
+	if got, want := rep.timeLeft(spec.Leg{Name: "a#1"}, 1), 100*time.Second; got != want {
+		t.Errorf("timeLeft(a#1, 1) of 2 repeats = %s, want %s (1 step of a#1, 3 each of b#1, a#2, b#2)", got, want)
 	}
 }
 

@@ -93,7 +93,7 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	wl := worker.Workload{Model: "closed", Users: 1, Timeout: time.Second,
 		Requests: []worker.Request{{Name: "list", Method: "GET", Path: "/", Weight: 1}, {Name: "show", Method: "GET", Path: "/1", Weight: 2}}}
 	if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: "v", GeneratorApp: "gen", TargetURL: "http://app",
-		AppName: "app", Workload: wl.Marshal(), Listed: "l", Matrix: map[string]string{"env.POOL": "60"},
+		AppName: "app", Workload: wl.Marshal(), Listed: "l", Matrix: map[string]string{"env.POOL": "60"}, Config: "c", Repeat: 2,
 		App: &resultsdb.AppConfig{Manifest: "applications:\n- name: app\n", Env: map[string]string{"POOL": "60"}, MemoryMB: 512, Instances: 2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 		got[h] = vs[1][i]
 	}
 	for k, v := range map[string]string{"listed": "l", "matrix": `{"env.POOL": "60"}`, "app_memory_mb": "512", "app_instances": "2",
-		"app_env": `{"POOL": "60"}`, "app_manifest": "applications:\n- name: app\n"} {
+		"app_env": `{"POOL": "60"}`, "app_manifest": "applications:\n- name: app\n", "config": "c", "repeat": "2"} {
 		if got[k] != v {
 			t.Errorf("variants.csv %s = %q, want %q", k, got[k], v)
 		}

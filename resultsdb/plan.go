@@ -22,6 +22,11 @@ type RunVariant struct {
 	// matrix share it, and Matrix is the cell (dimension → value; nil without).
 	Listed string
 	Matrix map[string]string
+	// Config is the variant as configured ("" = Variant) when Variant is one repeat of
+	// it (Config#Repeat); the repeats of a configuration share its generator app.
+	// Repeat counts from 1 (0 is taken as 1).
+	Config string
+	Repeat int
 	// App is what the app under test was pushed as; nil for a url: variant.
 	App *AppConfig
 }
@@ -44,6 +49,10 @@ func (s *Store) AddRunVariant(ctx context.Context, v RunVariant) error {
 	if listed == "" {
 		listed = v.Variant
 	}
+	config, repeat := v.Config, max(v.Repeat, 1)
+	if config == "" {
+		config = v.Variant
+	}
 	matrix := v.Matrix
 	if matrix == nil {
 		matrix = map[string]string{}
@@ -63,8 +72,10 @@ func (s *Store) AddRunVariant(ctx context.Context, v RunVariant) error {
 		}
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO run_variants (run_id, variant, generator_app, app_name, app_guid, target_url, workload,
-		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
-		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.AppGUID, v.TargetURL, v.Workload, listed, matrix, manifest, env, memory, insts)
+		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances, config, repeat)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
+		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.AppGUID, v.TargetURL, v.Workload, listed, matrix, manifest, env, memory, insts,
+		config, repeat)
 	if err != nil {
 		return fmt.Errorf("record variant %s: %w", v.Variant, err)
 	}
@@ -84,6 +95,8 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // Assignment is what a generator instance of an app must do now: the newest running
 // run for the app and, when one is planned and not over, its current step.
 type Assignment struct {
+	// RunVariant carries Repeat; the other fields of the variant's configuration are
+	// not read.
 	RunVariant
 	TraceTag uint32
 	Epoch    time.Time
@@ -95,7 +108,10 @@ type Assignment struct {
 	DBNow time.Time
 }
 
-// Assignment returns the work for instances of app, or nil when no run wants it.
+// Assignment returns the work for instances of app, or nil when no run wants it. The
+// repeats of a variant share its generator app, and a repeat's row is added when its
+// ramp begins: of the newest running run's variants with app, the latest repeat is the
+// one to follow.
 func (s *Store) Assignment(ctx context.Context, app string) (*Assignment, error) {
 	a := &Assignment{}
 	var (
@@ -104,7 +120,7 @@ func (s *Store) Assignment(ctx context.Context, app string) (*Assignment, error)
 		start, warm, ends, done *time.Time
 	)
 	err := s.pool.QueryRow(ctx, `
-SELECT rv.run_id, rv.variant, rv.generator_app, rv.target_url, rv.workload, r.trace_tag, r.epoch,
+SELECT rv.run_id, rv.variant, rv.generator_app, rv.target_url, rv.workload, rv.repeat, r.trace_tag, r.epoch,
        st.idx, st.instances, st.users, st.started_at, st.warmup_until, st.ends_at, st.ended_at,
        (SELECT count(*) FROM workers w WHERE w.run_id = rv.run_id AND w.variant = rv.variant
           AND w.stopped_at IS NULL AND w.heartbeat_at > clock_timestamp() - interval '3 seconds'),
@@ -116,8 +132,8 @@ LEFT JOIN LATERAL (
        AND s.ends_at > clock_timestamp() AND s.ended_at IS NULL
     ORDER BY s.idx DESC LIMIT 1) st ON true
 WHERE rv.generator_app = $1
-ORDER BY r.started_at DESC LIMIT 1`, app).Scan(
-		&a.RunID, &a.Variant, &a.GeneratorApp, &a.TargetURL, &a.Workload, &tag, &a.Epoch,
+ORDER BY r.started_at DESC, rv.repeat DESC LIMIT 1`, app).Scan(
+		&a.RunID, &a.Variant, &a.GeneratorApp, &a.TargetURL, &a.Workload, &a.Repeat, &tag, &a.Epoch,
 		&idx, &instances, &users, &start, &warm, &ends, &done, &a.Live, &a.DBNow)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

@@ -452,12 +452,48 @@ func TestRunVariantConfigRoundTrip(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("RunVariants = %v, %v", got, err)
 	}
-	plain.Listed = "api"
+	plain.Listed, plain.Config, plain.Repeat = "api", "api", 1
+	cell.Config, cell.Repeat = "pool-60-1g", 1
 	for i, want := range []RunVariant{plain, cell} {
 		g := got[i]
 		g.Workload, want.Workload = nil, nil // jsonb reformats
 		if !reflect.DeepEqual(g, want) {
 			t.Errorf("variant %d:\n got  %+v %+v\n want %+v %+v", i, g, g.App, want, want.App)
 		}
+	}
+}
+
+// The repeats of a variant share its generator app; each repeat's row is added as its
+// ramp begins, and the app's instances follow the newest repeat of the newest run.
+func TestAssignmentFollowsTheLatestRepeat(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	run, err := s.CreateRun(ctx, "exp", "exp.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []RunVariant{
+		{RunID: run.ID, Variant: "a#1", Config: "a", Repeat: 1, GeneratorApp: "exp-gen-a", TargetURL: "http://a", Workload: []byte(`{}`)},
+		{RunID: run.ID, Variant: "b#1", Config: "b", Repeat: 1, GeneratorApp: "exp-gen-b", TargetURL: "http://b", Workload: []byte(`{}`)},
+	} {
+		if err := s.AddRunVariant(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, err := s.Assignment(ctx, "exp-gen-a"); err != nil || a == nil || a.Variant != "a#1" || a.Repeat != 1 {
+		t.Fatalf("Assignment(exp-gen-a) in repeat 1 = %+v, %v; want a#1", a, err)
+	}
+	if err := s.AddRunVariant(ctx, RunVariant{RunID: run.ID, Variant: "a#2", Config: "a", Repeat: 2, GeneratorApp: "exp-gen-a",
+		TargetURL: "http://a", Workload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for app, want := range map[string]string{"exp-gen-a": "a#2", "exp-gen-b": "b#1"} {
+		if a, err := s.Assignment(ctx, app); err != nil || a == nil || a.Variant != want {
+			t.Errorf("Assignment(%s) = %+v, %v; want %s", app, a, err, want)
+		}
+	}
+	vs, err := s.RunVariants(ctx, run.ID)
+	if err != nil || len(vs) != 3 || vs[1].Variant != "a#2" || vs[1].Config != "a" || vs[1].Repeat != 2 {
+		t.Errorf("RunVariants = %+v, %v; want a#2 recorded as repeat 2 of a", vs, err)
 	}
 }

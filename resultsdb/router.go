@@ -145,7 +145,7 @@ func micros(d *time.Duration) *int64 {
 // RunVariants returns the plan of every variant of a run, by variant name.
 func (s *Store) RunVariants(ctx context.Context, runID string) ([]RunVariant, error) {
 	rows, err := s.pool.Query(ctx, `SELECT run_id, variant, generator_app, app_name, app_guid, target_url, workload,
-		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances FROM run_variants WHERE run_id = $1 ORDER BY variant`, runID)
+		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances, config, repeat FROM run_variants WHERE run_id = $1 ORDER BY variant`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read the variants of run %s: %w", runID, err)
 	}
@@ -156,7 +156,10 @@ func (s *Store) RunVariants(ctx context.Context, runID string) ([]RunVariant, er
 			memory, insts *int
 		)
 		err := r.Scan(&v.RunID, &v.Variant, &v.GeneratorApp, &v.AppName, &v.AppGUID, &v.TargetURL, &v.Workload,
-			&v.Listed, &v.Matrix, &a.Manifest, &a.Env, &memory, &insts)
+			&v.Listed, &v.Matrix, &a.Manifest, &a.Env, &memory, &insts, &v.Config, &v.Repeat)
+		if v.Config == "" {
+			v.Config = v.Variant
+		}
 		if len(v.Matrix) == 0 {
 			v.Matrix = nil
 		}

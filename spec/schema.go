@@ -38,6 +38,7 @@ func (d *decoder) spec(v value) *Spec {
 		Checks:     DefaultChecks(),
 		Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
 		Export:     Export{Dir: "results", Tables: slices.Clone(AllTables)},
+		Repeat:     1,
 	}
 	var manifests []value
 	got, ok := d.object(v,
@@ -47,6 +48,7 @@ func (d *decoder) spec(v value) *Spec {
 		optional("landscape", d.landscape(&s.Landscape)),
 		optional("results_db", d.resultsDB(&s.ResultsDB)),
 		required("variants", d.variants(&s.Variants, &manifests)),
+		optional("repeat", d.integer(&s.Repeat, 1, maxRepeats)),
 		required("workload", d.workload(&s.Workload)),
 		required("ramp", d.ramp(&s.Ramp)),
 		optional("checks", d.checks(&s.Checks)),

@@ -28,9 +28,12 @@ type Spec struct {
 	// ResultsDB is the results database service instance on CF; nil when absent.
 	ResultsDB *ResultsDB
 	Variants  []Variant
-	Workload  Workload
-	Ramp      Ramp
-	Checks    Checks
+	// Repeat is how many times every variant runs, interleaved (Legs); 1 when the spec
+	// does not say.
+	Repeat   int
+	Workload Workload
+	Ramp     Ramp
+	Checks   Checks
 	// SLO is what the report judges capacity against; nil when the spec has none.
 	SLO        *SLO
 	Collectors Collectors
@@ -43,7 +46,7 @@ type Spec struct {
 }
 
 // Limits are what a spec's run may hold at most: Duration under load (variants ×
-// levels × hold), and MemoryMB and Instances at its peak in both spaces together (the
+// levels × repeats × hold), and MemoryMB and Instances at its peak in both spaces together (the
 // apps under test, the generators of the running variant, the tunnel app).
 type Limits struct {
 	Duration  time.Duration

@@ -51,6 +51,7 @@ func TestParseGood(t *testing.T) {
 			want := &Spec{
 				File: "spec.yml", Version: 1, Name: "minimal",
 				Variants: []Variant{{Name: "a", URL: "http://127.0.0.1:18080", Field: "variants[0]"}},
+				Repeat:   1,
 				Workload: Workload{Model: ModelClosed, Users: 1, KeepAlive: true, Timeout: 10 * time.Second,
 					Requests: []Request{{Name: "r", Method: http.MethodGet, Path: "/", Weight: 1}}},
 				Ramp:       Ramp{Start: 1, Step: 1, Max: 2, Hold: time.Second},
@@ -329,6 +330,25 @@ func TestRampSteps(t *testing.T) {
 				t.Errorf("Steps() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestLegsInterleaveRepeats(t *testing.T) {
+	t.Parallel()
+	s := &Spec{Repeat: 3, Variants: []Variant{{Name: "java"}, {Name: "node"}}}
+	var got []string
+	for _, l := range s.Legs() {
+		if want := fmt.Sprintf("%s#%d", l.Variant.Name, l.Repeat); l.Name != want {
+			t.Errorf("leg %+v is named %q, want %q", l, l.Name, want)
+		}
+		got = append(got, l.Name)
+	}
+	if want := []string{"java#1", "node#1", "java#2", "node#2", "java#3", "node#3"}; !slices.Equal(got, want) {
+		t.Errorf("Legs() = %v, want %v (A B A B: a drift hits every variant alike)", got, want)
+	}
+	once := &Spec{Repeat: 1, Variants: []Variant{{Name: "java"}}}
+	if l := once.Legs(); len(l) != 1 || l[0].Name != "java" || l[0].Repeat != 1 {
+		t.Errorf("Legs() without repeats = %+v, want java once, named as listed", l)
 	}
 }
 

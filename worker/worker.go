@@ -123,7 +123,9 @@ func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 			if failures++; failures == 1 || failures%20 == 0 {
 				w.cfg.Logger.Warn("read the run plan", "err", err, "failures", failures)
 			}
-		case cur != nil && (a == nil || a.RunID != cur.runID):
+		case cur != nil && (a == nil || a.RunID != cur.runID || a.Variant != cur.variant):
+			// A new run, or the next repeat of the variant (its steps count from 1
+			// again): the instance takes part in it as a new worker.
 			if err := leave(); err != nil {
 				w.cfg.Logger.Error("leave run", "err", err)
 			}
@@ -165,6 +167,7 @@ func (w *Worker) poll(ctx context.Context) (*resultsdb.Assignment, time.Duration
 type membership struct {
 	w        *Worker
 	runID    string
+	variant  string
 	id       int32
 	workload Workload
 	gen      *loadgen.Generator
@@ -218,7 +221,7 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 	}
 	writer.Start(context.WithoutCancel(ctx))
 	reqCtx, abort := context.WithCancel(ctx)
-	m := &membership{w: w, runID: a.RunID, id: id, workload: wl, gen: gen, writer: writer, ctx: reqCtx, abort: abort, last: -1,
+	m := &membership{w: w, runID: a.RunID, variant: a.Variant, id: id, workload: wl, gen: gen, writer: writer, ctx: reqCtx, abort: abort, last: -1,
 		log: w.cfg.Logger.With("run", a.RunID, "worker", id)}
 	m.log.Info("joined run", "variant", a.Variant, "model", wl.Model)
 	return m, nil

@@ -16,7 +16,15 @@ type textReporter struct{ env *Env }
 var _ engine.SessionReporter = (*textReporter)(nil)
 
 func (r *textReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each\n", run.ID, sp.Name, len(sp.Variants), len(sp.Ramp.Steps()))
+	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", run.ID, sp.Name, len(sp.Variants), len(sp.Ramp.Steps()), repeats(sp))
+}
+
+// repeats is ", 3 repeats interleaved" for a spec that repeats its variants, else "".
+func repeats(sp *spec.Spec) string {
+	if sp.Repeat <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", %d repeats interleaved", sp.Repeat)
 }
 
 func (r *textReporter) Note(msg string) { fmt.Fprintln(r.env.Stdout, msg) }

@@ -29,7 +29,8 @@ func (r *jsonReporter) emit(event string, fields map[string]any) {
 }
 
 func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	r.emit("started", map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Ramp.Steps())})
+	r.emit("started", map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Ramp.Steps()),
+		"repeats": max(sp.Repeat, 1)})
 }
 
 func (r *jsonReporter) Note(msg string) { r.emit("note", map[string]any{"message": msg}) }
