@@ -203,12 +203,28 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seedRepeats(t, store, "20261123-100000-0003")
+	repeats, err := Build(context.Background(), store, []string{"20261123-100000-0003"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		rep  *Report
-	}{{"fixture", full}, {"bare", bare}} {
+	}{{"fixture", full}, {"bare", bare}, {"repeats", repeats}} {
 		t.Run(c.name, func(t *testing.T) { b.check(t, c.rep, c.name, true) })
 	}
+	t.Run("repeats say which differences are inside the spread", func(t *testing.T) {
+		text, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Spread over the repeats", "98.0 / 100 / 104", "1.27× (apart)", "1.00× (inside)"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the repeats report's page lacks %q", want)
+			}
+		}
+	})
 }
 
 // check writes rep's HTML, opens it in the browser and checks it; screenshots and the

@@ -162,7 +162,11 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 			v.Capacity = capacity(slo, v, r.Findings)
 		}
 	}
-	r.Comparison = compareVariants(r.Variants)
+	if r.Repeats = repeatSpread(r.Variants); r.Repeats != nil {
+		r.Comparison = compareConfigs(r.Variants, r.Repeats)
+	} else {
+		r.Comparison = compareVariants(r.Variants)
+	}
 	r.Notes = b.notes
 	return r, nil
 }
@@ -175,7 +179,9 @@ func firstLine(s string) string {
 // variants lists the run's variants in the order their ramps started.
 func (b *q) variants(ctx context.Context) ([]*Variant, error) {
 	rows, err := b.pool.Query(ctx, `
-SELECT v.variant, coalesce(rv.app_name, ''), coalesce(rv.generator_app, ''), coalesce(rv.workload->>'model', '')
+SELECT v.variant, coalesce(rv.app_name, ''), coalesce(rv.generator_app, ''), coalesce(rv.workload->>'model', ''),
+       coalesce(nullif(rv.config, ''), v.variant), coalesce(rv.repeat, 1),
+       EXISTS (SELECT 1 FROM run_variants r2 WHERE r2.run_id = $1 AND r2.repeat > 1)
 FROM (SELECT variant, min(started_at) AS first FROM steps WHERE run_id = $1 GROUP BY variant
       UNION ALL
       SELECT variant, NULL FROM run_variants rv0 WHERE run_id = $1
@@ -187,8 +193,14 @@ ORDER BY v.first NULLS LAST, v.variant`, b.run.ID)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Variant, error) {
 		v := &Variant{Steps: []*Step{}}
-		var model string
-		err := r.Scan(&v.Name, &v.App, &v.GeneratorApp, &model)
+		var (
+			model   string
+			repeats bool
+		)
+		err := r.Scan(&v.Name, &v.App, &v.GeneratorApp, &model, &v.Config, &v.Repeat, &repeats)
+		if !repeats {
+			v.Config, v.Repeat = "", 0
+		}
 		v.LoadUnit = "users"
 		if model == string(spec.ModelOpen) {
 			v.LoadUnit = "req/s offered"

@@ -51,8 +51,35 @@ type Run struct {
 	// Flushes is the app-timing flush health per variant and step; nil when the run
 	// flushed none.
 	Flushes []FlushRow `json:"flushes,omitempty"`
-	// Comparison sets the variants side by side; nil for a run of one variant.
+	// Repeats are the spread of each configuration's figures over the run's repeats,
+	// per step; nil for a run without repeat:.
+	Repeats []RepeatSpread `json:"repeats,omitempty"`
+	// Comparison sets the variants side by side (with repeats: the configurations,
+	// each as the mean of its repeats); nil for a run of one variant.
 	Comparison *Comparison `json:"comparison,omitempty"`
+}
+
+// RepeatSpread is one step of one configuration over the repeats of a run that have
+// requests in it.
+type RepeatSpread struct {
+	// Config is the configuration (the variant without its repeat's "#R").
+	Config string `json:"config"`
+	Step   int    `json:"step"`
+	// Variants are the repeats the figures come from (fast#1, fast#2, ...).
+	Variants   []string `json:"variants"`
+	Throughput Stat     `json:"throughput"`
+	P99US      Stat     `json:"p99_us"`
+}
+
+// Stat is one figure over repeats.
+type Stat struct {
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+	Mean   float64 `json:"mean"`
+	// SD is the sample standard deviation (n − 1); 0 for one value.
+	SD float64 `json:"sd"`
 }
 
 // SLO is the spec's slo block as the report applied it.
@@ -70,6 +97,10 @@ type SLO struct {
 // Variant is one system under test in one run.
 type Variant struct {
 	Name string `json:"name"`
+	// Config and Repeat say which configuration this variant repeats and which repeat
+	// it is (from 1); absent for a run without repeat:.
+	Config string `json:"config,omitempty"`
+	Repeat int    `json:"repeat,omitempty"`
 	// App and GeneratorApp name the app under test and the generator app ("" when
 	// the variant targets a URL).
 	App          string `json:"app,omitempty"`
@@ -310,9 +341,12 @@ type FlushRow struct {
 	Verdict string `json:"verdict"`
 }
 
-// Comparison sets a run's variants side by side against the first (Reference).
+// Comparison sets a run's variants side by side against the first (Reference). In a
+// run with repeats it sets the configurations side by side instead, each figure the
+// mean over the configuration's repeats (Repeats of them).
 type Comparison struct {
 	Reference string          `json:"reference"`
+	Repeats   int             `json:"repeats,omitempty"`
 	Variants  []VariantRatios `json:"variants"`
 }
 
@@ -324,6 +358,8 @@ type VariantRatios struct {
 	CapacityRatio   *float64 `json:"capacity_ratio,omitempty"`
 	MaxThroughput   float64  `json:"max_throughput"`
 	ThroughputRatio *float64 `json:"max_throughput_ratio,omitempty"`
+	// Repeats is how many repeats the figures are the means of; absent without.
+	Repeats int `json:"repeats,omitempty"`
 	// Steps compare step by step, matched by step number.
 	Steps []StepRatios `json:"steps"`
 }
@@ -336,6 +372,12 @@ type StepRatios struct {
 	P99Ratio        *float64 `json:"p99_ratio,omitempty"`
 	// CPUPerRequestRatio compares app CPU per request.
 	CPUPerRequestRatio *float64 `json:"cpu_per_request_ratio,omitempty"`
+	// ThroughputInSpread and P99InSpread, with repeats, say whether the ranges (min to
+	// max) of the figure over the two configurations' repeats overlap: true means the
+	// difference is inside the run-to-run spread, not to be read as one; absent when
+	// either has fewer than two repeats with the step.
+	ThroughputInSpread *bool `json:"throughput_in_spread,omitempty"`
+	P99InSpread        *bool `json:"p99_in_spread,omitempty"`
 }
 
 // Change is one figure of a run's variant against the baseline run's.

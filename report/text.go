@@ -68,6 +68,17 @@ func load(x float64) string {
 
 func ratioText(p *float64) string { return fmtOpt(p, "%.2f×") }
 
+// inSpread marks a ratio whose difference is inside the repeats' spread, or apart from it.
+func inSpread(p *bool) string {
+	switch {
+	case p == nil:
+		return ""
+	case *p:
+		return " (inside)"
+	}
+	return " (apart)"
+}
+
 func mb(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
 
 // WriteText writes the report as text: per run the seven sections, then the changes
@@ -303,23 +314,39 @@ func (t *textWriter) run(r *Run, what string) {
 	}
 
 	t.printf("\n6. Variants side by side\n")
+	if len(r.Repeats) > 0 {
+		t.printf("  spread over the repeats (the run's variants interleaved, each repeat a variant NAME#R):\n")
+		rows = rows[:0]
+		for _, rs := range r.Repeats {
+			tp, p99 := rs.Throughput, rs.P99US
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%d\t%s / %s / %s\t%s ± %s\t%s / %s / %s\t%s ± %s", rs.Config, rs.Step, tp.N,
+				num(tp.Min), num(tp.Median), num(tp.Max), num(tp.Mean), num(tp.SD), ms(p99.Min), ms(p99.Median), ms(p99.Max), ms(p99.Mean), ms(p99.SD)))
+		}
+		t.table("config\tstep\trepeats\treq/s min / median / max\tmean ± sd\tp99 ms min / median / max\tmean ± sd", rows)
+	}
 	if c := r.Comparison; c == nil {
 		t.printf("  one variant: nothing to compare\n")
 	} else {
+		what := "variant"
+		if c.Repeats > 0 {
+			what = "config"
+			t.printf("  configurations, each the mean of its repeats; \"inside\" marks a difference within the repeats' spread (their min-max ranges overlap):\n")
+		}
 		rows = rows[:0]
 		for _, v := range c.Variants {
 			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Variant, optNum(v.Capacity), ratioText(v.CapacityRatio), num(v.MaxThroughput), ratioText(v.ThroughputRatio)))
 		}
-		t.table(fmt.Sprintf("variant\tcapacity req/s\t× %s\tmax req/s\t× %s", c.Reference, c.Reference), rows)
+		t.table(fmt.Sprintf("%s\tcapacity req/s\t× %s\tmax req/s\t× %s", what, c.Reference, c.Reference), rows)
 		rows = rows[:0]
 		for _, v := range c.Variants[1:] {
 			for _, s := range v.Steps {
-				rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s", v.Variant, s.Step, ratioText(s.ThroughputRatio), ratioText(s.MeanRatio), ratioText(s.P99Ratio), ratioText(s.CPUPerRequestRatio)))
+				rows = append(rows, fmt.Sprintf("%s\t%d\t%s%s\t%s\t%s%s\t%s", v.Variant, s.Step, ratioText(s.ThroughputRatio), inSpread(s.ThroughputInSpread),
+					ratioText(s.MeanRatio), ratioText(s.P99Ratio), inSpread(s.P99InSpread), ratioText(s.CPUPerRequestRatio)))
 			}
 		}
 		if len(rows) > 0 {
 			t.printf("  per step, against %s:\n", c.Reference)
-			t.table("variant\tstep\treq/s\tmean\tp99\tapp CPU per request", rows)
+			t.table(what+"\tstep\treq/s\tmean\tp99\tapp CPU per request", rows)
 		}
 	}
 

@@ -239,17 +239,31 @@
     }
 
     add(sec, "h3", {}, "6. Variants side by side");
+    if (run.repeats && run.repeats.length) {
+      add(sec, "p", {}, "Spread over the repeats (the variants ran interleaved, each repeat a variant NAME#R):");
+      table(sec, ["config", "step", "repeats", "req/s min / median / max", "mean ± sd", "p99 ms min / median / max", "mean ± sd"], run.repeats.map(function (r) {
+        var t = r.throughput, p = r.p99_us;
+        return [r.config, r.step, t.n, num(t.min) + " / " + num(t.median) + " / " + num(t.max), num(t.mean) + " ± " + num(t.sd),
+          ms(p.min) + " / " + ms(p.median) + " / " + ms(p.max), ms(p.mean) + " ± " + ms(p.sd)];
+      }), "num");
+    }
     var c = run.comparison;
     if (!c) add(sec, "p", {}, "One variant: nothing to compare.");
     else {
-      table(sec, ["variant", "capacity req/s", "× " + c.reference, "max req/s", "× " + c.reference], c.variants.map(function (v) {
+      var what = c.repeats ? "config" : "variant";
+      if (c.repeats) add(sec, "p", {}, "Configurations, each the mean of its repeats; \u201cinside\u201d marks a difference within the repeats' spread (their min–max ranges overlap).");
+      var spread = function (b) { return b === undefined ? "" : b ? " (inside)" : " (apart)"; };
+      table(sec, [what, "capacity req/s", "× " + c.reference, "max req/s", "× " + c.reference], c.variants.map(function (v) {
         return [v.variant, v.capacity === undefined ? "–" : num(v.capacity), ratio(v.capacity_ratio), num(v.max_throughput), ratio(v.max_throughput_ratio)];
       }), "num");
       rows = [];
       c.variants.slice(1).forEach(function (v) {
-        v.steps.forEach(function (s) { rows.push([v.variant, s.step, ratio(s.throughput_ratio), ratio(s.mean_ratio), ratio(s.p99_ratio), ratio(s.cpu_per_request_ratio)]); });
+        v.steps.forEach(function (s) {
+          rows.push([v.variant, s.step, ratio(s.throughput_ratio) + spread(s.throughput_in_spread), ratio(s.mean_ratio),
+            ratio(s.p99_ratio) + spread(s.p99_in_spread), ratio(s.cpu_per_request_ratio)]);
+        });
       });
-      if (rows.length) table(sec, ["variant", "step", "req/s", "mean", "p99", "app CPU per request"], rows, "num");
+      if (rows.length) table(sec, [what, "step", "req/s", "mean", "p99", "app CPU per request"], rows, "num");
     }
 
     add(sec, "h3", {}, "7. Router-log coverage and app-timing flushes");
