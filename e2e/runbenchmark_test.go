@@ -166,6 +166,50 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		assertGeneratorsAtZero(t, cl)
 	})
 
+	t.Run("repeats run interleaved and the report shows their spread", func(t *testing.T) {
+		file := writeRepeatsSpec(t, root, bins)
+		p := startCF(t, cf, "run-benchmark", "-f", file)
+		runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): repeats, 2 variant\(s\), 1 step\(s\) each, 2 repeats interleaved`))[1]
+		out, code := p.wait(t)
+		if code != 0 {
+			t.Fatalf("cf run-benchmark repeats: exit %d\n%s", code, out)
+		}
+		for _, want := range []string{"plan: 2 variant(s) × 1 level(s) × 2 repeats, interleaved", "slow#2: repeat 2 of 2 of slow",
+			"spread over the repeats"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		// Two repeats each: every step of slow says whether it differs beyond the spread.
+		if !regexp.MustCompile(`(?m)^\s+slow\s+1\s+\S+ \((inside|apart)\)`).MatchString(out) {
+			t.Errorf("the report compares no step of slow with fast against the spread:\n%s", out)
+		}
+		dir := filepath.Join(cf.dir, "results", runID)
+		starts := map[string]string{}
+		for _, s := range readCSV(t, filepath.Join(dir, "steps.csv")) {
+			starts[s["variant"]] = s["started_at"]
+		}
+		if len(starts) != 4 || !(starts["fast#1"] < starts["slow#1"] && starts["slow#1"] < starts["fast#2"] && starts["fast#2"] < starts["slow#2"]) {
+			t.Errorf("legs started at %v, want fast#1 < slow#1 < fast#2 < slow#2 (interleaved)", starts)
+		}
+		for _, v := range readCSV(t, filepath.Join(dir, "variants.csv")) {
+			config, rep, _ := strings.Cut(v["variant"], "#")
+			if v["config"] != config || v["repeat"] != rep || v["generator_app"] != "repeats-gen-"+config || v["app_name"] != "stub-"+config {
+				t.Errorf("variants.csv %s: config %q repeat %q generator %q app %q", v["variant"], v["config"], v["repeat"], v["generator_app"], v["app_name"])
+			}
+		}
+		samples := map[string]int{}
+		for _, s := range readCSV(t, filepath.Join(dir, "samples.csv")) {
+			samples[s["variant"]]++
+		}
+		for _, leg := range []string{"fast#1", "slow#1", "fast#2", "slow#2"} {
+			if samples[leg] == 0 {
+				t.Errorf("no samples of %s: %v", leg, samples)
+			}
+		}
+		assertGeneratorsAtZero(t, cl, "repeats")
+	})
+
 	t.Run("Ctrl-C leaves an aborted run that exports", func(t *testing.T) {
 		p := startCF(t, cf, "run-benchmark", "-f", specFile)
 		runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): stub-on-cf`))[1]
@@ -258,6 +302,36 @@ func writeSpec(t *testing.T, root, bins, accessLog string) string {
 	return filepath.Join(dir, "stub-on-cf.yml")
 }
 
+// writeRepeatsSpec copies examples/repeats.yml into a temp dir beside manifests/stub.yml
+// pointing at the freshly built stub, shortened to 2 repeats of one step of 3 s.
+func writeRepeatsSpec(t *testing.T, root, bins string) string {
+	t.Helper()
+	dir := t.TempDir()
+	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "repeats.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sp)
+	for old, repl := range map[string]string{"../manifests/stub.yml": "stub.yml", "repeat: 3\n": "repeat: 2\n",
+		"  max: 2\n  hold: 5s\n": "  max: 1\n  hold: 3s\n"} {
+		if !strings.Contains(s, old) {
+			t.Fatalf("examples/repeats.yml has no %q: update this test", old)
+		}
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
+	for name, text := range map[string]string{"stub.yml": m, "repeats.yml": s} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "repeats.yml")
+}
+
 // cfProcess is a cf command running in the background whose output is read line by line.
 type cfProcess struct {
 	cmd    *exec.Cmd
@@ -341,10 +415,14 @@ func (p *cfProcess) wait(t *testing.T) (string, int) {
 }
 
 // assertGeneratorsAtZero checks that the run left no generator instance running.
-func assertGeneratorsAtZero(t *testing.T, cl *client.Client) {
+func assertGeneratorsAtZero(t *testing.T, cl *client.Client, specName ...string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, name := range []string{"stub-on-cf-gen-fast", "stub-on-cf-gen-slow"} {
+	spec := "stub-on-cf"
+	if len(specName) > 0 {
+		spec = specName[0]
+	}
+	for _, name := range []string{spec + "-gen-fast", spec + "-gen-slow"} {
 		app, err := cl.Applications.Single(ctx, &client.AppListOptions{Names: client.Filter{Values: []string{name}}})
 		if err != nil {
 			t.Fatalf("find %s: %v", name, err)
