@@ -25,6 +25,8 @@ func seed(f *testing.F) {
 	}
 	f.Add([]byte(modernLine))
 	f.Add([]byte(`   2020-07-06T10:45:55.83-0700 [RTR/0] OUT ` + modernLine))
+	f.Add([]byte(`<14>1 2026-11-24T18:57:01.140329+00:00 o.s.a guid [RTR/3] - [tags@47450 source_type="RTR"] ` + modernLine))
+	f.Add([]byte(`512 <14>1 - - - [RTR/0] -  ` + modernLine))
 }
 
 // checkResult holds for every parser: an error is a *ParseError pointing into the
@@ -111,13 +113,21 @@ func FuzzParseGorouter(f *testing.F) {
 		if bytes.IndexByte([]byte(r.Host), ' ') >= 0 {
 			t.Fatalf("host %q has a space", r.Host)
 		}
-		// The `cf logs` prefix changes nothing but the columns.
+		// The `cf logs` prefix and a drain's syslog framing change nothing but the
+		// columns.
 		if n, _ := cfLogsPrefix(line); n > 0 {
 			return // carries one already
+		}
+		if _, _, framed, _ := SyslogFrame(bytes.TrimLeft(line, " ")); framed {
+			return
 		}
 		r2, err := ParseGorouter(append([]byte("2020-07-06T10:45:55.83-0700 [RTR/0] OUT "), line...))
 		if err != nil || !reflect.DeepEqual(r, r2) {
 			t.Fatalf("with a cf logs prefix: %v\n%+v\nvs %+v", err, r2, r)
+		}
+		r3, err := ParseGorouter(append([]byte(`<14>1 2026-11-24T18:57:01.140329+00:00 o.s.a guid [RTR/3] - [tags@47450 source_type="RTR"] `), line...))
+		if err != nil || !reflect.DeepEqual(r, r3) {
+			t.Fatalf("in a syslog frame: %v\n%+v\nvs %+v", err, r3, r)
 		}
 	})
 }

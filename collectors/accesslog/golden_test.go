@@ -86,6 +86,9 @@ func TestGolden(t *testing.T) {
 	}{
 		{"gorouter.log", Gorouter},
 		{"gorouter-bad.log", Gorouter},
+		{"syslog-https.log", Gorouter}, // a drain's HTTPS bodies, one a line
+		{"syslog-tcp.log", Gorouter},   // a TCP drain's stream: octet counts before each
+		{"syslog-bad.log", Gorouter},
 		{"common.log", Common},
 		{"combined.log", Combined},
 		{"combined.log", Common},

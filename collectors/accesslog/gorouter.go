@@ -34,7 +34,9 @@ var requiredKeys = [...]struct {
 // a UDP packet ("...EXTRA-REQUEST-HEADERS-TOO-LONG-TO-LOG--TRUNCATED") goes to
 // Extra["truncated"]. A `cf logs` prefix ("2020-07-06T10:45:55.83-0700 [RTR/0] OUT ")
 // is skipped; a `cf logs` line of another source ([APP/PROC/WEB/0], [CELL/0], …) is an
-// error at its source tag. Timestamps of older routers (milliseconds with a -0700
+// error at its source tag. So is a syslog frame as a drain receives it (see
+// SyslogFrame): its header is checked and skipped, and a message of another source
+// is an error at its proc-id. Timestamps of older routers (milliseconds with a -0700
 // offset, day-first dates) are accepted. Routers from before the end of 2016 wrote the
 // remote address unquoted and no backend address; their lines are not accepted.
 func ParseGorouter(line []byte) (Record, error) {
@@ -46,6 +48,19 @@ func ParseGorouter(line []byte) (Record, error) {
 	if n > 0 && !bytes.HasPrefix(source, []byte("[RTR")) {
 		// `cf logs APP` interleaves the app's own lines, staging, cell and API events.
 		return Record{}, l.errAt(n-len(" OUT ")-len(source), `a router line ("[RTR/N]") of cf logs`)
+	}
+	if n == 0 {
+		m, at, framed, err := SyslogFrame(l.line)
+		if err != nil {
+			return Record{}, err
+		}
+		if framed && !m.IsRouter() {
+			// A drain gets the app's own lines, staging, cell and API events too.
+			return Record{}, l.errAt(at+bytes.Index(l.line[at:], []byte(m.ProcID)), `a router message ("[RTR/N]") of a syslog drain`)
+		}
+		if framed {
+			n = at + m.MsgOffset
+		}
 	}
 	l.pos = n
 	var r Record

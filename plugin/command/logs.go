@@ -13,7 +13,7 @@ var logsCmd = &Command{
 	Name:        "logs",
 	PluginName:  "benchmark-logs",
 	Synopsis:    "parse [--format " + strings.Join(accesslog.Formats(), "|") + "] < ACCESS_LOG",
-	Summary:     "Parse access-log lines (gorouter, also from cf logs; Apache common/combined) from stdin into JSON lines",
+	Summary:     "Parse access-log lines (gorouter, also from cf logs or a syslog drain; Apache common/combined) from stdin into JSON lines",
 	ExampleArgs: "logs parse --format gorouter < access.log",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		format := fs.String("format", string(accesslog.Gorouter), "log format of the input: "+strings.Join(accesslog.Formats(), ", "))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -201,5 +202,22 @@ func TestLogsParseWriteError(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
 	if code != ExitFailure || len(lines) != 2 || !strings.HasPrefix(lines[0], "parsed ") || lines[1] != "error: write JSON: broken pipe" {
 		t.Errorf("code %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestLogsParseSyslogFramed reads what a syslog drain received: RFC 5424 messages one a
+// line (HTTPS) and with their octet counts (TCP); the app's own message is reported.
+func TestLogsParseSyslogFramed(t *testing.T) {
+	msg := `<14>1 2026-11-24T18:57:01.140329+00:00 o.s.myapp b7e4c2a9 [RTR/3] - [tags@47450 source_type="RTR"] ` + rtrLine + "\n"
+	app := `<14>1 2026-11-24T18:57:01.140329+00:00 o.s.myapp b7e4c2a9 [APP/PROC/WEB/0] - - listening` + "\n"
+	in := msg + fmt.Sprintf("%d %s", len(msg), msg) + app
+	r := runInput(t, in, "logs", "parse")
+	first := runInput(t, rtrLine, "logs", "parse").stdout
+	if r.code != ExitOK || r.stdout != first+first {
+		t.Errorf("code %d, stdout:\n%s\nwant twice:\n%s", r.code, r.stdout, first)
+	}
+	want := "line 3: gorouter: column 59: expected a router message (\"[RTR/N]\") of a syslog drain, found \"[APP/PROC/WEB/0] - - lis\"…\nparsed 2 lines, 1 unparseable\n"
+	if r.stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, want)
 	}
 }

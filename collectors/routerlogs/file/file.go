@@ -1,7 +1,9 @@
 // Package file reads router access-log entries from a file: a gorouter access.log (the
-// local foundation's router writes one) or saved `cf logs APP --recent` output, whose
-// router lines carry a "[RTR/N] OUT " prefix and whose other lines (the app's own,
-// staging, cells, API) are passed over.
+// local foundation's router writes one), saved `cf logs APP --recent` output, whose
+// router lines carry a "[RTR/N] OUT " prefix, or what a syslog drain received (RFC 5424
+// messages, one a line, with or without their TCP octet counts; a syslog server's
+// files), whose router messages carry proc-id [RTR/N]. Other sources' lines (the app's
+// own, staging, cells, API) are passed over.
 //
 // What a query matches on: the window on the request time gorouter logged (when it
 // received the request; Elasticsearch sources use the time the line was emitted,
@@ -221,7 +223,7 @@ func (s *Source) classify(line []byte, pos *position, q *routerlogs.Query) (rout
 		pos.App = name
 		return routerlogs.Entry{}, lineOther
 	}
-	if src, ok := cfLogsSource(trimmed); ok && !strings.HasPrefix(src, "RTR") {
+	if src, ok := accesslog.LineSource(trimmed); ok && src != "RTR" && !strings.HasPrefix(src, "RTR/") {
 		return routerlogs.Entry{}, lineOther // the app's own output, staging, cells, …
 	}
 	rec, err := accesslog.ParseGorouter(line)
@@ -236,28 +238,6 @@ func (s *Source) classify(line []byte, pos *position, q *routerlogs.Query) (rout
 		return routerlogs.Entry{}, lineOther
 	}
 	return routerlogs.Entry{Record: rec, App: name, AppGUID: rec.AppID}, lineEntry
-}
-
-// cfLogsSource returns the source tag of a `cf logs` line ("RTR/0" of
-// "2020-07-06T10:45:55.83-0700 [RTR/0] OUT …").
-func cfLogsSource(b []byte) (string, bool) {
-	if len(b) == 0 || b[0] < '0' || b[0] > '9' {
-		return "", false
-	}
-	sp := bytes.IndexByte(b, ' ')
-	if sp < 0 || sp+1 >= len(b) || b[sp+1] != '[' {
-		return "", false
-	}
-	end := bytes.IndexByte(b[sp+1:], ']')
-	if end < 0 {
-		return "", false
-	}
-	tag := b[sp+2 : sp+1+end]
-	after := b[sp+2+end:]
-	if !bytes.HasPrefix(after, []byte(" OUT ")) && !bytes.HasPrefix(after, []byte(" ERR ")) {
-		return "", false
-	}
-	return string(tag), true
 }
 
 // readLine reads one line: its bytes without the newline (and a CR before it), the
