@@ -16,10 +16,11 @@ build:
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
 	# Pushed to Cloud Foundry, whose cells run linux/amd64 whatever this machine is:
-	# the generator, the tunnel, and the stub and the proxy in the app dirs that
+	# the generator, the tunnel, the drain, and the stub and the proxy in the app dirs that
 	# manifests/stub.yml and manifests/proxy-plateau.yml push.
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-drain ./cmd/cfbench-drain
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/stub/cfbench-stub ./cmd/cfbench-stub
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/proxy/cfbench-proxy ./cmd/cfbench-proxy
 	scripts/build-apps.sh

@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -120,35 +118,9 @@ func logQuery(ctx context.Context, store *resultsdb.Store, run *resultsdb.Run) (
 	return q, nil
 }
 
-// routerRequest converts an entry carrying a trace id of the run tagged tag: the B3
-// trace id gorouter logged, or the vcap_request_id it derived from it.
+// routerRequest converts an entry carrying a trace id of the run tagged tag.
 func routerRequest(e *routerlogs.Entry, tag uint32) (resultsdb.RouterRequest, bool) {
-	id, err := sample.ParseTraceID(e.B3TraceID)
-	if err != nil {
-		if id, err = sample.ParseTraceID(e.VcapRequestID); err != nil {
-			return resultsdb.RouterRequest{}, false
-		}
-	}
-	if t, _, _ := id.Parts(); t != tag {
-		return resultsdb.RouterRequest{}, false
-	}
-	r := resultsdb.RouterRequest{TraceID: id, At: e.Time, AppGUID: e.AppGUID, AppName: e.App, Status: e.Status, RouterError: e.RouterError}
-	if r.AppGUID == "" {
-		r.AppGUID = e.AppID
-	}
-	if e.Has(accesslog.FieldAppIndex) {
-		idx := e.AppIndex
-		r.AppIndex = &idx
-	}
-	if e.Has(accesslog.FieldResponseTime) {
-		d := e.ResponseTime
-		r.ResponseTime = &d
-	}
-	if e.Has(accesslog.FieldGorouterTime) {
-		d := e.GorouterTime
-		r.GorouterTime = &d
-	}
-	return r, true
+	return resultsdb.NewRouterRequest(&e.Record, e.AppGUID, e.App, tag)
 }
 
 // LogSourceFunc opens the router log source a spec's collectors.router_logs names, for a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
@@ -37,16 +38,19 @@ type LogPull struct {
 	// id of this run.
 	Retrieved, Stored, Unparseable, Foreign int64
 	BudgetExhausted                         bool
-	Started, Updated                        time.Time
-	Finished                                *time.Time
+	// Counters is the source's own tally of what it did not store (a drain's refused
+	// and dropped messages), a JSON object; nil leaves the stored one as it is.
+	Counters         json.RawMessage
+	Started, Updated time.Time
+	Finished         *time.Time
 }
 
 // LogPull returns the pull of runID from source, or nil when none was started.
 func (s *Store) LogPull(ctx context.Context, runID, source string) (*LogPull, error) {
 	p := &LogPull{RunID: runID, Source: source}
-	err := s.pool.QueryRow(ctx, `SELECT cursor, retrieved, stored, unparseable, foreign_docs, budget_exhausted, started_at, updated_at, finished_at
+	err := s.pool.QueryRow(ctx, `SELECT cursor, retrieved, stored, unparseable, foreign_docs, budget_exhausted, counters, started_at, updated_at, finished_at
 FROM router_log_pulls WHERE run_id = $1 AND source = $2`, runID, source).Scan(
-		&p.Cursor, &p.Retrieved, &p.Stored, &p.Unparseable, &p.Foreign, &p.BudgetExhausted, &p.Started, &p.Updated, &p.Finished)
+		&p.Cursor, &p.Retrieved, &p.Stored, &p.Unparseable, &p.Foreign, &p.BudgetExhausted, &p.Counters, &p.Started, &p.Updated, &p.Finished)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -108,11 +112,16 @@ func (s *Store) StoreRouterBatch(ctx context.Context, p *LogPull, rows []RouterR
 		added = tag.RowsAffected()
 	}
 	p.Stored += added
-	_, err = tx.Exec(ctx, `INSERT INTO router_log_pulls (run_id, source, cursor, retrieved, stored, unparseable, foreign_docs, budget_exhausted)
-VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+	var counters []byte // NULL: keep what is stored
+	if len(p.Counters) > 0 {
+		counters = p.Counters
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO router_log_pulls (run_id, source, cursor, retrieved, stored, unparseable, foreign_docs, budget_exhausted, counters)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,coalesce($9::jsonb, '{}'))
 ON CONFLICT (run_id, source) DO UPDATE SET cursor = EXCLUDED.cursor, retrieved = EXCLUDED.retrieved, stored = EXCLUDED.stored,
-    unparseable = EXCLUDED.unparseable, foreign_docs = EXCLUDED.foreign_docs, budget_exhausted = EXCLUDED.budget_exhausted, updated_at = now()`,
-		p.RunID, p.Source, []byte(p.Cursor), p.Retrieved, p.Stored, p.Unparseable, p.Foreign, p.BudgetExhausted)
+    unparseable = EXCLUDED.unparseable, foreign_docs = EXCLUDED.foreign_docs, budget_exhausted = EXCLUDED.budget_exhausted,
+    counters = coalesce($9::jsonb, router_log_pulls.counters), updated_at = now()`,
+		p.RunID, p.Source, []byte(p.Cursor), p.Retrieved, p.Stored, p.Unparseable, p.Foreign, p.BudgetExhausted, counters)
 	if err != nil {
 		p.Stored -= added
 		return fmt.Errorf("store the router log cursor: %w", err)
@@ -213,4 +222,37 @@ func (c Coverage) Share() float64 {
 func (s *Store) RouterCoverage(ctx context.Context, runID string) ([]Coverage, error) {
 	ms, err := s.liveRouterMetrics(ctx, runID)
 	return Coverages(ms), err
+}
+
+// NewRouterRequest converts a parsed router line that carries a trace id of the run
+// tagged tag: the B3 trace id gorouter logged, or the vcap_request_id it derived from
+// it. appGUID and appName are the app's as the source knows them (the line's app_id
+// when appGUID is empty). ok is false for a line of another client or run.
+func NewRouterRequest(rec *accesslog.Record, appGUID, appName string, tag uint32) (r RouterRequest, ok bool) {
+	id, err := sample.ParseTraceID(rec.B3TraceID)
+	if err != nil {
+		if id, err = sample.ParseTraceID(rec.VcapRequestID); err != nil {
+			return RouterRequest{}, false
+		}
+	}
+	if t, _, _ := id.Parts(); t != tag {
+		return RouterRequest{}, false
+	}
+	r = RouterRequest{TraceID: id, At: rec.Time, AppGUID: appGUID, AppName: appName, Status: rec.Status, RouterError: rec.RouterError}
+	if r.AppGUID == "" {
+		r.AppGUID = rec.AppID
+	}
+	if rec.Has(accesslog.FieldAppIndex) {
+		idx := rec.AppIndex
+		r.AppIndex = &idx
+	}
+	if rec.Has(accesslog.FieldResponseTime) {
+		d := rec.ResponseTime
+		r.ResponseTime = &d
+	}
+	if rec.Has(accesslog.FieldGorouterTime) {
+		d := rec.GorouterTime
+		r.GorouterTime = &d
+	}
+	return r, true
 }

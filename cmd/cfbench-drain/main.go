@@ -1,0 +1,129 @@
+// Command cfbench-drain is the syslog drain app cf-benchmark pushes to Cloud Foundry
+// (binary buildpack) for a run whose router logs come from a drain
+// (collectors.router_logs.source: drain), bound to the results database: the run's
+// apps' log lines arrive through a user-provided service's drain URL, and every router
+// line of the run's requests is stored in router_requests as it arrives (package drain).
+//
+// It takes HTTP drain requests on $PORT (Cloud Foundry's router terminates TLS for
+// https:// drain URLs) with the run's credentials CFBENCH_DRAIN_AUTH (user:password,
+// the password at least 16 characters; the drain URL carries them as user info), and,
+// with --syslog-port, syslog over TCP (over TLS with --tls-cert and --tls-key). The run
+// is CFBENCH_DRAIN_RUN; its trace tag and apps are read from the database.
+//
+// Outside Cloud Foundry:
+//
+//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_DRAIN_AUTH=u:p… CFBENCH_DRAIN_RUN=RUN_ID cfbench-drain
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/drain"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil))
+}
+
+// run is the whole command; it serves until ctx ends (SIGTERM), then stores what is
+// buffered within the grace. started, when not nil, receives the receiver once it
+// listens (for tests).
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*drain.Receiver)) int {
+	fs := flag.NewFlagSet("cfbench-drain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.String("port", getenv("PORT"), "port for HTTP drain requests, on all interfaces (default $PORT; empty: none)")
+	syslogPort := fs.String("syslog-port", "", "port for syslog over TCP (octet counting); empty: none")
+	certFile := fs.String("tls-cert", "", "certificate (PEM) for syslog over TLS")
+	keyFile := fs.String("tls-key", "", "its key (PEM)")
+	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cfbench-drain [--port PORT] [--syslog-port PORT [--tls-cert FILE --tls-key FILE]] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_DRAIN_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_DRAIN_RUN=20261124-185701-ab12 cfbench-drain\n\nOptions:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "cfbench-drain:", err)
+		return 1
+	}
+	cfg := drain.Config{RunID: getenv("CFBENCH_DRAIN_RUN"), Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+	if *port != "" {
+		cfg.HTTPAddr = net.JoinHostPort("0.0.0.0", *port)
+	}
+	if *syslogPort != "" {
+		cfg.SyslogAddr = net.JoinHostPort("0.0.0.0", *syslogPort)
+	}
+	if *certFile != "" || *keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return fail(fmt.Errorf("tls: %w", err))
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if cfg.RunID == "" || !resultsdb.ValidRunID(cfg.RunID) {
+		return fail(fmt.Errorf("CFBENCH_DRAIN_RUN %q is not a run id: give the run whose router lines to keep", cfg.RunID))
+	}
+	if auth := getenv("CFBENCH_DRAIN_AUTH"); auth != "" {
+		cfg.User, cfg.Password, _ = strings.Cut(auth, ":")
+	} else if cfg.HTTPAddr != "" {
+		return fail(errors.New("CFBENCH_DRAIN_AUTH is not set: give the run's user:password, which the drain URL carries"))
+	}
+	dsn, err := cfenv.ResultsDSN(getenv, *service)
+	if err != nil {
+		return fail(err)
+	}
+	store, err := resultsdb.Open(ctx, dsn)
+	if err != nil {
+		return fail(err)
+	}
+	defer store.Close()
+	if cfg.TraceTag, cfg.Apps, err = drain.RunApps(ctx, store, cfg.RunID); err != nil {
+		return fail(err)
+	}
+	cfg.Store = store
+	r, err := drain.New(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	// SIGTERM is a Close, with its grace to store what is buffered: not the end of
+	// Start's ctx, which skips it.
+	if err := r.Start(context.WithoutCancel(ctx)); err != nil {
+		return fail(err)
+	}
+	if started != nil {
+		started(r)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.Wait() }()
+	select {
+	case <-ctx.Done():
+		err = r.Close()
+	case err = <-stopped:
+		if err == nil {
+			err = errors.New("stopped by itself")
+		}
+	}
+	if err != nil {
+		return fail(fmt.Errorf("stop: %w", err))
+	}
+	return 0
+}

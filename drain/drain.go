@@ -1,0 +1,140 @@
+// Package drain is a syslog drain for one benchmark run: Cloud Foundry's syslog agent
+// sends it every log line of the apps the drain is bound to, and it keeps the router's
+// access-log lines (source RTR) of the run's requests as router_requests rows, as they
+// arrive, with no log store, quota or pull in between.
+//
+// It takes the agent's two transports: HTTPS (an https:// drain URL: one RFC 5424
+// message per POST body, or several from the agent's batching writer) and syslog over
+// TCP or TLS (syslog:// and syslog-tls:// URLs: RFC 6587 octet counting). An HTTP
+// request must carry the run's credentials, which the agent sends as basic
+// authentication from the drain URL's user info (https://USER:PASSWORD@host/); anything
+// else is refused (401) and counted. Syslog over TCP carries no credentials: there
+// only the app check below applies, which is why runs use HTTPS drains.
+//
+// Every message is checked before its line is: a message whose app-name (the app's
+// GUID) is not one of the run's apps is refused and counted, and so is an RTR line
+// whose app_id is not the message's app. Of the run's apps' messages, other sources'
+// (the apps' own output, staging, cells) are counted, router lines that do not parse
+// are counted, and those without a trace id of the run (other clients) are counted;
+// the rest are stored. A frame or message that does not parse is counted by reason
+// (rfc5424's Field*/Reason* names, and "body-size" for an HTTP body over the limit),
+// never fatal.
+//
+// Memory is bounded: rows wait in a buffer of Config.MaxBuffered while the results
+// database is slow or away (the writer retries with the shared backoff); beyond it
+// new rows are dropped and counted. The counters are stored with the rows, in the
+// run's router_log_pulls row for source "drain".
+package drain
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// Store is where the drain keeps router requests: *resultsdb.Store. StoreRouterBatch
+// is called from one goroutine at a time; an error is transient (the batch is tried
+// again). LogPull reads the totals a previous receiver of the run left (nil: none).
+type Store interface {
+	StoreRouterBatch(ctx context.Context, p *resultsdb.LogPull, rows []resultsdb.RouterRequest) error
+	LogPull(ctx context.Context, runID, source string) (*resultsdb.LogPull, error)
+}
+
+var _ Store = (*resultsdb.Store)(nil)
+
+// Source names the drain's rows in router_log_pulls.
+const Source = "drain"
+
+// Config configures a Receiver.
+type Config struct {
+	// HTTPAddr is where HTTP drain requests are taken ("" for none). On Cloud Foundry
+	// it is $PORT: the router terminates TLS in front of it.
+	HTTPAddr string
+	// SyslogAddr is where syslog over TCP is taken ("" for none); with TLS set, over
+	// TLS (syslog-tls://).
+	SyslogAddr string
+	TLS        *tls.Config
+	// User and Password are the run's credentials HTTP requests must carry.
+	User, Password string
+	// RunID and TraceTag are the run's; Apps its apps, GUID to name.
+	RunID    string
+	TraceTag uint32
+	Apps     map[string]string
+	Store    Store
+	// MaxBuffered bounds the rows waiting for the database (default 250,000, about
+	// 20 s of a busy router and 50 MB).
+	MaxBuffered int
+	// MaxBody bounds an HTTP body (default 4 MiB: the agent batches up to 1 MiB).
+	MaxBody int
+	// MaxConns bounds concurrent syslog connections (default 64).
+	MaxConns int
+	// Grace is how long Close goes on trying to store what is buffered (default 10 s,
+	// CF's grace before SIGKILL).
+	Grace  time.Duration
+	Logger *slog.Logger
+}
+
+func (c *Config) check() error {
+	switch {
+	case c.HTTPAddr == "" && c.SyslogAddr == "":
+		return errors.New("drain: no address to listen on")
+	case c.HTTPAddr != "" && (c.User == "" || len(c.Password) < 16):
+		return errors.New("drain: HTTP needs the run's credentials: a user and a password of at least 16 characters")
+	case c.RunID == "":
+		return errors.New("drain: no run")
+	case len(c.Apps) == 0:
+		return errors.New("drain: no apps: the run's apps are the only ones whose lines are taken")
+	case c.Store == nil:
+		return errors.New("drain: no store")
+	}
+	if c.MaxBuffered <= 0 {
+		c.MaxBuffered = 250_000
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = 4 << 20
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 64
+	}
+	if c.Grace <= 0 {
+		c.Grace = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// ErrUnstored is returned (wrapped) by Wait when rows were still buffered when the
+// receiver stopped and could not be stored within the grace.
+var ErrUnstored = errors.New("drain: router requests left unstored")
+
+func unstored(n int) error { return fmt.Errorf("%w: %d", ErrUnstored, n) }
+
+// RunApps reads what a receiver for runID needs from the results database: the run's
+// trace tag and its variants' apps (GUID to name).
+func RunApps(ctx context.Context, s *resultsdb.Store, runID string) (uint32, map[string]string, error) {
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("drain: %w", err)
+	}
+	vs, err := s.RunVariants(ctx, runID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("drain: %w", err)
+	}
+	apps := map[string]string{}
+	for _, v := range vs {
+		if v.AppGUID != "" {
+			apps[v.AppGUID] = v.AppName
+		}
+	}
+	if len(apps) == 0 {
+		return 0, nil, fmt.Errorf("drain: run %s has no pushed apps to take lines of", runID)
+	}
+	return run.TraceTag, apps, nil
+}

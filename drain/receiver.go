@@ -1,0 +1,321 @@
+package drain
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// Receiver is the drain: listeners, the buffer and the writer. It is a lifecycle.Part:
+// Close stops taking messages and then goes on storing what is buffered for
+// Config.Grace; the end of Start's ctx skips that grace.
+type Receiver struct {
+	cfg  Config
+	log  *slog.Logger
+	c    *counters
+	buf  *buffer
+	life lifecycle.State
+
+	mu       sync.Mutex
+	httpLn   net.Listener
+	syslogLn net.Listener
+	conns    map[net.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup // accept loop and connections
+	srv      *http.Server
+}
+
+var _ lifecycle.Part = (*Receiver)(nil)
+
+// New checks cfg and makes a Receiver; it does not listen yet.
+func New(cfg Config) (*Receiver, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]struct{}{}}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}
+	return r, nil
+}
+
+// Counters returns what the receiver got so far.
+func (r *Receiver) Counters() Counters { return r.c.snapshot() }
+
+// HTTPAddr and SyslogAddr are the addresses listened on, "" before Start or without.
+func (r *Receiver) HTTPAddr() string { return r.addr(&r.httpLn) }
+
+// SyslogAddr is the syslog listener's address.
+func (r *Receiver) SyslogAddr() string { return r.addr(&r.syslogLn) }
+
+func (r *Receiver) addr(ln *net.Listener) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if *ln == nil {
+		return ""
+	}
+	return (*ln).Addr().String()
+}
+
+// Start listens and starts storing.
+func (r *Receiver) Start(ctx context.Context) error {
+	if err := r.life.Begin(); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	var lns []net.Listener
+	listen := func(addr string, tlsCfg *tls.Config) (net.Listener, error) {
+		if addr == "" {
+			return nil, nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("drain: %w", err)
+		}
+		lns = append(lns, ln)
+		if tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
+		}
+		return ln, nil
+	}
+	httpLn, err := listen(r.cfg.HTTPAddr, nil)
+	if err != nil {
+		r.life.Stopped(err)
+		return err
+	}
+	syslogLn, err := listen(r.cfg.SyslogAddr, r.cfg.TLS)
+	if err != nil {
+		r.life.Stopped(err)
+		return err
+	}
+	r.mu.Lock()
+	r.httpLn, r.syslogLn = httpLn, syslogLn
+	r.mu.Unlock()
+
+	failed := make(chan error, 2)
+	if httpLn != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := r.srv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("drain: http: %w", err)
+			}
+		}()
+	}
+	if syslogLn != nil {
+		r.wg.Add(1)
+		go r.accept(syslogLn, failed)
+	}
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		r.write(writerCtx)
+	}()
+	go r.supervise(ctx, failed, stopWriter, wdone)
+	r.log.Info("drain listening", "http", r.HTTPAddr(), "syslog", r.SyslogAddr(), "tls", r.cfg.TLS != nil,
+		"run", r.cfg.RunID, "apps", len(r.cfg.Apps))
+	return nil
+}
+
+// supervise stops the receiver when asked to, when ctx ends or a listener fails: the
+// listeners first, then the writer, after at most the grace (none when ctx ended).
+func (r *Receiver) supervise(ctx context.Context, failed <-chan error, stopWriter context.CancelFunc, wdone <-chan struct{}) {
+	var failure error
+	select {
+	case <-r.life.Stopping():
+	case <-ctx.Done():
+	case failure = <-failed:
+		r.log.Error("drain: listener failed; stopping", "err", failure)
+	}
+	r.mu.Lock()
+	r.closed = true
+	if r.syslogLn != nil {
+		r.syslogLn.Close()
+	}
+	for c := range r.conns {
+		c.Close()
+	}
+	r.mu.Unlock()
+	grace := r.cfg.Grace
+	if ctx.Err() != nil {
+		grace = 0
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	if err := r.srv.Shutdown(sctx); err != nil {
+		r.srv.Close()
+	}
+	cancel()
+	r.wg.Wait()
+	r.buf.close()
+	select {
+	case <-wdone:
+	case <-time.After(grace):
+	}
+	stopWriter()
+	<-wdone
+	err := failure
+	if n := r.buf.len(); n > 0 {
+		r.log.Error("drain: router requests left unstored", "rows", n)
+		err = errors.Join(err, unstored(n))
+	}
+	r.life.Stopped(err)
+}
+
+// Wait blocks until the receiver has stopped.
+func (r *Receiver) Wait() error { return r.life.Wait() }
+
+// Close stops the receiver, storing what is buffered for up to the grace.
+func (r *Receiver) Close() error { return r.life.Close() }
+
+// Run is Start and Wait.
+func (r *Receiver) Run(ctx context.Context) error { return lifecycle.Run(ctx, r) }
+
+// ServeHTTP takes an HTTP drain request: POST with the run's credentials, a body of
+// RFC 5424 messages. GET /health answers 200 for Cloud Foundry's health check.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodGet && req.URL.Path == "/health" {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	user, pass, ok := req.BasicAuth()
+	if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(r.cfg.User)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(pass), []byte(r.cfg.Password)) != 1 {
+		r.c.refusedAuth.Add(1)
+		w.Header().Set("WWW-Authenticate", `Basic realm="cfbench-drain"`)
+		http.Error(w, "the run's credentials are required", http.StatusUnauthorized)
+		return
+	}
+	if req.Method != http.MethodPost {
+		http.Error(w, "POST syslog messages", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, int64(r.cfg.MaxBody)))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			r.c.badFrame(ReasonBodySize)
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		}
+		return
+	}
+	rfc5424.SplitBody(body, r.message)
+	w.WriteHeader(http.StatusOK)
+}
+
+// accept takes syslog connections until the listener is closed.
+func (r *Receiver) accept(ln net.Listener, failed chan<- error) {
+	defer r.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			r.mu.Lock()
+			closed := r.closed
+			r.mu.Unlock()
+			var ne net.Error
+			switch {
+			case closed:
+				return
+			case errors.As(err, &ne) && ne.Timeout():
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			failed <- fmt.Errorf("drain: syslog: %w", err)
+			return
+		}
+		r.mu.Lock()
+		if r.closed || len(r.conns) >= r.cfg.MaxConns {
+			full := !r.closed
+			r.mu.Unlock()
+			if full {
+				r.log.Warn("drain: too many syslog connections; refusing one", "max", r.cfg.MaxConns)
+			}
+			conn.Close()
+			continue
+		}
+		r.conns[conn] = struct{}{}
+		r.wg.Add(1)
+		r.mu.Unlock()
+		go r.serveConn(conn)
+	}
+}
+
+// serveConn reads octet-counted frames from one connection until it ends.
+func (r *Receiver) serveConn(conn net.Conn) {
+	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		delete(r.conns, conn)
+		r.mu.Unlock()
+		conn.Close()
+	}()
+	fr := rfc5424.NewFrameReader(conn, 0)
+	for {
+		msg, err := fr.Next()
+		var fe *rfc5424.FrameError
+		switch {
+		case err == nil:
+			r.message(msg)
+		case errors.As(err, &fe):
+			r.c.badFrame(fe.Reason)
+		default:
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				r.log.Debug("drain: syslog connection ended", "remote", conn.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+	}
+}
+
+// message takes one RFC 5424 message; it may be called concurrently.
+func (r *Receiver) message(b []byte) {
+	m, err := rfc5424.Parse(b)
+	if err != nil {
+		var pe *rfc5424.ParseError
+		if errors.As(err, &pe) {
+			r.c.badFrame(pe.Field)
+		}
+		return
+	}
+	name, ok := r.cfg.Apps[m.AppName]
+	if !ok {
+		r.c.refusedApp.Add(1)
+		return
+	}
+	if !m.IsRouter() {
+		r.c.other.Add(1)
+		return
+	}
+	rec, err := accesslog.ParseGorouter(m.Msg)
+	if err == nil && rec.AppID != m.AppName {
+		// The agent names the app whose drain this is; gorouter the app it routed to.
+		r.c.refusedApp.Add(1)
+		return
+	}
+	r.c.router.Add(1)
+	if err != nil {
+		r.c.unparseable.Add(1)
+		return
+	}
+	row, ok := resultsdb.NewRouterRequest(&rec, m.AppName, name, r.cfg.TraceTag)
+	if !ok {
+		r.c.foreign.Add(1)
+		return
+	}
+	if !r.buf.push(row) {
+		r.c.dropped.Add(1)
+	}
+}
