@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
@@ -27,6 +28,8 @@ type Receiver struct {
 	log  *slog.Logger
 	c    *counters
 	buf  *buffer
+	// stored counts the rows this receiver stored (new or already there).
+	stored atomic.Int64
 	life lifecycle.State
 
 	mu       sync.Mutex
@@ -52,6 +55,9 @@ func New(cfg Config) (*Receiver, error) {
 
 // Counters returns what the receiver got so far.
 func (r *Receiver) Counters() Counters { return r.c.snapshot() }
+
+// Stored is how many rows the receiver has handed to the store so far.
+func (r *Receiver) Stored() int64 { return r.stored.Load() }
 
 // HTTPAddr and SyslogAddr are the addresses listened on, "" before Start or without.
 func (r *Receiver) HTTPAddr() string { return r.addr(&r.httpLn) }

@@ -141,6 +141,7 @@ func (r *Receiver) write(ctx context.Context) {
 				return
 			}
 			r.buf.stored(n)
+			r.stored.Add(int64(n))
 			rows = rows[n:]
 		}
 		if r.buf.isClosed() {

@@ -10,6 +10,10 @@
 #     BenchmarkRouter), when that package exists;
 #   - the open loop's send lag at 200 req/s: the generator's scheduler vs a Go timer per
 #     slot (loadgen BenchmarkSendLag);
+#   - the syslog drain: router lines/s from first byte sent to last row committed, over
+#     HTTP one message per POST (as CF's syslog agent's HTTPS writer) vs a server that
+#     only reads the bodies, and over TCP with octet counting vs the store path alone
+#     (drain BenchmarkDrain; goal: the local router's ~13k lines/s);
 #   - the report (Build + HTML) of a 250,000- and a 1,000,000-request fixture run vs a
 #     plain COPY of the same run's samples out of Postgres (report BenchmarkReport;
 #     goals: at most 2 s and 2 MB of HTML at 1,000,000, time linear in requests), what
@@ -35,6 +39,8 @@ if [ -d foundation/router ]; then
 fi
 echo "bench-go: open-loop send lag (loadgen BenchmarkSendLag, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'SendLag' -benchtime 1000x -count "$COUNT" ./loadgen >>"$raw"
+echo "bench-go: syslog drain (drain BenchmarkDrain, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench 'Drain' -benchtime 2x -count "$COUNT" ./drain >>"$raw"
 echo "bench-go: report (report BenchmarkReport, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'Report' -benchtime 3x -count "$COUNT" ./report >>"$raw"
 
@@ -73,6 +79,13 @@ report() {
 	lg=$(median 'SendLag/generator' 'lag-mean-µs')
 	lt=$(median 'SendLag/go-timer' 'lag-mean-µs')
 	echo "| open loop at 200 req/s, mean send lag µs (how late requests go out) | $(printf '%.0f' "${lg:-0}") (the generator's scheduler) | $(printf '%.0f' "${lt:-0}") (a Go timer per slot) | $(ratio "$lg" "$lt") | well under the 500 µs the saturation check trips at |"
+	local dh dd dt ds
+	dh=$(median 'Drain/http' 'lines/s')
+	dd=$(median 'Drain/http-discard' 'lines/s')
+	dt=$(median 'Drain/tcp' 'lines/s')
+	ds=$(median 'Drain/store-only' 'lines/s')
+	echo "| syslog drain over HTTP, router lines/s into Postgres (one POST per line, 5 connections) | $(printf '%.0f' "${dh:-0}") | $(printf '%.0f' "${dd:-0}") (a server that only reads the bodies) | $(ratio "$dh" "$dd") | ≥ 13k lines/s |"
+	echo "| syslog drain over TCP, router lines/s into Postgres (octet counting, one connection) | $(printf '%.0f' "${dt:-0}") | $(printf '%.0f' "${ds:-0}") (the store path alone, rows parsed beforehand) | $(ratio "$dt" "$ds") | ≥ 13k lines/s |"
 	local r1 c1 r4 c4 hb
 	r1=$(median 'Report/report/samples=250000' 'ns/op')
 	c1=$(median 'Report/copy-samples/samples=250000' 'ns/op')
