@@ -24,13 +24,13 @@ import (
 // Close stops taking messages and then goes on storing what is buffered for
 // Config.Grace; the end of Start's ctx skips that grace.
 type Receiver struct {
-	cfg  Config
-	log  *slog.Logger
-	c    *counters
-	buf  *buffer
+	cfg Config
+	log *slog.Logger
+	c   *counters
+	buf *buffer
 	// stored counts the rows this receiver stored (new or already there).
 	stored atomic.Int64
-	life lifecycle.State
+	life   lifecycle.State
 
 	mu       sync.Mutex
 	httpLn   net.Listener
