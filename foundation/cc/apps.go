@@ -404,6 +404,11 @@ func (s *Server) vcapServices(st *State, app string) obj {
 		if si == nil {
 			continue
 		}
+		if si.UserProvided {
+			list, _ := out[typeUserProvided].([]obj)
+			out[typeUserProvided] = append(list, userProvidedVCAP(b, si))
+			continue
+		}
 		offering, plan := s.planByGUID(si.PlanGUID)
 		label := offering.Name
 		tags := append([]string{}, offering.Tags...)

@@ -158,7 +158,7 @@ func (s *Server) removeSpace(ctx context.Context, guid string) error {
 		}
 	}
 	for _, si := range instances {
-		jobErr, err := s.removeServiceInstance(ctx, si)
+		_, jobErr, err := s.removeServiceInstance(ctx, si)
 		if err = cmp.Or(err, jobErr); err != nil {
 			return err
 		}

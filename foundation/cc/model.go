@@ -162,6 +162,12 @@ type ServiceInstance struct {
 	Tags      []string  `json:"tags,omitempty"`
 	Created   time.Time `json:"created_at"`
 	Updated   time.Time `json:"updated_at"`
+	// UserProvided marks a user-provided instance (cf cups): no plan, no broker; its
+	// credentials, syslog drain URL and route service URL are the user's.
+	UserProvided    bool           `json:"user_provided,omitempty"`
+	Credentials     map[string]any `json:"credentials,omitempty"`
+	SyslogDrainURL  string         `json:"syslog_drain_url,omitempty"`
+	RouteServiceURL string         `json:"route_service_url,omitempty"`
 }
 
 // Binding is a service credential binding of an app.

@@ -82,6 +82,7 @@ func (s *Server) routes() {
 	s.handle("GET /v3/service_credential_bindings/{guid}/details", s.bindingDetails)
 	s.handle("DELETE /v3/service_credential_bindings/{guid}", s.deleteBinding)
 	s.landscapeRoutes()
+	s.userProvidedRoutes()
 }
 
 func (s *Server) emptyList(c *call) error {

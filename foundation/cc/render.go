@@ -213,6 +213,9 @@ func lastOperation(kind string, at time.Time) obj {
 }
 
 func (s *Server) renderInstance(i *ServiceInstance) any {
+	if i.UserProvided {
+		return s.renderUserProvided(i)
+	}
 	tags := i.Tags
 	if tags == nil {
 		tags = []string{}

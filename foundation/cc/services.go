@@ -153,7 +153,7 @@ func (s *Server) listServiceInstances(c *call) error {
 		for _, i := range sorted(st.ServiceInstances, func(i *ServiceInstance) time.Time { return i.Created }, func(i *ServiceInstance) string { return i.GUID }) {
 			sp := st.Spaces[i.SpaceGUID]
 			if q.match("names", i.Name) && q.match("guids", i.GUID) && q.match("space_guids", i.SpaceGUID) &&
-				(sp == nil || q.match("organization_guids", sp.OrgGUID)) && q.match("service_plan_guids", i.PlanGUID) && q.match("type", "managed") {
+				(sp == nil || q.match("organization_guids", sp.OrgGUID)) && q.match("service_plan_guids", i.PlanGUID) && q.match("type", instanceType(i)) {
 				cp := *i
 				out = append(out, &cp)
 			}
@@ -167,6 +167,9 @@ func (s *Server) listServiceInstances(c *call) error {
 		var plans, offerings []any
 		seen := map[string]bool{}
 		for _, i := range out {
+			if i.UserProvided {
+				continue
+			}
 			o, p := s.planByGUID(i.PlanGUID)
 			if !seen[i.PlanGUID] {
 				seen[i.PlanGUID] = true
@@ -213,12 +216,16 @@ func (s *Server) createServiceInstance(c *call) error {
 			Space       toOneBody `json:"space"`
 			ServicePlan toOneBody `json:"service_plan"`
 		} `json:"relationships"`
+		upsBody
 	}
 	if err := c.decode(&body); err != nil {
 		return err
 	}
+	if body.Type == typeUserProvided {
+		return s.createUserProvided(c, body.Name, body.Relationships.Space.guid(), body.Tags, body.upsBody)
+	}
 	if body.Type != "managed" {
-		return unprocessable("Type must be 'managed': the local foundation offers no user-provided services")
+		return unprocessable("Type must be one of 'managed', 'user-provided'")
 	}
 	if body.Name == "" {
 		return unprocessable("Name can't be blank")
@@ -251,22 +258,26 @@ func (s *Server) createServiceInstance(c *call) error {
 }
 
 func (s *Server) deleteServiceInstance(c *call) error {
-	jobErr, err := s.removeServiceInstance(c.r.Context(), c.r.PathValue("guid"))
+	userProvided, jobErr, err := s.removeServiceInstance(c.r.Context(), c.r.PathValue("guid"))
 	if err != nil {
 		return err
+	}
+	if userProvided {
+		return c.noContent() // no broker: gone at once, as CC answers for user-provided instances
 	}
 	return c.job("service_instance.delete", jobErr)
 }
 
 // removeServiceInstance deletes the instance guid and, as CC v3 does, its credential
-// bindings, then unbinds and deprovisions it at the broker: err means the instance does
-// not exist, jobErr is the broker's failure.
-func (s *Server) removeServiceInstance(ctx context.Context, guid string) (jobErr, err error) {
+// bindings, then unbinds and deprovisions it at the broker (a user-provided instance
+// has none): err means the instance does not exist, jobErr is the broker's failure.
+func (s *Server) removeServiceInstance(ctx context.Context, guid string) (userProvided bool, jobErr, err error) {
 	var bindings []string
 	err = s.st.update(func(st *State) error {
 		if st.ServiceInstances[guid] == nil {
 			return notFound("Service instance")
 		}
+		userProvided = st.ServiceInstances[guid].UserProvided
 		for g, b := range st.Bindings {
 			if b.InstanceGUID == guid {
 				bindings = append(bindings, g)
@@ -276,15 +287,15 @@ func (s *Server) removeServiceInstance(ctx context.Context, guid string) (jobErr
 		delete(st.ServiceInstances, guid)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || userProvided {
+		return userProvided, nil, err
 	}
 	for _, b := range bindings {
 		if err := s.cfg.Broker.Unbind(ctx, guid, b); err != nil && jobErr == nil {
 			jobErr = err
 		}
 	}
-	return cmp.Or(jobErr, s.cfg.Broker.Deprovision(ctx, guid)), nil
+	return false, cmp.Or(jobErr, s.cfg.Broker.Deprovision(ctx, guid)), nil
 }
 
 func (s *Server) listBindings(c *call) error {
@@ -356,8 +367,13 @@ func (s *Server) createBinding(c *call) error {
 		return unprocessable("Type must be 'app': the local foundation has no service keys")
 	}
 	app, inst := body.Relationships.App.guid(), body.Relationships.ServiceInstance.guid()
+	var upsCreds map[string]any // a user-provided instance's: no broker to ask
+	userProvided := false
 	err := s.st.update(func(st *State) error {
 		a, si := st.Apps[app], st.ServiceInstances[inst]
+		if si != nil && si.UserProvided {
+			userProvided, upsCreds = true, si.Credentials
+		}
 		switch {
 		case si == nil:
 			return unprocessable("The service instance could not be found: %s", inst)
@@ -377,9 +393,11 @@ func (s *Server) createBinding(c *call) error {
 		return err
 	}
 	guid := newGUID()
-	creds, err := s.cfg.Broker.Bind(c.r.Context(), inst, guid)
-	if err != nil {
-		return unprocessable("Service broker error: %v", err)
+	creds := upsCreds
+	if !userProvided {
+		if creds, err = s.cfg.Broker.Bind(c.r.Context(), inst, guid); err != nil {
+			return unprocessable("Service broker error: %v", err)
+		}
 	}
 	now := time.Now().UTC()
 	b := &Binding{GUID: guid, Name: body.Name, AppGUID: app, InstanceGUID: inst, Credentials: creds, Created: now, Updated: now}
@@ -394,15 +412,22 @@ func (s *Server) createBinding(c *call) error {
 
 func (s *Server) deleteBinding(c *call) error {
 	var b *Binding
+	userProvided := false
 	err := s.st.update(func(st *State) error {
 		if b = st.Bindings[c.r.PathValue("guid")]; b == nil {
 			return notFound("Service credential binding")
+		}
+		if si := st.ServiceInstances[b.InstanceGUID]; si != nil && si.UserProvided {
+			userProvided = true
 		}
 		delete(st.Bindings, b.GUID)
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if userProvided {
+		return c.noContent()
 	}
 	return c.job("service_bindings.delete", s.cfg.Broker.Unbind(c.r.Context(), b.InstanceGUID, b.GUID))
 }

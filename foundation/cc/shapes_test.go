@@ -343,6 +343,9 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 	_, _, h := e.do("POST", "/v3/service_instances", map[string]any{"type": "managed", "name": "db", "tags": []string{"sql"},
 		"relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}}, "service_plan": map[string]any{"data": map[string]any{"guid": plan}}}})
 	job := path.Base(h.Get("Location"))
+	ups := e.must(201, "POST", "/v3/service_instances", map[string]any{"type": "user-provided", "name": "drain", "tags": []string{"logs"},
+		"syslog_drain_url": "https://u:p@drain.example.com/", "credentials": map[string]any{"user": "u"},
+		"relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}}}})["guid"].(string)
 	app := e.push(space, shapesManifest)
 	pkg := first(e.must(200, "GET", "/v3/packages?app_guids="+app, nil))["guid"].(string)
 	// push's build is not listed anywhere: stage the package once more for a build guid.
@@ -377,6 +380,7 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		"{job}":         job,
 		"{quota}": e.must(201, "POST", "/v3/organization_quotas", map[string]any{"name": "q", "apps": map[string]any{"total_memory_in_mb": 1024},
 			"relationships": map[string]any{"organizations": map[string]any{"data": []any{map[string]any{"guid": e.must(201, "POST", "/v3/organizations", map[string]any{"name": "quota-org"})["guid"]}}}}})["guid"].(string),
+		"{ups}":         ups,
 	}
 	var pairs []string
 	for k, v := range guids {
@@ -429,7 +433,10 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "GET", path: "/v3/service_offerings", shape: "service_offering", list: true},
 		{method: "GET", path: "/v3/service_plans", shape: "service_plan", list: true},
 		{method: "GET", path: "/v3/service_instances/{instance}", shape: "service_instance"},
-		{method: "GET", path: "/v3/service_instances", shape: "service_instance", list: true},
+		{method: "GET", path: "/v3/service_instances?type=managed", shape: "service_instance", list: true},
+		{method: "GET", path: "/v3/service_instances/{ups}", shape: "user_provided_service_instance"},
+		{method: "GET", path: "/v3/service_instances?type=user-provided", shape: "user_provided_service_instance", list: true},
+		{method: "PATCH", path: "/v3/service_instances/{ups}", body: map[string]any{"route_service_url": "https://rs.example.com"}, shape: "user_provided_service_instance"},
 		{method: "GET", path: "/v3/service_credential_bindings/{binding}", shape: "service_credential_binding"},
 		{method: "GET", path: "/v3/service_credential_bindings", shape: "service_credential_binding", list: true},
 		{method: "GET", path: "/v3/jobs/{job}", shape: "job"},
