@@ -25,6 +25,8 @@ type appLogs struct {
 	appOf   func(processGUID string) (appGUID string, ok bool)
 	offsets map[string]int64
 	partial map[string][]byte
+	// drains, when set, also gets every envelope (the syslog agent).
+	drains func(logcache.Envelope)
 }
 
 // maxLogRead bounds what one scan reads of one file, so that a chatty app cannot hold
@@ -71,6 +73,11 @@ func (a *appLogs) scan(now time.Time) {
 			envs = append(envs, logEnvelope(app, index, string(line), now))
 		}
 		a.store.Put(envs...)
+		if a.drains != nil {
+			for _, e := range envs {
+				a.drains(e)
+			}
+		}
 	}
 }
 

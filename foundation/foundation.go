@@ -32,6 +32,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
 	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
+	"github.com/cf-benchmark/cf-benchmark/foundation/syslogagent"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
@@ -123,6 +124,7 @@ type Foundation struct {
 	log      *os.File
 	shipper  *logship.Shipper
 	store    *logStore // the log store under quota without Elasticsearch
+	agent    *syslogagent.Agent
 	life     lifecycle.State
 }
 
@@ -254,6 +256,14 @@ func (f *Foundation) start(ctx context.Context) error {
 		return err
 	}
 	f.cc.SetBaseURL(apiURL)
+	// The syslog agent sends bound apps' lines to their drains (cf cups -l, bind).
+	f.agent = syslogagent.New(syslogagent.Config{Drains: f.cc.Drains, App: func(guid string) (syslogagent.App, bool) {
+		m, ok := f.cc.AppMeta(guid)
+		return syslogagent.App{Org: m.OrgName, Space: m.SpaceName, Name: m.Name}, ok
+	}, Logger: cfg.Logger})
+	if err := f.agent.Start(life); err != nil {
+		return err
+	}
 	f.tailAppLogs(filepath.Join(dir, "instances"))
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", logcache.Handler(logcache.APIConfig{Store: f.logs, Auth: logReaders{f.cc}, Started: time.Now()}))
@@ -271,14 +281,14 @@ func (f *Foundation) start(ctx context.Context) error {
 	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return err
 	}
-	var accessLog io.Writer = f.log
+	var accessLog io.Writer = io.MultiWriter(f.log, f.agent) // the agent never refuses a line
 	if cfg.ESURL != "" {
 		f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
 		if err := f.shipper.Start(life); err != nil {
 			return err
 		}
 		// The file first: a shipper that fails must not cost the file its lines.
-		accessLog = io.MultiWriter(f.log, shipperWriter{f.shipper})
+		accessLog = io.MultiWriter(f.log, f.agent, shipperWriter{f.shipper})
 	} else if cfg.LogQuota > 0 {
 		q := logship.Quota{Limit: cfg.LogQuota, Window: cfg.LogQuotaWindow}
 		if q.Window <= 0 {
@@ -287,7 +297,7 @@ func (f *Foundation) start(ctx context.Context) error {
 		if f.store, err = openLogStore(filepath.Join(dir, LogStoreFile), q, cfg.Logger); err != nil {
 			return err
 		}
-		accessLog = io.MultiWriter(f.log, f.store)
+		accessLog = io.MultiWriter(f.log, f.agent, f.store)
 	}
 	f.router = router.New(router.Config{Listen: routerAddr(settings),
 		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: accessLog, Logger: cfg.Logger})
@@ -325,6 +335,9 @@ func (f *Foundation) tailAppLogs(dir string) {
 		_, ok := f.cc.AppMeta(process)
 		return process, ok
 	})
+	a.drains = func(e logcache.Envelope) {
+		f.agent.Line(e.SourceID, e.Tags["source_type"], e.InstanceID, e.Log.Payload, time.Unix(0, e.Timestamp))
+	}
 	f.logsStop, f.logsDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(f.logsDone)
@@ -418,6 +431,9 @@ func (f *Foundation) shutdown(skip string) error {
 	}
 	if f.store != nil {
 		add("log store", f.store.Close())
+	}
+	if f.agent != nil {
+		add("syslog agent", f.agent.Close())
 	}
 	if f.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -349,6 +349,7 @@ func TestFoundationEndToEnd(t *testing.T) {
 	if out := cf.must(t, "env", "stub"); !strings.Contains(out, `"postgres": [`) || !strings.Contains(out, `"uri": "postgres://`) {
 		t.Fatalf("cf env stub:\n%s", out)
 	}
+	syslogDrain(t, f, cf, stub)
 	cf.must(t, "bind-service", "node-hello", "results")
 	if out := cf.must(t, "services"); !regexp.MustCompile(`(?m)^results\s+postgres\s+db\s+stub, node-hello\s`).MatchString(out) {
 		t.Fatalf("cf services after binding:\n%s", out)
