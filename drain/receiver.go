@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -48,6 +49,7 @@ func New(cfg Config) (*Receiver, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.Apps = maps.Clone(cfg.Apps) // read by every connection: the caller's may change
 	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]struct{}{}}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}
 	return r, nil

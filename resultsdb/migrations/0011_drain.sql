@@ -1,4 +1,4 @@
--- Schema v8: router requests received through a syslog drain.
+-- Schema v11: router requests received through a syslog drain.
 --
 -- A drain receiver stores each router request as it arrives, under a router_log_pulls
 -- row like a pull's (source 'drain', counters over the run), and what it received but
