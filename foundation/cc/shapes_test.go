@@ -380,7 +380,7 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		"{job}":         job,
 		"{quota}": e.must(201, "POST", "/v3/organization_quotas", map[string]any{"name": "q", "apps": map[string]any{"total_memory_in_mb": 1024},
 			"relationships": map[string]any{"organizations": map[string]any{"data": []any{map[string]any{"guid": e.must(201, "POST", "/v3/organizations", map[string]any{"name": "quota-org"})["guid"]}}}}})["guid"].(string),
-		"{ups}":         ups,
+		"{ups}": ups,
 	}
 	var pairs []string
 	for k, v := range guids {
