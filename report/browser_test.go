@@ -96,38 +96,6 @@ func expectedCharts(rep *Report) []wantChart {
 	return out
 }
 
-// drawnJS reports, per chart, its kind, its series, how many of them uPlot drew (built
-// paths for, from data that is not all null) and how many left pixels of their own
-// colour on the canvas (a series hidden under another with the same values does not).
-const drawnJS = `window.cfbCharts.map(function (c) {
-  var u = c.plot, cv = u.ctx.canvas;
-  var px = u.ctx.getImageData(0, 0, cv.width, cv.height).data;
-  var opaque = 0;
-  for (var i = 3; i < px.length; i += 4) if (px[i] > 0) opaque++;
-  var drawn = 0, visible = 0;
-  for (var s = 1; s < u.series.length; s++) {
-    var has = u.data[s].some(function (v) { return v !== null && v !== undefined; });
-    if (has && u.series[s]._paths) drawn++;
-    var col = u.series[s].stroke;
-    if (typeof col === "function") col = col(u, s);
-    var r = parseInt(col.substr(1, 2), 16), g = parseInt(col.substr(3, 2), 16), b = parseInt(col.substr(5, 2), 16), n = 0;
-    for (var j = 0; j < px.length && n < 3; j += 4) {
-      if (px[j + 3] > 200 && Math.abs(px[j] - r) < 12 && Math.abs(px[j + 1] - g) < 12 && Math.abs(px[j + 2] - b) < 12) n++;
-    }
-    if (n >= 3) visible++;
-  }
-  return {kind: c.kind, title: c.title, series: u.series.length - 1, drawn: drawn, visible: visible, opaque: opaque};
-})`
-
-type drawnChart struct {
-	Kind    string `json:"kind"`
-	Title   string `json:"title"`
-	Series  int    `json:"series"`
-	Drawn   int    `json:"drawn"`
-	Visible int    `json:"visible"`
-	Opaque  int    `json:"opaque"`
-}
-
 // browser is a headless Chromium with a fresh profile and what its pages logged.
 type browser struct {
 	ctx      context.Context
@@ -250,7 +218,7 @@ func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool)
 		}
 	}
 	step("open the report", chromedp.Do(bctx, chromedp.Navigate(fileURL), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered]`))))
-	charts, err := chromedp.Run(bctx, chromedp.Evaluate[[]drawnChart](drawnJS))
+	charts, err := headless.Charts(bctx)
 	step("read the charts", err)
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
 	step("screenshot", err)
@@ -264,7 +232,7 @@ func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool)
 	}
 	// One PNG per chart, for a look and for the gallery.
 	for i, c := range charts {
-		png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.ID(fmt.Sprintf("chart-%d", i+1))))
+		png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.ID(c.ID)))
 		step("screenshot of a chart", err)
 		if err := os.WriteFile(filepath.Join(art, fmt.Sprintf("%s-chart-%02d-%s.png", name, i+1, c.Kind)), png, 0o644); err != nil {
 			t.Fatal(err)

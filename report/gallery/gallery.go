@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/report"
@@ -39,10 +40,10 @@ type Item struct {
 // Items are the gallery's results, in the order of docs/gallery.md.
 var Items = []Item{
 	{Name: "capacity", Report: "java-vs-node", Chart: "throughput-vs-load", Section: "1. Capacity at the SLO"},
-	{Name: "cpu", Report: "java-vs-node", Chart: "cpu-vs-throughput", Section: "3. Scaling"},
+	{Name: "cpu", Report: "instances", Chart: "cpu-vs-throughput", Section: "3. Scaling"},
 	{Name: "memory", Report: "java-vs-node", Chart: "memory"},
 	{Name: "decomposition", Report: "java-vs-node", Chart: "decomposition", Section: "4. Latency decomposition"},
-	{Name: "pool-size", Report: "pool-size", Chart: "percentiles-vs-load", Section: "6. Variants side by side"},
+	{Name: "pool-size", Report: "pool-size", Chart: "throughput-vs-load", Section: "2. Steps"},
 	{Name: "per-run", Report: "stub-vs-baseline", Chart: "time", Section: "2. Steps"},
 	{Name: "baseline", Report: "stub-vs-baseline", Section: "Changes against the baseline"},
 	{Name: "proxy", Report: "proxy", Chart: "cpu-vs-throughput", Section: "3. Scaling"},
@@ -72,7 +73,8 @@ type Rendered struct {
 }
 
 // Render opens rep's HTML form in the browser of bctx (headless.Start), in dir, and
-// takes the item's chart and section. It fails when either is missing.
+// takes the item's chart (the first of its kind) and section. It fails when either is
+// missing or the chart drew nothing of its data.
 func Render(bctx context.Context, rep *report.Report, it Item, dir string) (Rendered, error) {
 	var out Rendered
 	if it.Section != "" {
@@ -103,7 +105,18 @@ func Render(bctx context.Context, rep *report.Report, it Item, dir string) (Rend
 	if err := headless.Open(bctx, file); err != nil {
 		return out, err
 	}
-	png, err := headless.Shot(bctx, fmt.Sprintf(`document.querySelector("figure.chart[data-kind='%s']")`, it.Chart))
+	charts, err := headless.Charts(bctx)
+	if err != nil {
+		return out, err
+	}
+	i := slices.IndexFunc(charts, func(c headless.Chart) bool { return c.Kind == it.Chart })
+	if i < 0 {
+		return out, fmt.Errorf("gallery item %s: the report drew no %s chart", it.Name, it.Chart)
+	}
+	if why := charts[i].Blank(); why != "" {
+		return out, fmt.Errorf("gallery item %s: the %s chart %q is blank: %s", it.Name, it.Chart, charts[i].Title, why)
+	}
+	png, err := headless.Shot(bctx, fmt.Sprintf("document.getElementById(%q)", charts[i].ID))
 	if err != nil {
 		return out, fmt.Errorf("gallery item %s: %w", it.Name, err)
 	}

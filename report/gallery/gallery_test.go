@@ -6,9 +6,11 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/report/headless"
 )
 
@@ -72,6 +74,49 @@ func TestGalleryRenders(t *testing.T) {
 		}
 		if !bytes.Equal(again, md) {
 			t.Errorf("%s: docs/gallery.md does not show what the saved report renders now: run make gallery (or go run ./cmd/cfbench-gallery)", it.Name)
+		}
+	}
+	renderFails(t, bctx, dir)
+}
+
+// renderFails proves that Render fails, so that TestGalleryRenders does, when an
+// item's chart is gone from the report or drew nothing of one of its series (a
+// section gone fails in Section, TestSection).
+func renderFails(t *testing.T, bctx context.Context, dir string) {
+	fixture := filepath.Join("..", "testdata", "report.json")
+	memory := Item{Name: "memory", Report: "fixture", Chart: "memory"}
+	for _, c := range []struct {
+		what   string
+		it     Item
+		change func(*report.Report)
+		want   string
+	}{
+		{"no memory readings", memory, func(r *report.Report) {
+			for i := range r.Runs[0].Variants {
+				r.Runs[0].Variants[i].Memory = nil
+			}
+		}, "drew no memory chart"},
+		{"a variant's readings lost", memory, func(r *report.Report) {
+			for i := range r.Runs[0].Variants {
+				if m := r.Runs[0].Variants[i].Memory; m != nil {
+					m.MeanBytes = []float64{}
+					return
+				}
+			}
+			t.Fatal("the fixture report has no memory readings")
+		}, "series drew"},
+	} {
+		rep, err := Load(fixture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Render(bctx, rep, c.it, dir); err != nil {
+			t.Errorf("%s: the fixture report does not render: %v", c.what, err)
+			continue
+		}
+		c.change(rep)
+		if _, err := Render(bctx, rep, c.it, dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Render gave %v, want an error saying %q", c.what, err, c.want)
 		}
 	}
 }

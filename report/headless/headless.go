@@ -71,3 +71,61 @@ func Shot(bctx context.Context, find string) ([]byte, error) {
 	}
 	return png, nil
 }
+
+// Chart is what a chart of the report's page drew (window.cfbCharts, report.js).
+type Chart struct {
+	ID    string `json:"id"` // the figure's id, e.g. chart-3
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
+	// Series is how many data series it has, Drawn how many of them uPlot drew (built
+	// paths for, from data that is not all null), Visible how many left pixels of their
+	// own colour on the canvas (a series hidden under another with the same values
+	// does not) and Opaque how many of the canvas's pixels are not blank.
+	Series  int `json:"series"`
+	Drawn   int `json:"drawn"`
+	Visible int `json:"visible"`
+	Opaque  int `json:"opaque"`
+}
+
+// Blank says why c shows no data, or "" when every series drew and one at least
+// can be seen.
+func (c Chart) Blank() string {
+	switch {
+	case c.Series == 0:
+		return "it has no series"
+	case c.Drawn != c.Series:
+		return fmt.Sprintf("%d of its %d series drew", c.Drawn, c.Series)
+	case c.Visible == 0 || c.Opaque == 0:
+		return "nothing of it can be seen on the canvas"
+	}
+	return ""
+}
+
+const chartsJS = `window.cfbCharts.map(function (c) {
+  var u = c.plot, cv = u.ctx.canvas;
+  var px = u.ctx.getImageData(0, 0, cv.width, cv.height).data;
+  var opaque = 0;
+  for (var i = 3; i < px.length; i += 4) if (px[i] > 0) opaque++;
+  var drawn = 0, visible = 0;
+  for (var s = 1; s < u.series.length; s++) {
+    var has = u.data[s].some(function (v) { return v !== null && v !== undefined; });
+    if (has && u.series[s]._paths) drawn++;
+    var col = u.series[s].stroke;
+    if (typeof col === "function") col = col(u, s);
+    var r = parseInt(col.substr(1, 2), 16), g = parseInt(col.substr(3, 2), 16), b = parseInt(col.substr(5, 2), 16), n = 0;
+    for (var j = 0; j < px.length && n < 3; j += 4) {
+      if (px[j + 3] > 200 && Math.abs(px[j] - r) < 12 && Math.abs(px[j + 1] - g) < 12 && Math.abs(px[j + 2] - b) < 12) n++;
+    }
+    if (n >= 3) visible++;
+  }
+  return {id: c.id, kind: c.kind, title: c.title, series: u.series.length - 1, drawn: drawn, visible: visible, opaque: opaque};
+})`
+
+// Charts reads what each chart of the open report page (Open) drew, in page order.
+func Charts(bctx context.Context) ([]Chart, error) {
+	charts, err := chromedp.Run(bctx, chromedp.Evaluate[[]Chart](chartsJS))
+	if err != nil {
+		return nil, fmt.Errorf("chromium: read the charts: %w", err)
+	}
+	return charts, nil
+}
