@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 echo "gallery: local foundation at $api"
 runs=docs/gallery/runs
 mkdir -p "$runs"
-only=${GALLERY_ONLY:-java-vs-node pool-size stub proxy cc-api}
+only=${GALLERY_ONLY:-java-vs-node instances pool-size stub proxy cc-api}
 tmp=$(mktemp -d)
 cleanup() { rm -rf "$tmp" examples/gallery/.proxy-plateau.yml examples/gallery/.cc-api.yml; stop_foundation; }
 trap cleanup EXIT
@@ -33,7 +33,7 @@ report() {
 
 for spec in $only; do
 	case $spec in
-	java-vs-node | pool-size)
+	java-vs-node | instances | pool-size)
 		report "$spec" "$(run "examples/gallery/$spec.yml")"
 		;;
 	stub)

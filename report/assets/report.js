@@ -133,7 +133,7 @@
           psets.push({ x: v.steps.map(function (s) { return s.load; }), y: v.steps.map(function (s) { return s[p[1]] / 1000; }) });
         });
       });
-      chart(sec, "percentiles-vs-load", "Latency percentiles (ms, observed) vs load", { scales: { x: { time: false } }, axes: [{ label: "load" }, { label: "ms" }], series: pser }, align(psets));
+      chart(sec, "percentiles-vs-load", "Latency percentiles (ms, observed) vs load", { scales: { x: { time: false } }, axes: [{ label: "load (" + withSteps[0].load_unit + ")" }, { label: "ms" }], series: pser }, align(psets));
     }
     var cpuVs = vs.filter(function (v) { return v.steps.some(function (s) { return s.app && s.app.cpu_total_cores !== undefined; }); });
     if (cpuVs.length) {

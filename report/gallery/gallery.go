@@ -46,7 +46,7 @@ var Items = []Item{
 	{Name: "pool-size", Report: "pool-size", Chart: "throughput-vs-load", Section: "2. Steps"},
 	{Name: "per-run", Report: "stub-vs-baseline", Chart: "time", Section: "2. Steps"},
 	{Name: "baseline", Report: "stub-vs-baseline", Section: "Changes against the baseline"},
-	{Name: "proxy", Report: "proxy", Chart: "cpu-vs-throughput", Section: "3. Scaling"},
+	{Name: "proxy", Report: "proxy", Chart: "percentiles-vs-load", Section: "3. Scaling"},
 	{Name: "cc-api", Report: "cc-api", Chart: "percentiles-vs-load", Section: "2. Steps"},
 }
 
@@ -116,7 +116,9 @@ func Render(bctx context.Context, rep *report.Report, it Item, dir string) (Rend
 	if why := charts[i].Blank(); why != "" {
 		return out, fmt.Errorf("gallery item %s: the %s chart %q is blank: %s", it.Name, it.Chart, charts[i].Title, why)
 	}
-	png, err := headless.Shot(bctx, fmt.Sprintf("document.getElementById(%q)", charts[i].ID))
+	// The figure as wide as its chart, not the page: no blank band on the right.
+	fit := `(function (e) { e.style.width = "fit-content"; return e; })(document.getElementById(%q))`
+	png, err := headless.Shot(bctx, fmt.Sprintf(fit, charts[i].ID))
 	if err != nil {
 		return out, fmt.Errorf("gallery item %s: %w", it.Name, err)
 	}
