@@ -259,9 +259,9 @@ func (t *textWriter) run(r *Run, what string) {
 			}
 			quota := ""
 			if m.QuotaBytes != nil {
-				quota = fmt.Sprintf(" of a %s MiB quota", mb(float64(*m.QuotaBytes)))
+				quota = fmt.Sprintf(", of a %s MiB quota", mb(float64(*m.QuotaBytes)))
 			}
-			t.printf("  memory of %s (%s): %s MiB per instance at the end%s (%s; %d readings)\n", v.Name, v.App, mb(m.SettledBytes), quota, state, len(m.T))
+			t.printf("  memory of %s (%s): %s MiB per instance, the median of the run's last quarter%s (%s; %d readings)\n", v.Name, v.App, mb(m.SettledBytes), quota, state, len(m.T))
 		}
 	}
 

@@ -174,7 +174,7 @@
         series: [{ label: "s" }].concat(memVs.map(function (v, i) { return line(v.name, colors[i % colors.length], { points: { show: false } }); }))
       }, align(memVs.map(function (v) { return { x: v.memory.t, y: v.memory.mean_bytes.map(function (b) { return b / 1048576; }) }; })));
       memVs.forEach(function (v) {
-        add(sec, "p", {}, "memory of " + v.name + ": " + (v.memory.settled_bytes / 1048576).toFixed(1) + " MiB per instance at the end, " +
+        add(sec, "p", {}, "memory of " + v.name + ": " + (v.memory.settled_bytes / 1048576).toFixed(1) + " MiB per instance (the median of the run's last quarter), " +
           (v.memory.settled ? "settled" : "not settled (still moving by more than 10% in the last quarter)"));
       });
     }
