@@ -33,7 +33,8 @@ type Item struct {
 	// decomposition, coverage); "" for none.
 	Chart string
 	// Section is the first line of the text form's section to show, up to its first
-	// "(" (e.g. "1. Capacity at the SLO"); "" for none.
+	// "(" (e.g. "1. Capacity at the SLO"), or of a part of one, indented as printed
+	// ("  memory of "): from there to the next line that is not indented; "" for none.
 	Section string
 }
 
@@ -41,12 +42,12 @@ type Item struct {
 var Items = []Item{
 	{Name: "capacity", Report: "java-vs-node", Chart: "throughput-vs-load", Section: "1. Capacity at the SLO"},
 	{Name: "cpu", Report: "instances", Chart: "cpu-vs-throughput", Section: "3. Scaling"},
-	{Name: "memory", Report: "java-vs-node", Chart: "memory"},
+	{Name: "memory", Report: "java-vs-node", Chart: "memory", Section: "  memory of "},
 	{Name: "decomposition", Report: "java-vs-node", Chart: "decomposition", Section: "4. Latency decomposition"},
 	{Name: "pool-size", Report: "pool-size", Chart: "throughput-vs-load", Section: "2. Steps"},
 	{Name: "per-run", Report: "stub-vs-baseline", Chart: "time", Section: "2. Steps"},
 	{Name: "baseline", Report: "stub-vs-baseline", Section: "Changes against the baseline"},
-	{Name: "proxy", Report: "proxy", Chart: "percentiles-vs-load", Section: "3. Scaling"},
+	{Name: "proxy", Report: "proxy", Chart: "throughput-vs-load", Section: "3. Scaling"},
 	{Name: "cc-api", Report: "cc-api", Chart: "percentiles-vs-load", Section: "2. Steps"},
 }
 

@@ -92,8 +92,13 @@ func renderFails(t *testing.T, bctx context.Context, dir string) {
 		want   string
 	}{
 		{"no memory readings", memory, func(r *report.Report) {
-			for i := range r.Runs[0].Variants {
-				r.Runs[0].Variants[i].Memory = nil
+			for _, run := range append(r.Runs, r.Baseline) {
+				if run == nil {
+					continue
+				}
+				for _, v := range run.Variants {
+					v.Memory = nil
+				}
 			}
 		}, "drew no memory chart"},
 		{"a variant's readings lost", memory, func(r *report.Report) {
