@@ -74,8 +74,9 @@ func TestRunSessionRunsEveryStageInOrder(t *testing.T) {
 	if want := []Stage{StageRun, StageRouterLogs, StageExport, StageReport}; !slices.Equal(rep.done, want) {
 		t.Fatalf("stages done %v, want %v", rep.done, want)
 	}
-	if rep.started != 1 || len(rep.notes) == 0 || rep.notes[0] != "results db: the test db" {
-		t.Fatalf("started %d, notes %q: want the run started once after the results db note", rep.started, rep.notes)
+	// The plan first, then the results database, then the steps.
+	if rep.started != 1 || len(rep.notes) < 2 || !strings.HasPrefix(rep.notes[0], "plan: ") || rep.notes[1] != "results db: the test db" {
+		t.Fatalf("started %d, notes %q: want the run started once after the plan and the results db notes", rep.started, rep.notes)
 	}
 	if o.Run == nil || o.Run.Status != resultsdb.RunCompleted || len(o.Summaries) != 1 || o.Summaries[0].Count == 0 {
 		t.Fatalf("outcome run %+v, summaries %+v: want a completed run with one step of requests", o.Run, o.Summaries)
