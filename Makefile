@@ -58,8 +58,10 @@ test: deps build lint
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -run '$(MEASURED)' ./e2e
 	scripts/test-apps.sh
 
+# The load-generator benchmark (cmd/cfbench-bench; BENCH_FLAGS="-seconds 3 -repeat 1" for
+# a quick trial), then the hot-path micro-benchmarks.
 bench: deps build
-	scripts/bench.sh
+	$(GO) run ./cmd/cfbench-bench $(BENCH_FLAGS)
 	scripts/bench-go.sh
 	scripts/bench-routerlogs.sh
 

@@ -1,5 +1,6 @@
-// k6's closed-loop measurement for scripts/bench.sh: VUS virtual users, each sending its
-// next GET as soon as the previous one is answered, for DURATION, against TARGET.
+// k6's closed-loop measurement for the load-generator benchmark (cmd/cfbench-bench): VUS
+// virtual users, each sending its next GET as soon as the previous one is answered, for
+// DURATION, against TARGET.
 // Bodies are discarded (k6's own advice for load tests); the other generators read the
 // 100-byte body and drop it too.
 import http from 'k6/http';

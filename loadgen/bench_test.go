@@ -162,8 +162,8 @@ func benchConfig(b *testing.B, addr string) Config {
 		Timeout: 10 * time.Second, TraceTag: 1, WorkerID: 1, Epoch: time.Now()}
 }
 
-// BenchmarkClosedLoop runs 64 users against a local target, as scripts/bench.sh does,
-// with each client. cpu-ns/req is the generator process's CPU time per request.
+// BenchmarkClosedLoop runs 64 users against a local target, as the load-generator
+// benchmark (cmd/cfbench-bench) does, with each client. cpu-ns/req is the generator process's CPU time per request.
 func BenchmarkClosedLoop(b *testing.B) {
 	addr := benchServer(b)
 	for _, client := range clients {

@@ -81,12 +81,13 @@ func (r *jsonReporter) routerLogs(runID string, rp *engine.RouterLogPull) {
 		"foreign": p.Foreign, "unparseable": p.Unparseable, "budget_exhausted": p.BudgetExhausted, "coverage": rows})
 }
 
-// stepFields is a step summary as JSON fields; latencies in milliseconds, steps from 1.
+// stepFields is a step summary as JSON fields; latencies in milliseconds, steps from 1;
+// seconds is the measured window (after warm-up) that count and req_per_s cover.
 func stepFields(s resultsdb.StepSummary) map[string]any {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	f := map[string]any{"variant": s.Variant, "step": s.Step + 1, "instances": s.Instances, "instances_seen": s.InstancesSeen,
 		"users": s.Users, "offered_rate": s.OfferedRate, "count": s.Count, "errors": s.Errors, "errors_by_class": s.ErrorsByClass,
-		"error_rate": s.ErrorRate(), "req_per_s": s.Throughput, "bytes": s.Bytes,
+		"error_rate": s.ErrorRate(), "seconds": s.Seconds, "req_per_s": s.Throughput, "bytes": s.Bytes,
 		"mean_ms": ms(s.Mean), "p50_ms": ms(s.P50), "p90_ms": ms(s.P90), "p99_ms": ms(s.P99), "p999_ms": ms(s.P999),
 		"min_ms": ms(s.Min), "max_ms": ms(s.Max), "missed": s.Missed, "send_lag_mean_ms": ms(s.SendLagMean),
 		"stalled_ms": s.Stalled.Milliseconds(), "omitted": s.Omitted}

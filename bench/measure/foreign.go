@@ -1,0 +1,121 @@
+package measure
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the kernel's USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux architecture Go supports.
+const clockTick = 100
+
+// proc is one process's line of /proc/PID/stat.
+type proc struct {
+	ppid  int
+	ticks int64 // utime + stime + cutime + cstime
+	comm  string
+}
+
+// CPUSnapshot is every process's CPU time at one moment.
+type CPUSnapshot map[int]proc
+
+// Snapshot reads /proc/*/stat; processes that end while it reads are left out.
+func Snapshot() CPUSnapshot {
+	s := CPUSnapshot{}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		pid, pr, ok := parseStat(string(b))
+		if ok {
+			s[pid] = pr
+		}
+	}
+	return s
+}
+
+// parseStat reads "PID (COMM) STATE PPID ... UTIME STIME CUTIME CSTIME ...": fields 14
+// to 17 (from 1), counted after the command, which may hold spaces and parentheses.
+func parseStat(line string) (int, proc, bool) {
+	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+	if open < 0 || end < open {
+		return 0, proc{}, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line[:open]))
+	f := strings.Fields(line[end+1:]) // f[0] is field 3 (state)
+	if err != nil || len(f) < 15 {
+		return 0, proc{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	var ticks int64
+	for _, s := range f[11:15] {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		ticks += n
+	}
+	return pid, proc{ppid: ppid, ticks: ticks, comm: line[open+1 : end]}, true
+}
+
+// Foreign is the CPU processes outside the harness used between two snapshots.
+type Foreign struct {
+	CPU time.Duration
+	Top string // the three busiest commands, "cc1:3.1s,go:1.0s"
+}
+
+// ForeignUntil is what processes other than kernel threads, this process and the
+// descendants of ours used from s to later.
+func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
+	own := map[int]bool{os.Getpid(): true}
+	for _, p := range ours {
+		own[p] = true
+	}
+	mine := func(pid int) bool {
+		for q, n := pid, 0; q > 1 && n < 64; q, n = later[q].ppid, n+1 {
+			if own[q] {
+				return true
+			}
+		}
+		return false
+	}
+	by := map[string]int64{}
+	var sum int64
+	for pid, p := range later {
+		p0, seen := s[pid]
+		if !seen || pid == 2 || p.ppid == 2 || mine(pid) {
+			continue
+		}
+		if d := p.ticks - p0.ticks; d > 0 {
+			sum += d
+			by[p.comm] += d
+		}
+	}
+	names := make([]string, 0, len(by))
+	for c := range by {
+		names = append(names, c)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return by[names[i]] > by[names[j]] || by[names[i]] == by[names[j]] && names[i] < names[j]
+	})
+	var top []string
+	for _, c := range names[:min(3, len(names))] {
+		top = append(top, fmt.Sprintf("%s:%.1fs", c, float64(by[c])/clockTick))
+	}
+	return Foreign{CPU: time.Duration(sum) * time.Second / clockTick, Top: strings.Join(top, ",")}
+}
+
+// Children returns the processes whose parent is pid.
+func (s CPUSnapshot) Children(pid int) []int {
+	var c []int
+	for p, pr := range s {
+		if pr.ppid == pid {
+			c = append(c, p)
+		}
+	}
+	return c
+}

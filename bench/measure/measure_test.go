@@ -1,0 +1,64 @@
+package measure
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatReadsCommandsWithSpacesAndParentheses(t *testing.T) {
+	line := "4242 (tmux: server (1)) S 17 4242 4242 0 -1 4194560 100 0 0 0 25 15 3 2 20 0 1 0 100 1000 50 18446744073709551615"
+	pid, p, ok := parseStat(line)
+	if !ok || pid != 4242 || p.ppid != 17 || p.ticks != 45 || p.comm != "tmux: server (1)" {
+		t.Fatalf("%d %+v %t", pid, p, ok)
+	}
+	if _, _, ok := parseStat("garbage"); ok {
+		t.Fatal("parsed garbage")
+	}
+}
+
+func TestForeignLeavesOutOursAndKernelThreads(t *testing.T) {
+	me := os.Getpid()
+	before := CPUSnapshot{100: {ppid: 1, ticks: 0, comm: "cc1"}, 200: {ppid: me, ticks: 0, comm: "ours"},
+		300: {ppid: 200, ticks: 0, comm: "grandchild"}, 400: {ppid: 2, ticks: 0, comm: "kworker"}, 500: {ppid: 1, ticks: 0, comm: "pg"},
+		600: {ppid: 500, ticks: 0, comm: "pgchild"}, 700: {ppid: 1, ticks: 0, comm: "go"}}
+	after := CPUSnapshot{100: {ppid: 1, ticks: 300, comm: "cc1"}, 200: {ppid: me, ticks: 900, comm: "ours"},
+		300: {ppid: 200, ticks: 900, comm: "grandchild"}, 400: {ppid: 2, ticks: 900, comm: "kworker"}, 500: {ppid: 1, ticks: 900, comm: "pg"},
+		600: {ppid: 500, ticks: 900, comm: "pgchild"}, 700: {ppid: 1, ticks: 100, comm: "go"},
+		800: {ppid: 1, ticks: 900, comm: "new"}} // started in between: its past is unknown
+	f := before.ForeignUntil(after, []int{500})
+	if f.CPU != 4*time.Second || f.Top != "cc1:3.0s,go:1.0s" {
+		t.Fatalf("%+v, want 4 s from cc1 and go", f)
+	}
+	if c := after.Children(500); len(c) != 1 || c[0] != 600 {
+		t.Fatalf("children %v", c)
+	}
+}
+
+// The CPU of a grandchild counts: the rusage of the waited child includes every
+// descendant it reaped, as GNU time reports.
+func TestRunCountsTheWholeProcessTree(t *testing.T) {
+	var m Runner
+	out, _, u, err := m.Run(context.Background(), Run{Core: -1, Limit: time.Minute,
+		Args: []string{"sh", "-c", `sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo done'`}})
+	if err != nil || strings.TrimSpace(string(out)) != "done" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if u.CPU <= 0 || u.MaxRSS <= 0 || u.Elapsed <= 0 {
+		t.Fatalf("usage %+v: the grandchild's CPU and RSS are missing", u)
+	}
+	_, _, _, err = m.Run(context.Background(), Run{Core: -1, Limit: time.Minute, Args: []string{"sh", "-c", "echo nope >&2; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "exit status 3: nope") {
+		t.Fatalf("failing command: %v", err)
+	}
+}
+
+func TestRunStopsACommandAtItsLimit(t *testing.T) {
+	var m Runner
+	_, _, u, err := m.Run(context.Background(), Run{Core: -1, Limit: 200 * time.Millisecond, Args: []string{"sleep", "60"}})
+	if err == nil || !strings.Contains(err.Error(), "stopped after 200ms") || u.Elapsed > 30*time.Second {
+		t.Fatalf("%v after %v", err, u.Elapsed)
+	}
+}
