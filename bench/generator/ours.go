@@ -41,7 +41,7 @@ func ours(bin string) *Tool {
 			return fmt.Sprintf("model open, rate_per instance, max_in_flight %d, no warm-up", c.Conns)
 		}
 		return fmt.Sprintf("closed, %d users, 1 instance, hold %s, no warm-up; requests = the run's summary (every request is stored in Postgres); "+
-			"CPU-s = the whole process (start-up, migrations, run, summary, export of the steps table)", c.Conns, secs(d))
+			"CPU-s = the whole process (start-up, migrations, run, summary, export of the steps table, the HTML report)", c.Conns, secs(d))
 	}
 	return t
 }
@@ -54,13 +54,16 @@ type oursEvent struct {
 	Level   string
 	Check   string
 	Message string
-	Steps   []struct {
-		Count   *int64
-		Errors  int64
-		Seconds float64
-		P99MS   float64 `json:"p99_ms"`
-		Missed  int64
-	}
+	Steps   json.RawMessage // a count in "started", the rows in "summary"
+}
+
+// oursStep is a row of the summary event's steps.
+type oursStep struct {
+	Count   *int64
+	Errors  int64
+	Seconds float64
+	P99MS   float64 `json:"p99_ms"`
+	Missed  int64
 }
 
 // ParseOurs reads the JSON lines of `cf-benchmark run --json`: the summary event of a
@@ -91,10 +94,14 @@ func ParseOurs(stdout []byte) (Result, error) {
 	if summary.Status != "completed" {
 		return Result{}, fmt.Errorf("cf-benchmark: run %s: %s", summary.Status, summary.Reason)
 	}
-	if len(summary.Steps) != 1 || summary.Steps[0].Count == nil || summary.Steps[0].Seconds <= 0 {
-		return Result{}, fmt.Errorf("cf-benchmark: want one step with a count and its seconds in the summary, got %d steps", len(summary.Steps))
+	var steps []oursStep
+	if err := json.Unmarshal(summary.Steps, &steps); err != nil {
+		return Result{}, fmt.Errorf("cf-benchmark: the steps of its summary event: %w", err)
 	}
-	s := summary.Steps[0]
+	if len(steps) != 1 || steps[0].Count == nil || steps[0].Seconds <= 0 {
+		return Result{}, fmt.Errorf("cf-benchmark: want one step with a count and its seconds in the summary, got %d steps", len(steps))
+	}
+	s := steps[0]
 	r.OK, r.Errors, r.Seconds = *s.Count-s.Errors, s.Errors, s.Seconds
 	r.P99 = time.Duration(s.P99MS * float64(time.Millisecond))
 	if s.Missed > 0 {

@@ -23,6 +23,12 @@ func TestParsersReadRecordedOutputs(t *testing.T) {
 		{"hey.csv", ParseHey, Result{OK: 200, Seconds: 0.3688, P99: 90600 * time.Microsecond}},
 		// vegeta attack -rate=200/1s -duration=1s, then report -type=json.
 		{"vegeta.json", ParseVegeta, Result{OK: 125, Seconds: 1.838694759, P99: 1116473504}},
+		// k6 run bench/k6-closed.js --summary-export, VUS=4 DURATION=1s: http_req_failed's
+		// "passes" are the failed requests (none), Seconds is count / rate.
+		{"k6-summary.json", ParseK6, Result{OK: 5152, Seconds: 5152 / 5067.959956010187, P99: 8529767 * time.Nanosecond}},
+		// cf-benchmark run --json of bench/cfbench-open.yml.tmpl at 200 req/s for 2 s, 4
+		// in flight, on a machine at a load average of 40: its saturation check warned.
+		{"cfbench.jsonl", ParseOurs, Result{OK: 399, Seconds: 2, P99: 129028 * time.Microsecond}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", c.file))
@@ -32,6 +38,9 @@ func TestParsersReadRecordedOutputs(t *testing.T) {
 			got, err := c.parse(b)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.file == "cfbench.jsonl" && (len(got.Notes) != 1 || !strings.HasPrefix(got.Notes[0], "warn generator-saturation: the generators could not keep up")) {
+				t.Errorf("notes %q, want the saturation warning", got.Notes)
 			}
 			if got.OK != c.want.OK || got.Errors != c.want.Errors || !near(got.Seconds, c.want.Seconds) || got.P99.Round(time.Microsecond) != c.want.P99.Round(time.Microsecond) {
 				t.Fatalf("got %+v, want %+v", got, c.want)
