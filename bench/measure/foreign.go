@@ -17,7 +17,7 @@ const clockTick = 100
 // proc is one process's line of /proc/PID/stat.
 type proc struct {
 	ppid  int
-	ticks int64 // utime + stime + cutime + cstime
+	ticks int64 // utime + stime: its own, not its reaped children's (see ForeignUntil)
 	comm  string
 }
 
@@ -41,8 +41,8 @@ func Snapshot() CPUSnapshot {
 	return s
 }
 
-// parseStat reads "PID (COMM) STATE PPID ... UTIME STIME CUTIME CSTIME ...": fields 14
-// to 17 (from 1), counted after the command, which may hold spaces and parentheses.
+// parseStat reads "PID (COMM) STATE PPID ... UTIME STIME ...": fields 14 and 15 (from
+// 1), counted after the command, which may hold spaces and parentheses.
 func parseStat(line string) (int, proc, bool) {
 	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
 	if open < 0 || end < open {
@@ -55,7 +55,7 @@ func parseStat(line string) (int, proc, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	var ticks int64
-	for _, s := range f[11:15] {
+	for _, s := range f[11:13] {
 		n, _ := strconv.ParseInt(s, 10, 64)
 		ticks += n
 	}
@@ -69,7 +69,11 @@ type Foreign struct {
 }
 
 // ForeignUntil is what processes other than kernel threads, this process and the
-// descendants of ours used from s to later.
+// descendants of ours used from s to later: each process's own CPU, all of it for a
+// process that started in between. A process that started and ended in between is
+// missed (an underestimate): counting the children's times a parent adds when it
+// reaps them would count a long-lived child's whole life again (a shell reaping a
+// test binary showed minutes of CPU in a second).
 func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
 	own := map[int]bool{os.Getpid(): true}
 	for _, p := range ours {
@@ -86,11 +90,10 @@ func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
 	by := map[string]int64{}
 	var sum int64
 	for pid, p := range later {
-		p0, seen := s[pid]
-		if !seen || pid == 2 || p.ppid == 2 || mine(pid) {
+		if pid == 2 || p.ppid == 2 || mine(pid) {
 			continue
 		}
-		if d := p.ticks - p0.ticks; d > 0 {
+		if d := p.ticks - s[pid].ticks; d > 0 { // s[pid] is zero for a new process
 			sum += d
 			by[p.comm] += d
 		}

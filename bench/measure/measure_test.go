@@ -11,7 +11,7 @@ import (
 func TestParseStatReadsCommandsWithSpacesAndParentheses(t *testing.T) {
 	line := "4242 (tmux: server (1)) S 17 4242 4242 0 -1 4194560 100 0 0 0 25 15 3 2 20 0 1 0 100 1000 50 18446744073709551615"
 	pid, p, ok := parseStat(line)
-	if !ok || pid != 4242 || p.ppid != 17 || p.ticks != 45 || p.comm != "tmux: server (1)" {
+	if !ok || pid != 4242 || p.ppid != 17 || p.ticks != 40 || p.comm != "tmux: server (1)" {
 		t.Fatalf("%d %+v %t", pid, p, ok)
 	}
 	if _, _, ok := parseStat("garbage"); ok {
@@ -27,10 +27,10 @@ func TestForeignLeavesOutOursAndKernelThreads(t *testing.T) {
 	after := CPUSnapshot{100: {ppid: 1, ticks: 300, comm: "cc1"}, 200: {ppid: me, ticks: 900, comm: "ours"},
 		300: {ppid: 200, ticks: 900, comm: "grandchild"}, 400: {ppid: 2, ticks: 900, comm: "kworker"}, 500: {ppid: 1, ticks: 900, comm: "pg"},
 		600: {ppid: 500, ticks: 900, comm: "pgchild"}, 700: {ppid: 1, ticks: 100, comm: "go"},
-		800: {ppid: 1, ticks: 900, comm: "new"}} // started in between: its past is unknown
+		800: {ppid: 1, ticks: 200, comm: "new"}} // started in between
 	f := before.ForeignUntil(after, []int{500})
-	if f.CPU != 4*time.Second || f.Top != "cc1:3.0s,go:1.0s" {
-		t.Fatalf("%+v, want 4 s from cc1 and go", f)
+	if f.CPU != 6*time.Second || f.Top != "cc1:3.0s,new:2.0s,go:1.0s" {
+		t.Fatalf("%+v, want 6 s from cc1, new and go", f)
 	}
 	if c := after.Children(500); len(c) != 1 || c[0] != 600 {
 		t.Fatalf("children %v", c)
