@@ -14,10 +14,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/bench/generator"
 	"github.com/cf-benchmark/cf-benchmark/bench/harness"
 )
 
@@ -51,6 +53,12 @@ func main() {
 		"open-probes": *probes, "open-seconds": *openSeconds} {
 		if v <= 0 {
 			fmt.Fprintf(os.Stderr, "cfbench-bench: -%s must be a positive integer, got %d\n", name, v)
+			os.Exit(2)
+		}
+	}
+	for _, name := range strings.Fields(*only) {
+		if !slices.Contains(generator.Names, name) {
+			fmt.Fprintf(os.Stderr, "cfbench-bench: -only: unknown generator %q (known: %s)\n", name, strings.Join(generator.Names, " "))
 			os.Exit(2)
 		}
 	}
