@@ -23,6 +23,9 @@ func TestParsersReadRecordedOutputs(t *testing.T) {
 		{"hey.csv", ParseHey, Result{OK: 200, Seconds: 0.3688, P99: 90600 * time.Microsecond}},
 		// vegeta attack -rate=200/1s -duration=1s, then report -type=json.
 		{"vegeta.json", ParseVegeta, Result{OK: 125, Seconds: 1.838694759, P99: 1116473504}},
+		// oha -c 4 -z 1s --no-tui --output-format json: 22,629 answered 200, and 4 requests
+		// "aborted due to deadline" when -z ran out, which are no failures of the target.
+		{"oha.json", ParseOha, Result{OK: 22629, Seconds: 1.008997435, P99: 3334558 * time.Nanosecond}},
 		// k6 run bench/k6-closed.js --summary-export, VUS=4 DURATION=1s: http_req_failed's
 		// "passes" are the failed requests (none), Seconds is count / rate.
 		{"k6-summary.json", ParseK6, Result{OK: 5152, Seconds: 5152 / 5067.959956010187, P99: 8529767 * time.Nanosecond}},
