@@ -177,6 +177,9 @@ func TestCollectRouterLogsJoinsEveryRequestAndReportsCoverage(t *testing.T) {
 		resume bool
 	}{{"elasticsearch 8", testes.URL, true}, {"opensearch 2", testos.URL, false}} {
 		t.Run(backend.name, func(t *testing.T) {
+			// The two nodes start and load at once: their start-ups wait on the disk and
+			// on readiness polls as much as on the CPU.
+			t.Parallel()
 			base := backend.url(t)
 			index := testes.Index("logs-app-cfbench")
 			loadRouterLogs(t, base, index)
