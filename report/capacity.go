@@ -163,14 +163,16 @@ func num(x float64) string {
 	case math.IsNaN(x) || math.IsInf(x, 0):
 		return "–"
 	case math.Abs(x) >= 100:
-		return group(strconv.FormatFloat(math.Round(x), 'f', 0, 64))
+		return Thousands(x)
 	case math.Abs(x) >= 10:
 		return strconv.FormatFloat(x, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64)
 }
 
-func group(s string) string {
+// Thousands formats x rounded to an integer with thousands separators: 103,666.
+func Thousands(x float64) string {
+	s := strconv.FormatFloat(math.Round(x), 'f', 0, 64)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	var b strings.Builder

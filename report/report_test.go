@@ -72,3 +72,11 @@ func TestStepLine(t *testing.T) {
 	}
 	golden(t, "stepline.txt", got)
 }
+
+func TestThousands(t *testing.T) {
+	for x, want := range map[float64]string{0: "0", 999.6: "1,000", 103666: "103,666", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := Thousands(x); got != want {
+			t.Errorf("Thousands(%g) = %q, want %q", x, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/bench/ratesearch"
+	"github.com/cf-benchmark/cf-benchmark/report"
 )
 
 // Report is everything one benchmark run measured.
@@ -158,7 +159,7 @@ func (r *Report) Write(w io.Writer) error {
 		if len(g.Failures) > 0 {
 			notes = append(notes, "failed: "+strings.Join(g.Failures, "; "))
 		}
-		p("| %s | closed | %s | %s | %s | %s | %.1f | %s |", g.Label, thousands(c.rps), thousands(c.eff), ratio(c.eff, ohaC), ratio(c.eff, wrkC),
+		p("| %s | closed | %s | %s | %s | %s | %.1f | %s |", g.Label, report.Thousands(c.rps), report.Thousands(c.eff), ratio(c.eff, ohaC), ratio(c.eff, wrkC),
 			c.rss, strings.Join(notes, "; "))
 	}
 	var ohaO *Open
@@ -199,7 +200,7 @@ func (r *Report) Write(w io.Writer) error {
 				note += fmt.Sprintf("; held rate %s oha's", ratio(rps, ohaRps))
 			}
 		}
-		p("| %s | open | %s | %s | %s | – | %.1f | %s |", g.Label, thousands(rps), thousands(eff), ratio(eff, oEff), float64(o.Best.RSS)/(1<<20), note)
+		p("| %s | open | %s | %s | %s | – | %.1f | %s |", g.Label, report.Thousands(rps), report.Thousands(eff), ratio(eff, oEff), float64(o.Best.RSS)/(1<<20), note)
 	}
 	p("")
 	versions := "nginx " + r.Nginx
@@ -260,22 +261,4 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// thousands formats x rounded to an integer with commas: 103,666.
-func thousands(x float64) string {
-	s := fmt.Sprintf("%.0f", x)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
