@@ -27,7 +27,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		if want != planned {
 			r.opts.Reporter.Note(fmt.Sprintf("%s: step %d keeps the %d generator instances scaled by hand (the ramp planned %d)", name, idx+1, want, planned))
 		}
-		if err := fleet.Scale(ctx, want); err != nil {
+		if err := scale(ctx, fleet, want); err != nil {
 			return fmt.Errorf("scale the generators of %s to %d: %w", name, want, err)
 		}
 		if err := r.waitLive(ctx, name, want); err != nil {
@@ -280,4 +280,16 @@ func loadOf(w *spec.Workload) string {
 		return fmt.Sprintf("%d users each, %d requests in all", w.Users, w.RequestsPerInstance)
 	}
 	return fmt.Sprintf("%d users each", w.Users)
+}
+
+// scaleTimeout bounds one scale request, which is let finish when the run is interrupted.
+const scaleTimeout = time.Minute
+
+// scale asks fleet for n instances and lets the request finish even when ctx ends
+// (Ctrl-C): an abandoned request can still land after the fleet's Stop and leave the
+// generators up.
+func scale(ctx context.Context, fleet Fleet, n int) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scaleTimeout)
+	defer cancel()
+	return fleet.Scale(ctx, n)
 }

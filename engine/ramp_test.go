@@ -16,9 +16,11 @@ type fakeFleet struct {
 }
 
 func (f *fakeFleet) App() string { return "gen" }
-func (f *fakeFleet) Scale(_ context.Context, n int) error {
+func (f *fakeFleet) Scale(ctx context.Context, n int) error {
+	// As a Cloud Controller would: an abandoned request may land anyway, and the
+	// caller then does not know the count.
 	f.desired = n
-	return nil
+	return ctx.Err()
 }
 func (f *fakeFleet) Desired(context.Context) (int, error) { return f.desired, f.err }
 func (f *fakeFleet) Stop(context.Context) error {
@@ -97,5 +99,19 @@ func TestLoadOf(t *testing.T) {
 		if got := loadOf(&c.w); got != c.want {
 			t.Errorf("loadOf(%+v) = %q, want %q", c.w, got, c.want)
 		}
+	}
+}
+
+// An interrupted run still learns how its scale request ended, so the fleet's Stop
+// comes after it and the generators end at zero.
+func TestScaleFinishesWhenTheRunIsInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := &fakeFleet{}
+	if err := scale(ctx, f, 2); err != nil {
+		t.Fatalf("scale with an interrupted run: %v, want the request finished", err)
+	}
+	if f.desired != 2 {
+		t.Fatalf("desired %d, want 2", f.desired)
 	}
 }
