@@ -23,7 +23,7 @@ import (
 // newSource returns a Source on c's copy of the shared data set.
 func newSource(t testing.TB, c *cluster, mod func(*Config)) *Source {
 	t.Helper()
-	cfg := Config{URLs: []string{c.URL(t)}, Index: c.Loaded(t), RetryBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	cfg := Config{URLs: []string{c.URL(t)}, Index: c.Loaded(t), PageSize: pageSize(), RetryBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	if mod != nil {
 		mod(&cfg)
 	}

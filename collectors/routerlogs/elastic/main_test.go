@@ -29,13 +29,18 @@ func TestMain(m *testing.M) {
 }
 
 // wantedDocs is the size of the shared data set's window, what the suite retrieves:
-// 200,000 requests, 40,000 under the race detector.
+// 200,000 requests, 20,000 under the race detector.
 func wantedDocs() int {
 	if raceEnabled {
-		return 40_000
+		return 20_000
 	}
 	return 200_000
 }
+
+// pageSize is the page size of the tests' sources: the default 5,000, smaller for the
+// race detector's data set so that a pull still takes eight pages or more (the
+// interrupted pulls stop after 1, 3, 2 and 5 pages).
+func pageSize() int { return min(5000, wantedDocs()/8) }
 
 // cluster is one test node and the shared data set indexed into it.
 type cluster struct {
