@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the sample apps' own tests (JUnit; node --test) against a real PostgreSQL, then
+# Runs the sample apps' own tests (JUnit; node --test; the proxies' need no database) against a real PostgreSQL, then
 # starts both bulletin boards on freshly seeded databases and checks that they answer
 # the same requests with the same bytes (apps/parity/compare.mjs). The PostgreSQL server
 # is private, started here in a temporary state directory as an unprivileged user;
@@ -23,6 +23,11 @@ echo "test-apps: bulletin-java (mvn test)" >&2
 DATABASE_URL=$java_db mvn -B -ntp -f apps/bulletin-java/pom.xml test | grep -E "Tests run|FAIL|ERROR|BUILD"
 echo "test-apps: bulletin-node (node --test)" >&2
 (cd apps/bulletin-node && DATABASE_URL=$node_db npm test --silent)
+
+echo "test-apps: proxy-java (mvn test)" >&2
+mvn -B -ntp -f apps/proxy-java/pom.xml test | grep -E "Tests run|FAIL|ERROR|BUILD"
+echo "test-apps: proxy-node (node --test)" >&2
+(cd apps/proxy-node && npm test --silent)
 
 echo "test-apps: parity of the two apps' answers" >&2
 free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }

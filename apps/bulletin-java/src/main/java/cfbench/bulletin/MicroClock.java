@@ -8,7 +8,7 @@ import java.time.Instant;
  * Node twin's UnixMicroClock). So the {@code at} of rows ordered by arrival are ordered too,
  * and stay within a millisecond or two of the wall clock.
  */
-final class MicroClock {
+public final class MicroClock {
 
     private record Anchor(long nanos, long micros) {
     }
@@ -21,7 +21,7 @@ final class MicroClock {
     }
 
     /** The Unix time in microseconds of an earlier System.nanoTime() reading. */
-    long at(long nanos) {
+    public long at(long nanos) {
         Anchor a = anchor;
         long nowNanos = System.nanoTime();
         long nowMicros = a.micros() + (nowNanos - a.nanos()) / 1000;

@@ -10,8 +10,10 @@ import java.util.Arrays;
  * active set for the idle one under the same monitor, so every row lands in exactly one flush,
  * and then serializes the swapped-out set without holding the monitor. Flushes are serialized
  * by their own lock, so the idle set is never swapped in while it is still being written out.
+ *
+ * <p>Public, with TraceId and MicroClock, because apps/proxy-java compiles them in too.
  */
-final class Timings {
+public final class Timings {
 
     /** One set of rows: parallel arrays, {@code n} of them in use. */
     private static final class Rows {
@@ -45,7 +47,7 @@ final class Timings {
     private Rows idle;
     private long dropped;
 
-    Timings(int capacity, boolean recording, int instanceIndex) {
+    public Timings(int capacity, boolean recording, int instanceIndex) {
         this.capacity = capacity;
         this.recording = recording;
         this.instanceIndex = instanceIndex;
@@ -53,15 +55,15 @@ final class Timings {
         this.idle = new Rows(capacity);
     }
 
-    boolean recording() {
+    public boolean recording() {
         return recording;
     }
 
-    void setRecording(boolean on) {
+    public void setRecording(boolean on) {
         recording = on;
     }
 
-    int capacity() {
+    public int capacity() {
         return capacity;
     }
 
@@ -69,7 +71,7 @@ final class Timings {
      * Keeps one row, or counts it as dropped when the buffer is full. Times in microseconds;
      * arrivalNanos (System.nanoTime() at arrival) orders the rows of a flush.
      */
-    void record(long traceHi, long traceLo, long atMicros, long arrivalNanos, long poolWaitUs, long queryUs,
+    public void record(long traceHi, long traceLo, long atMicros, long arrivalNanos, long poolWaitUs, long queryUs,
                 long totalUs) {
         synchronized (this) {
             Rows r = active;
@@ -90,7 +92,7 @@ final class Timings {
     }
 
     /** {"recording":true,"capacity":100000,"buffered":12,"dropped":0} */
-    byte[] statusJson() {
+    public byte[] statusJson() {
         int buffered;
         long d;
         synchronized (this) {
@@ -112,7 +114,7 @@ final class Timings {
      * {"instance_index":0,"capacity":100000,"dropped":0,"rows":[["trace",at,pool_wait_us,query_us,total_us],...]}
      * with the rows in arrival order.
      */
-    byte[] flushJson() {
+    public byte[] flushJson() {
         synchronized (flushLock) {
             Rows r;
             long d;

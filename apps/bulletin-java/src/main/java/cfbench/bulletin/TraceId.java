@@ -8,16 +8,16 @@ package cfbench.bulletin;
  * sampled one of 0, 1, d and a 16-hex parent span id. Hex digits may be upper or lower case;
  * ids are reported in lowercase.
  */
-final class TraceId {
+public final class TraceId {
     private TraceId() {
     }
 
     /** The two 64-bit halves of a parsed id; {@code hi} is 0 for a 16-digit id. */
-    record Parsed(long hi, long lo) {
+    public record Parsed(long hi, long lo) {
     }
 
     /** From the two headers' values (either may be null); null when there is no valid trace id. */
-    static Parsed fromHeaders(String xB3TraceId, String b3) {
+    public static Parsed fromHeaders(String xB3TraceId, String b3) {
         if (xB3TraceId != null) {
             Parsed p = parseId(xB3TraceId, 0, xB3TraceId.length());
             if (p != null) {
