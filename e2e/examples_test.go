@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/go-cfclient/v3/client"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
+)
+
+// TestExamplesOnLocalFoundation runs example specs shortened on one local foundation,
+// each for the comparison it exists for. These runs are checked for what they record
+// and report, not for clean measurements: they run beside the other packages' tests
+// (the measured runs are TestJavaVsNodeOnLocalFoundation and TestConfounders).
+func TestExamplesOnLocalFoundation(t *testing.T) {
+	testtier.External(t, "the real cf CLI, the local foundation, a JDK and Node.js")
+	root := moduleRoot(t)
+	for _, p := range []string{"apps/bulletin-java/target/bulletin-java.jar", "apps/proxy-java/target/proxy-java.jar", "apps/proxy-node/lib/timings.js"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Fatalf("the sample apps are not built (%v): run make build", err)
+		}
+	}
+	cf, info, cl := loggedIn(t, root, buildPushed(t, root))
+	t.Run("pool-size matrix", func(t *testing.T) { poolSizeMatrix(t, root, cf, cl) })
+	t.Run("proxy bake-off", func(t *testing.T) { proxyBakeoff(t, root, cf, cl, info) })
+}
+
+// poolSizeMatrix runs examples/pool-size.yml shortened to a matrix of two pool sizes
+// (5 and 10) and one step of 3 s: one manifest pushed as two apps with their own env
+// and routes, each a variant in the results with the configuration it was pushed as.
+func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
+	t.Helper()
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "pool-size.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sp)
+	for old, repl := range map[string]string{
+		"../manifests/":                          "" + filepath.Join(root, "manifests") + "/",
+		"DB_POOL_SIZE: [30, 60, 90]":             "DB_POOL_SIZE: [5, 10]",
+		"  users: 8\n":                           "  users: 2\n",
+		"  max: 8\n  hold: 45s\n  warmup: 10s\n": "  max: 1\n  hold: 3s\n  warmup: 1s\n",
+		"    interval: 5s\n":                     "    interval: 1s\n",
+	} {
+		if !strings.Contains(s, old) {
+			t.Fatalf("examples/pool-size.yml has no %q: update this test", old)
+		}
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	file := filepath.Join(t.TempDir(), "pool-size.yml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCF(t, cf, "run-benchmark", "-f", file)
+	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): pool-size, 2 variant\(s\), 1 step\(s\) each`))[1]
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("cf run-benchmark pool-size: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"pool-5 runs as bulletin-java-5 (", "pool-10 runs as bulletin-java-10 (", "run " + runID + " completed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pool-size output lacks %q:\n%s", want, out)
+		}
+	}
+	dir := filepath.Join(cf.dir, "results", runID)
+	variants := map[string]map[string]string{}
+	for _, v := range readCSV(t, filepath.Join(dir, "variants.csv")) {
+		variants[v["variant"]] = v
+	}
+	for _, size := range []string{"5", "10"} {
+		v := variants["pool-"+size]
+		app := "bulletin-java-" + size
+		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`"}` ||
+			v["app_memory_mb"] != "800" || v["app_instances"] != "1" || !strings.Contains(v["app_env"], `"DB_POOL_SIZE": "`+size+`"`) ||
+			!strings.Contains(v["app_manifest"], "name: "+app+"\n") || !strings.Contains(v["target_url"], app+".") {
+			t.Errorf("variants.csv pool-%s: %v", size, v)
+		}
+		// What the app got is what the run recorded.
+		a, err := cl.Applications.Single(context.Background(), &client.AppListOptions{Names: client.Filter{Values: []string{app}}})
+		if err != nil {
+			t.Fatalf("app %s: %v", app, err)
+		}
+		env, err := cl.Applications.GetEnvironmentVariables(context.Background(), a.GUID)
+		if err != nil || env["DB_POOL_SIZE"] == nil || *env["DB_POOL_SIZE"] != size {
+			t.Errorf("app %s env %v, %v; want DB_POOL_SIZE=%s", app, env, err, size)
+		}
+	}
+	steps := map[string]int{}
+	for _, m := range readCSV(t, filepath.Join(dir, "step_metrics.csv")) {
+		if m["count"] != "0" {
+			steps[m["variant"]]++
+		}
+	}
+	if steps["pool-5"] != 1 || steps["pool-10"] != 1 {
+		t.Errorf("steps with requests per variant %v, want one each of pool-5 and pool-10", steps)
+	}
+}
+
+// proxyBakeoff runs examples/proxy-bakeoff.yml shortened to open-loop levels of 25 and
+// 50 req/s of 3 s each: the stub (0-50 ms, 10 KB) pushed as stub-dither, the two proxies
+// from their manifests in front of it, and the report setting them side by side at each
+// level: throughput, latency and app CPU per variant and step, the event loop's ratios
+// against the threads per step, and each proxy's own timings (upstream time inside its
+// total, inside the router's).
+func proxyBakeoff(t *testing.T, root string, cf *cfCLI, cl *client.Client, info foundation.Info) {
+	t.Helper()
+	testfoundation.PushStubCommand(t, cl, testfoundation.StubZip(t), "apps", "stub-dither", "./cfbench-stub --dither 50ms --size 10240", 1)
+	waitRouted(t, info.RouterAddr, "stub-dither."+info.AppsDomain)
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "proxy-bakeoff.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sp)
+	for old, repl := range map[string]string{
+		"../manifests/": filepath.Join(root, "manifests") + "/",
+		"      # CONNECT_TO: 127.0.0.1:ROUTER_PORT\n": "      CONNECT_TO: " + info.RouterAddr + "\n",
+		"path: ../.cfbench/foundation/access.log":     "path: " + info.AccessLog,
+		"  rate: 175\n": "  rate: 25\n",
+		"ramp: {start: 2, step: 2, max: 8, hold: 60s, warmup: 10s}": "ramp: {start: 1, step: 1, max: 2, hold: 3s, warmup: 1s}",
+		"    interval: 5s\n": "    interval: 1s\n",
+	} {
+		if !strings.Contains(s, old) {
+			t.Fatalf("examples/proxy-bakeoff.yml has no %q: update this test", old)
+		}
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	file := filepath.Join(t.TempDir(), "proxy-bakeoff.yml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startCF(t, cf, "run-benchmark", "-f", file)
+	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): proxy-bakeoff, 2 variant\(s\), 2 step\(s\) each`))[1]
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("cf run-benchmark proxy-bakeoff: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"threads runs as proxy-java (", "eventloop runs as proxy-node (", "run " + runID + " completed",
+		"6. Variants side by side"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("proxy-bakeoff output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "app timings") {
+		t.Errorf("the run warned about app timings:\n%s", out)
+	}
+	// Every request went through a proxy to the stub and came back whole.
+	dir := filepath.Join(cf.dir, "results", runID)
+	for _, r := range readCSV(t, filepath.Join(dir, "samples.csv")) {
+		if r["status"] != "200" || r["bytes"] != "10240" {
+			t.Fatalf("sample %v: want 200 with the stub's 10240 bytes", r)
+		}
+	}
+	rep := cf.mustRun(t, "benchmark-report", runID, "--format", "json")
+	var doc struct {
+		Runs []proxyReport
+	}
+	if err := json.Unmarshal([]byte(rep), &doc); err != nil || len(doc.Runs) != 1 {
+		t.Fatalf("benchmark-report --format json: %d runs, %v\n%s", len(doc.Runs), err, rep)
+	}
+	report := doc.Runs[0]
+	apps := map[string]string{"threads": "proxy-java", "eventloop": "proxy-node"}
+	if len(report.Variants) != 2 {
+		t.Fatalf("report variants %d, want threads and eventloop", len(report.Variants))
+	}
+	for _, v := range report.Variants {
+		if len(v.Steps) != 2 {
+			t.Fatalf("%s: %d steps in the report, want 2", v.Name, len(v.Steps))
+		}
+		for i, st := range v.Steps {
+			if want := float64(25 * (i + 1)); st.Load != want || st.Throughput <= 0 || st.MeanUS <= 0 || st.P99US <= 0 {
+				t.Errorf("%s step %d: load %v (want %v req/s offered), throughput %v, mean %v µs, p99 %v µs", v.Name, st.Step, st.Load, want, st.Throughput, st.MeanUS, st.P99US)
+			}
+			if st.App == nil || st.App.Name != apps[v.Name] || st.App.CPUMeanCores == nil || *st.App.CPUMeanCores <= 0 {
+				t.Errorf("%s step %d: app usage %+v, want %s's CPU", v.Name, st.Step, st.App, apps[v.Name])
+			}
+			if st.Decomposition == nil {
+				t.Errorf("%s step %d: no latency decomposition (router lines and the proxy's timings)", v.Name, st.Step)
+			}
+			t.Logf("%s step %d: %.0f req/s offered, %.1f req/s, mean %.0f µs, p99 %d µs, decomposition %v", v.Name, st.Step, st.Load, st.Throughput, st.MeanUS, st.P99US, st.Decomposition)
+		}
+	}
+	c := report.Comparison
+	if c == nil || c.Reference != "threads" || len(c.Variants) != 2 || c.Variants[1].Variant != "eventloop" || len(c.Variants[1].Steps) != 2 {
+		t.Fatalf("comparison %+v, want eventloop against threads at both levels", c)
+	}
+	for _, st := range c.Variants[1].Steps {
+		if st.MeanRatio == nil || st.CPUPerRequest == nil {
+			t.Errorf("eventloop step %d against threads: mean ratio %v, CPU per request ratio %v; want both", st.Step, st.MeanRatio, st.CPUPerRequest)
+		}
+	}
+	// Each proxy's own time holds its upstream exchange and lies within the router's.
+	for _, r := range readCSV(t, filepath.Join(dir, "request_times.csv")) {
+		if r["app_us"] == "" || r["router_us"] == "" {
+			t.Fatalf("request without the proxy's or the router's timing: %v", r)
+		}
+		if atoi(t, r["pool_wait_us"])+atoi(t, r["query_us"]) > atoi(t, r["app_us"]) {
+			t.Fatalf("pool wait + upstream over the proxy's total: %v", r)
+		}
+	}
+}
+
+// proxyReport is what proxyBakeoff reads of a run in the report's JSON (report/REPORT.md).
+type proxyReport struct {
+	Variants []struct {
+		Name  string
+		Steps []struct {
+			Step       int
+			Load       float64
+			Throughput float64
+			MeanUS     float64 `json:"mean_us"`
+			P99US      int64   `json:"p99_us"`
+			App        *struct {
+				Name         string
+				CPUMeanCores *float64 `json:"cpu_mean_cores"`
+			}
+			Decomposition map[string]any
+		}
+	}
+	Comparison *struct {
+		Reference string
+		Variants  []struct {
+			Variant string
+			Steps   []struct {
+				Step          int
+				MeanRatio     *float64 `json:"mean_ratio"`
+				CPUPerRequest *float64 `json:"cpu_per_request_ratio"`
+			}
+		}
+	}
+}
