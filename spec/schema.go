@@ -63,6 +63,7 @@ func (d *decoder) spec(v value) *Spec {
 			)
 		}),
 	)
+	d.drainVariants(s)
 	if _, has := got["landscape"]; ok && !has && !d.landscapeGiven && len(manifests) > 0 {
 		d.errorf(manifests[0], "needs a landscape section (the org and spaces to push to); add one, or give the variant a url of a running target instead")
 	}
@@ -505,7 +506,7 @@ func (d *decoder) routerLogs(dst **RouterLogs) func(value) {
 		rl := &RouterLogs{}
 		*dst = rl
 		got, ok := d.object(v,
-			required("source", enum(d, &rl.Source, SourceElasticsearch, SourceFile)),
+			required("source", enum(d, &rl.Source, SourceElasticsearch, SourceFile, SourceDrain)),
 			optional("url", d.str(&rl.URL, checkAbsURL)),
 			optional("index", d.str(&rl.Index)),
 			optional("fields", d.stringMap(&rl.Fields, func(k, v string) string {
@@ -526,20 +527,40 @@ func (d *decoder) routerLogs(dst **RouterLogs) func(value) {
 		if !ok || rl.Source == "" {
 			return
 		}
-		es := rl.Source == SourceElasticsearch
+		es, file := rl.Source == SourceElasticsearch, rl.Source == SourceFile
 		d.onlyWith(got, es, "source elasticsearch", "url", "index", "fields", "raw")
 		if _, set := got["delay"]; !set {
 			rl.Delay = 30 * time.Second
 		}
-		d.onlyWith(got, !es, "source file", "path")
-		if es {
+		d.onlyWith(got, file, "source file", "path")
+		// A drain receives every line as it happens: no pull, no document budget.
+		d.onlyWith(got, es || file, "source elasticsearch or file (a drain pulls nothing)", "max_documents", "max_requests_per_second")
+		switch {
+		case rl.Source == SourceDrain:
+		case es:
 			d.requiredWith(got, v.path, "source", "url", "source elasticsearch")
 			if rl.Index == "" {
 				rl.Index = "logs-app-*"
 			}
-		} else {
+		default:
 			d.requiredWith(got, v.path, "source", "path", "source file")
 		}
+	}
+}
+
+// drainVariants reports each variant with a url: in a spec whose router logs come
+// from a drain: the drain is bound to the apps the run pushes, and sees no other
+// target's router lines.
+func (d *decoder) drainVariants(s *Spec) {
+	if rl := s.Collectors.RouterLogs; rl == nil || rl.Source != SourceDrain {
+		return
+	}
+	for i, v := range s.Variants {
+		if v.URL == "" || i > 0 && s.Variants[i-1].Field == v.Field {
+			continue
+		}
+		p := d.pos[v.Field+".url"]
+		d.add(p.line, p.col, v.Field+".url", "router_logs source drain sees only the apps the run pushes: give the variant a manifest, or take its router lines from another source")
 	}
 }
 

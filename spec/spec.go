@@ -364,10 +364,14 @@ type LogSource string
 const (
 	SourceElasticsearch LogSource = "elasticsearch"
 	SourceFile          LogSource = "file"
+	// SourceDrain is a syslog drain the run owns (package drain): on Cloud Foundry it
+	// pushes the drain app, binds it to the variants' apps as a user-provided
+	// service's syslog drain, and stores every router line as it arrives. No pull.
+	SourceDrain LogSource = "drain"
 )
 
 // RouterLogs configures reading gorouter access logs. URL and Index are set for
-// elasticsearch only, Path for file only.
+// elasticsearch only, Path for file only; a drain has only Delay.
 type RouterLogs struct {
 	Source LogSource
 	// URL is the Elasticsearch or OpenSearch base URL; credentials come from the
@@ -388,7 +392,9 @@ type RouterLogs struct {
 	// MaxRequestsPerSecond caps the query rate; 0 for no cap.
 	MaxRequestsPerSecond float64
 	// Delay is how long after a run to wait for its last lines to reach the source
-	// before the automatic pull (log delivery lag; default 30 s).
+	// before the automatic pull (log delivery lag; default 30 s). For a drain it is
+	// the longest wait for the last lines to arrive, which ends as soon as every
+	// request's line is in or none has come for a while.
 	Delay time.Duration
 }
 

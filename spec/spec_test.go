@@ -311,6 +311,21 @@ func TestParseRouterLogsFile(t *testing.T) {
 	}
 }
 
+func TestParseRouterLogsDrain(t *testing.T) {
+	t.Parallel()
+	text := strings.Replace(minimal, "    url: http://127.0.0.1:18080\n", "    manifest: app.yml\n", 1) +
+		"landscape: {org: o, apps: {space: a}, generators: {space: g}}\nresults_db: {service_instance: r}\n" +
+		"collectors:\n  router_logs: {source: drain, delay: 10s}\n"
+	s, err := Parse("spec.yml", []byte(text), "base")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &RouterLogs{Source: SourceDrain, Delay: 10 * time.Second}
+	if !reflect.DeepEqual(s.Collectors.RouterLogs, want) {
+		t.Errorf("router_logs = %+v, want %+v", s.Collectors.RouterLogs, want)
+	}
+}
+
 func TestRampSteps(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
