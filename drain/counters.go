@@ -27,14 +27,28 @@ type counters struct {
 	refusedAuth atomic.Int64 // HTTP requests without the run's credentials
 	dropped     atomic.Int64 // rows dropped: the buffer was full
 	bad         map[string]*atomic.Int64
+	// byApp counts RTR messages per app of the run (GUID), so a run can tell that the
+	// drain gets each app's lines before it loads them.
+	byApp map[string]*atomic.Int64
 }
 
-func newCounters() *counters {
-	c := &counters{bad: make(map[string]*atomic.Int64, len(badReasons))}
+func newCounters(apps map[string]string) *counters {
+	c := &counters{bad: make(map[string]*atomic.Int64, len(badReasons)), byApp: make(map[string]*atomic.Int64, len(apps))}
 	for _, r := range badReasons {
 		c.bad[r] = new(atomic.Int64)
 	}
+	for guid := range apps {
+		c.byApp[guid] = new(atomic.Int64)
+	}
 	return c
+}
+
+// routerLine counts an RTR message of app, one of the run's.
+func (c *counters) routerLine(app string) {
+	c.router.Add(1)
+	if n, ok := c.byApp[app]; ok {
+		n.Add(1)
+	}
 }
 
 func (c *counters) badFrame(reason string) {
@@ -53,6 +67,8 @@ type Counters struct {
 	RefusedAuth int64            `json:"refused_auth"`
 	Dropped     int64            `json:"dropped"`
 	BadFrames   map[string]int64 `json:"bad_frames,omitempty"`
+	// RouterByApp is Router per app GUID of the run.
+	RouterByApp map[string]int64 `json:"router_messages_by_app,omitempty"`
 }
 
 func (c *counters) snapshot() Counters {
@@ -64,6 +80,14 @@ func (c *counters) snapshot() Counters {
 				s.BadFrames = map[string]int64{}
 			}
 			s.BadFrames[r] = v
+		}
+	}
+	for app, n := range c.byApp {
+		if v := n.Load(); v > 0 {
+			if s.RouterByApp == nil {
+				s.RouterByApp = map[string]int64{}
+			}
+			s.RouterByApp[app] = v
 		}
 	}
 	return s
@@ -83,6 +107,12 @@ func (s Counters) plus(o Counters) Counters {
 			s.BadFrames = map[string]int64{}
 		}
 		s.BadFrames[r] += n
+	}
+	for app, n := range o.RouterByApp {
+		if s.RouterByApp == nil {
+			s.RouterByApp = map[string]int64{}
+		}
+		s.RouterByApp[app] += n
 	}
 	return s
 }

@@ -29,6 +29,7 @@ package drain
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,20 +118,28 @@ var ErrUnstored = errors.New("drain: router requests left unstored")
 func unstored(n int) error { return fmt.Errorf("%w: %d", ErrUnstored, n) }
 
 // RunApps reads what a receiver for runID needs from the results database: the run's
-// trace tag and its variants' apps (GUID to name).
-func RunApps(ctx context.Context, s *resultsdb.Store, runID string) (uint32, map[string]string, error) {
+// trace tag and its variants' apps (GUID to name). appsJSON, when not empty, gives the
+// apps instead, as a JSON object of GUID to name: a run pushes its drain before it
+// records its variants, one as each starts.
+func RunApps(ctx context.Context, s *resultsdb.Store, runID, appsJSON string) (uint32, map[string]string, error) {
 	run, err := s.GetRun(ctx, runID)
 	if err != nil {
 		return 0, nil, fmt.Errorf("drain: %w", err)
 	}
-	vs, err := s.RunVariants(ctx, runID)
-	if err != nil {
-		return 0, nil, fmt.Errorf("drain: %w", err)
-	}
 	apps := map[string]string{}
-	for _, v := range vs {
-		if v.AppGUID != "" {
-			apps[v.AppGUID] = v.AppName
+	if appsJSON != "" {
+		if err := json.Unmarshal([]byte(appsJSON), &apps); err != nil {
+			return 0, nil, fmt.Errorf("drain: the run's apps: want a JSON object of app GUID to name: %w", err)
+		}
+	} else {
+		vs, err := s.RunVariants(ctx, runID)
+		if err != nil {
+			return 0, nil, fmt.Errorf("drain: %w", err)
+		}
+		for _, v := range vs {
+			if v.AppGUID != "" {
+				apps[v.AppGUID] = v.AppName
+			}
 		}
 	}
 	if len(apps) == 0 {

@@ -161,7 +161,7 @@ func TestHTTPDrain(t *testing.T) {
 		}
 	}
 	want := Counters{Router: 7, Unparseable: 1, Foreign: 1, Other: 1, RefusedApp: 2, RefusedAuth: 3,
-		BadFrames: map[string]int64{"timestamp": 1, "priority": 1, "body-size": 1}}
+		BadFrames: map[string]int64{"timestamp": 1, "priority": 1, "body-size": 1}, RouterByApp: map[string]int64{appGUID: 7}}
 	if got := r.Counters(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
@@ -212,7 +212,7 @@ func TestSyslogTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, _ := store.snapshot()
-	want := Counters{Router: 1002, Other: 2, BadFrames: map[string]int64{"frame-length": 2, "frame-cut": 2}}
+	want := Counters{Router: 1002, Other: 2, BadFrames: map[string]int64{"frame-length": 2, "frame-cut": 2}, RouterByApp: map[string]int64{appGUID: 1002}}
 	if got := r.Counters(); fmt.Sprint(got) != fmt.Sprint(want) || len(rows) != 1002 {
 		t.Errorf("%d rows; counters %+v, want %+v", len(rows), got, want)
 	}

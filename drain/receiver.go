@@ -50,7 +50,7 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	cfg.Apps = maps.Clone(cfg.Apps) // read by every connection: the caller's may change
-	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]struct{}{}}
+	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(cfg.Apps), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]struct{}{}}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}
 	return r, nil
 }
@@ -313,7 +313,7 @@ func (r *Receiver) message(b []byte) {
 		r.c.refusedApp.Add(1)
 		return
 	}
-	r.c.router.Add(1)
+	r.c.routerLine(m.AppName)
 	if err != nil {
 		r.c.unparseable.Add(1)
 		return

@@ -210,6 +210,60 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		assertGeneratorsAtZero(t, cl, "repeats")
 	})
 
+	t.Run("router logs through a drain the run owns, removed afterwards", func(t *testing.T) {
+		file := writeDrainSpec(t, root, bins)
+		p := startCF(t, cf, "run-benchmark", "-f", file)
+		runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): stub-drain`))[1]
+		out, code := p.wait(t)
+		if code != 0 {
+			t.Fatalf("cf run-benchmark stub-drain: exit %d\n%s", code, out)
+		}
+		for _, want := range []string{"pushing the drain app stub-drain-drain", "goes to the drain app stub-drain-drain",
+			"the drain has stored a line of every one of the", "router logs of run " + runID + " from its drain"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "for the run's last router log lines to arrive, then pulling them") || strings.Contains(out, "documents read") {
+			t.Errorf("a drained run waited for or pulled router logs:\n%s", out)
+		}
+		// The coverage table the run prints after the run: every step all found.
+		rows := regexp.MustCompile(`(?m)^fast\s+(\d)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)%`).FindAllStringSubmatch(out, -1)
+		if len(rows) != 2 {
+			t.Errorf("coverage rows of fast: %v, want 2 steps:\n%s", rows, out)
+		}
+		for _, r := range rows {
+			if r[2] == "0" || r[2] != r[3] || r[5] != "100.0" {
+				t.Errorf("step %s: %s of %s requests found in the drain's router lines (%s%%), want all", r[1], r[3], r[2], r[5])
+			}
+		}
+		dir := filepath.Join(cf.dir, "results", runID)
+		if runs := readCSV(t, filepath.Join(dir, "runs.csv")); len(runs) != 1 || runs[0]["router_log_source"] != "drain" {
+			t.Errorf("runs.csv: %v, want router_log_source drain", runs)
+		}
+		ctx := context.Background()
+		sis, err := cl.ServiceInstances.ListAll(ctx, &client.ServiceInstanceListOptions{Names: client.Filter{Values: []string{"stub-drain-drain"}}})
+		if err != nil || len(sis) != 0 {
+			t.Errorf("drain service instances after the run: %d (%v), want none", len(sis), err)
+		}
+		// No binding is left to the drain (nor one to an instance that is gone).
+		bs, err := cl.ServiceCredentialBindings.ListAll(ctx, nil)
+		if err != nil {
+			t.Fatalf("list bindings: %v", err)
+		}
+		for _, b := range bs {
+			if d := b.Relationships.ServiceInstance.Data; d != nil {
+				if si, err := cl.ServiceInstances.Get(ctx, d.GUID); err != nil || si.Name == "stub-drain-drain" {
+					t.Errorf("binding %s left after the run, to service instance %s (%v)", b.GUID, d.GUID, err)
+				}
+			}
+		}
+		apps, err := cl.Applications.ListAll(ctx, &client.AppListOptions{Names: client.Filter{Values: []string{"stub-drain-drain"}}})
+		if err != nil || len(apps) != 0 {
+			t.Errorf("drain apps after the run: %d (%v), want none", len(apps), err)
+		}
+	})
+
 	t.Run("Ctrl-C leaves an aborted run that exports", func(t *testing.T) {
 		p := startCF(t, cf, "run-benchmark", "-f", specFile)
 		runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): stub-on-cf`))[1]
@@ -259,7 +313,8 @@ func buildPushed(t *testing.T, root string) string {
 	dir := t.TempDir()
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	for _, b := range []struct{ out, pkg string }{
-		{"cfbench-worker", "./cmd/cfbench-worker"}, {"cfbench-tunnel", "./cmd/cfbench-tunnel"}, {"stub/cfbench-stub", "./cmd/cfbench-stub"},
+		{"cfbench-worker", "./cmd/cfbench-worker"}, {"cfbench-tunnel", "./cmd/cfbench-tunnel"}, {"cfbench-drain", "./cmd/cfbench-drain"},
+		{"stub/cfbench-stub", "./cmd/cfbench-stub"},
 	} {
 		res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(dir, b.out), b.pkg)
 		if res.err != nil || res.code != 0 {
@@ -330,6 +385,35 @@ func writeRepeatsSpec(t *testing.T, root, bins string) string {
 		}
 	}
 	return filepath.Join(dir, "repeats.yml")
+}
+
+// writeDrainSpec copies examples/stub-drain.yml into a temp dir beside manifests/stub.yml
+// pointing at the freshly built stub, with steps of 2 s.
+func writeDrainSpec(t *testing.T, root, bins string) string {
+	t.Helper()
+	dir := t.TempDir()
+	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := os.ReadFile(filepath.Join(root, "examples", "stub-drain.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sp)
+	for old, repl := range map[string]string{"../manifests/stub.yml": "stub.yml", "  hold: 5s\n  warmup: 1s\n": "  hold: 2s\n  warmup: 500ms\n"} {
+		if !strings.Contains(s, old) {
+			t.Fatalf("examples/stub-drain.yml has no %q: update this test", old)
+		}
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
+	for name, text := range map[string]string{"stub.yml": m, "stub-drain.yml": s} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "stub-drain.yml")
 }
 
 // cfProcess is a cf command running in the background whose output is read line by line.

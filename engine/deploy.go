@@ -30,10 +30,11 @@ type DeployConfig struct {
 	// API is the Cloud Controller's URL, recorded in Access.
 	API string
 	// WorkerBin and TunnelBin are linux/amd64 executables of cmd/cfbench-worker and
-	// cmd/cfbench-tunnel, pushed with the binary buildpack.
-	WorkerBin, TunnelBin string
-	Reporter             Reporter
-	Logger               *slog.Logger
+	// cmd/cfbench-tunnel, pushed with the binary buildpack; DrainBin of
+	// cmd/cfbench-drain, needed when the router logs come from a drain.
+	WorkerBin, TunnelBin, DrainBin string
+	Reporter                       Reporter
+	Logger                         *slog.Logger
 	// StartTimeout bounds the wait for pushed apps to run (default 5 min).
 	StartTimeout time.Duration
 	// LookupEnv gives the ${NAME}s of header values, which are set on the generator
@@ -54,6 +55,10 @@ type Deployment struct {
 	variants map[string]*deployedVariant
 	order    []string
 	close    func()
+	// drainBin is pushed as the run's drain (collectors.router_logs.source drain);
+	// startTimeout bounds the wait for it to run.
+	drainBin     string
+	startTimeout time.Duration
 	// databases are the apps' databases whose connections the run watches.
 	databases []watchedDB
 	// logCache reads container metrics with cumulative counters every metricsEvery,
@@ -145,6 +150,9 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if err := checkHeaderVars(sp, cfg.LookupEnv); err != nil {
 		return nil, err
 	}
+	if usesDrain(sp) && cfg.DrainBin == "" {
+		return nil, errors.New("router logs from a drain need the cfbench-drain binary to push")
+	}
 	genEnv := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
 	for _, name := range sp.Workload.HeaderVars() {
 		genEnv[name], _ = cfg.LookupEnv(name)
@@ -181,6 +189,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		}
 	}
 	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{}, log: cfg.Logger,
+		drainBin: cfg.DrainBin, startTimeout: cfg.StartTimeout,
 		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
 			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}
 
@@ -331,20 +340,35 @@ func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platf
 	if err != nil {
 		return err
 	}
+	_, err = pushBound(ctx, cf, sp, land, name, bin, "64M", "128M", timeout,
+		map[string]string{envTunnelAuth: auth, envTunnelKey: key, "GOMEMLIMIT": "48MiB"})
+	if err != nil {
+		return fmt.Errorf("tunnel app: %w", err)
+	}
+	return nil
+}
+
+// pushBound pushes one of the run's own apps (the tunnel, the drain): the binary bin as
+// app name in the generators space, one instance with a route, bound to the results
+// database (CFBENCH_DB_SERVICE names it among the app's bindings), and waits until it
+// runs.
+func pushBound(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, name, bin, memory, disk string,
+	timeout time.Duration, env map[string]string) (*platform.App, error) {
+	env = maps.Clone(env)
+	env["CFBENCH_DB_SERVICE"] = sp.ResultsDB.ServiceInstance
 	// The route carries part of the org's guid: routes are global on a foundation, and
 	// two orgs running the same spec must not collide.
 	host := fmt.Sprintf("%s-%s", name, strings.ReplaceAll(land.OrgGUID, "-", "")[:8])
 	app, err := cf.PushBinary(ctx, platform.BinaryApp{Org: land.Org, Space: land.Generators.Name, Name: name, Binary: bin,
-		Memory: "64M", Disk: "128M", Instances: 1, RouteHost: host, HealthCheck: "port",
-		Services: []string{sp.ResultsDB.ServiceInstance},
-		Env:      map[string]string{envTunnelAuth: auth, envTunnelKey: key, "GOMEMLIMIT": "48MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}})
+		Memory: memory, Disk: disk, Instances: 1, RouteHost: host, HealthCheck: "port",
+		Services: []string{sp.ResultsDB.ServiceInstance}, Env: env})
 	if err != nil {
-		return fmt.Errorf("tunnel app: %w", err)
+		return nil, err
 	}
 	if err := cf.WaitRunning(ctx, app.ProcessGUID, 1, timeout); err != nil {
-		return fmt.Errorf("tunnel app %s: %w", name, err)
+		return app, fmt.Errorf("%s: %w", name, err)
 	}
-	return nil
+	return app, nil
 }
 
 // Connect reaches the results database of access through its tunnel app: it reads the

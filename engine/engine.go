@@ -161,6 +161,31 @@ func (r *runner) variants(ctx context.Context) (err error) {
 		stopDBWatch := dep.startDBWatch(ctx, r.run.ID, r.sp.Collectors.ContainerMetrics.Interval, r.opts.Reporter.Note, r.opts.Logger)
 		defer stopDBWatch()
 	}
+	if dep != nil && usesDrain(r.sp) {
+		rd, err := dep.startDrain(ctx, r.sp, r.run.ID, r.opts.Reporter.Note)
+		if err != nil {
+			return err
+		}
+		// The drain goes whatever happens: a failed or interrupted run must not leave
+		// a drain bound to the apps (nor its credentials in a service instance).
+		defer func() {
+			if rerr := rd.remove(ctx); rerr != nil {
+				r.event("", -1, "drain", "fail", rerr.Error())
+				err = errors.Join(err, rerr)
+			}
+		}()
+		defer func() {
+			if ctx.Err() == nil {
+				rd.settle(ctx, r.sp.Collectors.RouterLogs.Delay, r.opts.Reporter.Note)
+			}
+		}()
+	}
+	return r.legs(ctx)
+}
+
+// legs runs every leg of the spec (variants × repeats) in turn, each with its fleet.
+func (r *runner) legs(ctx context.Context) error {
+	dep := r.opts.Deployment
 	for _, leg := range r.sp.Legs() {
 		if ctx.Err() != nil {
 			return nil

@@ -12,10 +12,11 @@ import (
 
 // Memory and instances of what Deploy pushes besides the apps under test (see Deploy
 // and pushTunnel): a generator app per variant, scaled up for its ramp only, and the
-// tunnel app.
+// tunnel app, and the drain app when the router logs come from one.
 const (
 	generatorMemoryMB = 256
 	tunnelMemoryMB    = 64
+	drainMemoryMB     = 256
 	// defaultMemoryMB is assumed for an app whose manifest leaves its memory to the
 	// foundation (Cloud Foundry's usual default).
 	defaultMemoryMB = 1024
@@ -92,6 +93,10 @@ func PlanOf(sp *spec.Spec) *Plan {
 	}
 	p.Generators.MemoryMB = generatorMemoryMB*sp.Ramp.Max + tunnelMemoryMB
 	p.Generators.Instances = sp.Ramp.Max + 1
+	if usesDrain(sp) {
+		p.Generators.MemoryMB += drainMemoryMB
+		p.Generators.Instances++
+	}
 	p.Generators.LargestMB = generatorMemoryMB
 	return p
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
+	"github.com/cf-benchmark/cf-benchmark/drain"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -169,4 +170,20 @@ func PullRouterLogs(ctx context.Context, store *resultsdb.Store, run *resultsdb.
 	}
 	cov := resultsdb.Coverages(ms)
 	return &RouterLogPull{Source: name, Collection: lc, Coverage: cov}, err
+}
+
+// DrainedRouterLogs is the router logs of a run whose drain stored them as they came
+// (collectors.router_logs.source drain): it computes and stores the coverage and
+// latency decomposition per step from them (resultsdb.Store.ComputeRouterMetrics).
+// Nothing is pulled; a run whose drain stored nothing gives nil.
+func DrainedRouterLogs(ctx context.Context, store *resultsdb.Store, run *resultsdb.Run) (*RouterLogPull, error) {
+	pull, err := store.LogPull(ctx, run.ID, drain.Source)
+	if err != nil || pull == nil {
+		return nil, err
+	}
+	ms, err := store.ComputeRouterMetrics(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &RouterLogPull{Source: drain.Source, Collection: &LogCollection{Pull: pull}, Coverage: resultsdb.Coverages(ms)}, nil
 }

@@ -42,7 +42,8 @@ type SessionReporter interface {
 }
 
 // SessionConfig wires a session to its surroundings. A spec with a landscape runs on
-// Cloud Foundry and needs CF, API, WorkerBin and TunnelBin (see DeployConfig); its
+// Cloud Foundry and needs CF, API, WorkerBin and TunnelBin, and DrainBin for router
+// logs from a drain (see DeployConfig); its
 // results database is found through the deployment. Otherwise Store is the results
 // database and generators run in this process.
 type SessionConfig struct {
@@ -51,9 +52,9 @@ type SessionConfig struct {
 	Store     *resultsdb.Store
 	StoreName string
 
-	CF                   *platform.CF
-	API                  string
-	WorkerBin, TunnelBin string
+	CF                             *platform.CF
+	API                            string
+	WorkerBin, TunnelBin, DrainBin string
 
 	// LogSource opens the source of collectors.router_logs; nil skips router logs.
 	LogSource LogSourceFunc
@@ -177,7 +178,7 @@ func (s *session) deploy(ctx context.Context) (bool, error) {
 		s.cfg.Reporter.Note("results db: " + s.cfg.StoreName)
 		return false, nil
 	}
-	dep, err := Deploy(ctx, s.sp, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, WorkerBin: s.cfg.WorkerBin, TunnelBin: s.cfg.TunnelBin,
+	dep, err := Deploy(ctx, s.sp, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, WorkerBin: s.cfg.WorkerBin, TunnelBin: s.cfg.TunnelBin, DrainBin: s.cfg.DrainBin,
 		Reporter: s.cfg.Reporter, Logger: s.cfg.Logger, LookupEnv: s.cfg.LookupEnv})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -208,6 +209,18 @@ func (s *session) run(ctx context.Context) (bool, error) {
 // interrupt during the wait skips the pull; the export still runs.
 func (s *session) routerLogs(ctx context.Context) (bool, error) {
 	rl := s.sp.Collectors.RouterLogs
+	if rl != nil && rl.Source == spec.SourceDrain {
+		if s.dep == nil {
+			return false, nil
+		}
+		// The run's drain stored the lines as they came and waited for the last ones:
+		// nothing to pull.
+		s.o.RouterLogs, s.o.RouterLogsErr = DrainedRouterLogs(context.WithoutCancel(ctx), s.store, s.o.Run)
+		if s.o.RouterLogs != nil {
+			s.checkCollected(ctx)
+		}
+		return true, nil
+	}
 	if rl == nil || s.cfg.LogSource == nil {
 		return false, nil
 	}

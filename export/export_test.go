@@ -371,7 +371,7 @@ func TestKeyLiteralsReadBackWhatWasWritten(t *testing.T) {
 		{"samples", "v,7,123,abc,0,0,0,0,0,0,0,\"\",true\n", []string{"7", "123"}, false},
 		{"router_requests", "0123456789abcdef0123456789abcdef,,,,,,,,,,\n", []string{"'0123456789abcdef0123456789abcdef'::uuid"}, false},
 		{"router_requests", "0123'; drop table runs; --,,,,,,,,,,\n", nil, true},
-		{"runs", "20261122-130501-3f9a,n,f,s,r,,,,0000abcd\n", []string{"'20261122-130501-3f9a'"}, false},
+		{"runs", "20261122-130501-3f9a,n,f,s,r,,,,0000abcd,drain\n", []string{"'20261122-130501-3f9a'"}, false},
 		{"samples", "v,7,123\n", nil, true},
 	} {
 		got, err := tableDefs[c.table].keyLiterals([]byte(c.record))

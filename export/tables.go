@@ -50,7 +50,8 @@ var tableDefs = map[string]*tableDef{
 	"runs": {
 		cols: []column{col("id", kindToken), col("name", kindText), col("spec_file", kindText), col("status", kindToken),
 			col("reason", kindText), col("epoch", kindTime), col("started_at", kindTime), col("ended_at", kindTime),
-			{"trace_tag", "lpad(to_hex(trace_tag), 8, '0')", kindToken}},
+			{"trace_tag", "lpad(to_hex(trace_tag), 8, '0')", kindToken},
+			{"router_log_source", "(SELECT coalesce(string_agg(p.source, ' ' ORDER BY p.source), '') FROM router_log_pulls p WHERE p.run_id = r.id)", kindText}},
 		from: `FROM runs r WHERE r.id = %[1]s`,
 		key:  []string{"r.id"}, keyCols: []string{"id"},
 	},

@@ -260,7 +260,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	f.agent = syslogagent.New(syslogagent.Config{Drains: f.cc.Drains, App: func(guid string) (syslogagent.App, bool) {
 		m, ok := f.cc.AppMeta(guid)
 		return syslogagent.App{Org: m.OrgName, Space: m.SpaceName, Name: m.Name}, ok
-	}, Logger: cfg.Logger})
+	}, Dial: appsDomainDialer(settings.AppsDomain, routerAddr(settings)), Logger: cfg.Logger})
 	if err := f.agent.Start(life); err != nil {
 		return err
 	}
@@ -455,6 +455,19 @@ func (f *Foundation) shutdown(skip string) error {
 		add("access log", f.log.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// appsDomainDialer dials hosts of the apps domain at the router, whatever their port
+// (an https:// or syslog:// drain URL on a route names none): the domain resolves
+// nowhere, and CF's DNS sends it to its routers. Other hosts are dialled as they are.
+func appsDomainDialer(domain, router string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, err := net.SplitHostPort(addr); err == nil && (host == domain || strings.HasSuffix(host, "."+domain)) {
+			addr = router
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // routerAddr is where the router listens; the API advertises it in its root document.

@@ -92,6 +92,7 @@ type q struct {
 	// document budget; router and app whether the run has router lines and app timings;
 	// routerSteps are its coverage and decomposition sums per step.
 	pulls       int
+	sources     string // the pulls' sources, space-separated
 	budget      bool
 	router, app bool
 	routerSteps []resultsdb.RouterStepMetrics
@@ -152,7 +153,7 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 	if r.Findings, err = b.findings(ctx, r.Variants); err != nil {
 		return nil, err
 	}
-	r.Coverage = b.coverage(r.Variants)
+	r.Coverage, r.RouterLogSource = b.coverage(r.Variants), b.sources
 	if r.Flushes, err = b.flushes(ctx); err != nil {
 		return nil, err
 	}
@@ -394,8 +395,9 @@ func (b *q) span(vs []*Variant) float64 {
 func (b *q) series(ctx context.Context, store *resultsdb.Store, vs []*Variant) error {
 	if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM router_log_pulls WHERE run_id = $1),
 		(SELECT coalesce(bool_or(budget_exhausted), false) FROM router_log_pulls WHERE run_id = $1),
+		(SELECT coalesce(string_agg(source, ' ' ORDER BY source), '') FROM router_log_pulls WHERE run_id = $1),
 		EXISTS (SELECT 1 FROM router_requests WHERE run_id = $1), EXISTS (SELECT 1 FROM app_timings WHERE run_id = $1)`,
-		b.run.ID).Scan(&b.pulls, &b.budget, &b.router, &b.app); err != nil {
+		b.run.ID).Scan(&b.pulls, &b.budget, &b.sources, &b.router, &b.app); err != nil {
 		return fmt.Errorf("look for router logs and app timings of run %s: %w", b.run.ID, err)
 	}
 	if b.pulls > 0 || (b.router && b.app) {

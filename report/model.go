@@ -48,6 +48,10 @@ type Run struct {
 	// Coverage is the router-log coverage per variant and step; nil when no router
 	// logs were pulled for the run.
 	Coverage []CoverageRow `json:"coverage,omitempty"`
+	// RouterLogSource says where the router lines came from: "drain" (the run's own
+	// syslog drain, every line as it happened), "elasticsearch:URL/INDEX" or
+	// "file:PATH" (pulled after the run), space-separated when several; "" when none.
+	RouterLogSource string `json:"router_log_source,omitempty"`
 	// Flushes is the app-timing flush health per variant and step; nil when the run
 	// flushed none.
 	Flushes []FlushRow `json:"flushes,omitempty"`

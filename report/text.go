@@ -354,6 +354,7 @@ func (t *textWriter) run(r *Run, what string) {
 	if len(r.Coverage) == 0 {
 		t.printf("  router logs: not pulled\n")
 	} else {
+		t.printf("  router logs from %s\n", sourceWords(r.RouterLogSource))
 		rows = rows[:0]
 		for _, c := range r.Coverage {
 			rows = append(rows, fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%.1f%%\t%s", c.Variant, c.Step, c.Sent, c.Found, c.Missing, 100*c.Share, c.Verdict))
@@ -369,4 +370,12 @@ func (t *textWriter) run(r *Run, what string) {
 		}
 		t.table("variant\tstep\tinstances\treceived\tstored\tforeign\tdropped\tflushes", rows)
 	}
+}
+
+// sourceWords says where router lines came from, for people.
+func sourceWords(src string) string {
+	if src == "drain" {
+		return "the run's syslog drain (every line as it happened, no pull)"
+	}
+	return src + " (pulled after the run)"
 }

@@ -256,3 +256,14 @@ func NewRouterRequest(rec *accesslog.Record, appGUID, appName string, tag uint32
 	}
 	return r, true
 }
+
+// AnsweredSamples counts the run's requests that got a response (status other than 0):
+// each has a router line, which a drain waits for after the run.
+func (s *Store) AnsweredSamples(ctx context.Context, runID string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1 AND s.status <> 0`, runID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the answered requests of run %s: %w", runID, err)
+	}
+	return n, nil
+}

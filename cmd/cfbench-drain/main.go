@@ -8,7 +8,9 @@
 // https:// drain URLs) with the run's credentials CFBENCH_DRAIN_AUTH (user:password,
 // the password at least 16 characters; the drain URL carries them as user info), and,
 // with --syslog-port, syslog over TCP (over TLS with --tls-cert and --tls-key). The run
-// is CFBENCH_DRAIN_RUN; its trace tag and apps are read from the database.
+// is CFBENCH_DRAIN_RUN; its trace tag is read from the database, and its apps too
+// unless CFBENCH_DRAIN_APPS gives them (a JSON object, app GUID to name: a run pushes
+// its drain before its variants are recorded).
 //
 // Outside Cloud Foundry:
 //
@@ -96,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fail(err)
 	}
 	defer store.Close()
-	if cfg.TraceTag, cfg.Apps, err = drain.RunApps(ctx, store, cfg.RunID); err != nil {
+	if cfg.TraceTag, cfg.Apps, err = drain.RunApps(ctx, store, cfg.RunID, getenv("CFBENCH_DRAIN_APPS")); err != nil {
 		return fail(err)
 	}
 	cfg.Store = store

@@ -51,7 +51,11 @@ type Config struct {
 	// Queue bounds the messages waiting per drain (default 200,000).
 	Queue int
 	// TLS is for syslog-tls:// and https:// drains (nil: the system's roots).
-	TLS    *tls.Config
+	TLS *tls.Config
+	// Dial connects to a drain's host:port (default: a net.Dialer). The local
+	// foundation reaches drains on its apps domain through its router, as CF's DNS
+	// does.
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	Logger *slog.Logger
 }
 
@@ -87,6 +91,9 @@ func New(cfg Config) *Agent {
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = 200_000
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -333,7 +340,8 @@ func (d *drain) retry(n int, send func() error) {
 // postLoop sends batches of messages in POST bodies.
 func (d *drain) postLoop() {
 	target := *d.u
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: d.a.cfg.TLS, MaxConnsPerHost: 5}}
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: d.a.cfg.TLS, MaxConnsPerHost: 5,
+		DialContext: d.a.cfg.Dial}}
 	defer client.CloseIdleConnections()
 	var body []byte
 	n := 0
@@ -429,16 +437,23 @@ func (d *drain) dial() (net.Conn, error) {
 	if d.u.Port() == "" {
 		host = net.JoinHostPort(d.u.Hostname(), strconv.Itoa(514))
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	if d.u.Scheme == "syslog-tls" {
-		cfg := d.a.cfg.TLS.Clone()
-		if cfg == nil {
-			cfg = &tls.Config{}
-		}
-		if cfg.ServerName == "" {
-			cfg.ServerName = d.u.Hostname()
-		}
-		return tls.DialWithDialer(dialer, "tcp", host, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := d.a.cfg.Dial(ctx, "tcp", host)
+	if err != nil || d.u.Scheme != "syslog-tls" {
+		return conn, err
 	}
-	return dialer.Dial("tcp", host)
+	cfg := d.a.cfg.TLS.Clone()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = d.u.Hostname()
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,13 @@ import (
 var logSources = map[spec.LogSource]func(rl *spec.RouterLogs, env *Env, apps map[string]string, log *slog.Logger) (routerlogs.Source, string, error){
 	spec.SourceElasticsearch: elasticSource,
 	spec.SourceFile:          fileSource,
+	spec.SourceDrain:         drainSource,
+}
+
+// drainSource refuses: a drain's lines are stored by the run's drain as they arrive,
+// and there is nothing to pull afterwards.
+func drainSource(*spec.RouterLogs, *Env, map[string]string, *slog.Logger) (routerlogs.Source, string, error) {
+	return nil, "", errors.New("source drain: the run's drain stored the router lines as they arrived; there is nothing to pull (with -f, give a spec whose router_logs source is elasticsearch or file)")
 }
 
 // logSource is the engine's way to open the source a spec names, wired to logSources.

@@ -33,8 +33,9 @@ func readSpec(file, landscape string) (*spec.Spec, []byte, error) {
 	return sp, text, nil
 }
 
-// pushed are the binaries a run on Cloud Foundry pushes.
-type pushed struct{ worker, tunnel string }
+// pushed are the binaries a run on Cloud Foundry pushes; drain only for router logs
+// from a drain.
+type pushed struct{ worker, tunnel, drain string }
 
 // preflight is every check run makes before it touches a foundation or a database, and
 // all that validate does: engine.Preflight on the spec, then, for a spec with a
@@ -52,12 +53,13 @@ func preflight(ctx context.Context, env *Env, sp *spec.Spec, dsnGiven bool, binD
 	if dsnGiven {
 		return pushed{}, plan, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
 	}
-	bins, err := findBins(env, binDir)
+	bins, err := findBins(env, binDir, sp.Collectors.RouterLogs != nil && sp.Collectors.RouterLogs.Source == spec.SourceDrain)
 	return bins, plan, err
 }
 
-// findBins finds the generator and tunnel binaries that runs on Cloud Foundry push.
-func findBins(env *Env, flagDir string) (pushed, error) {
+// findBins finds the generator and tunnel binaries that runs on Cloud Foundry push,
+// and with drain the drain's.
+func findBins(env *Env, flagDir string, drain bool) (pushed, error) {
 	dirs := env.BinDirs
 	if d := env.Getenv("CFBENCH_BIN_DIR"); d != "" {
 		dirs = []string{d}
@@ -65,13 +67,20 @@ func findBins(env *Env, flagDir string) (pushed, error) {
 	if flagDir != "" {
 		dirs = []string{flagDir}
 	}
+	names := "cfbench-worker and cfbench-tunnel"
+	if drain {
+		names = "cfbench-worker, cfbench-tunnel and cfbench-drain"
+	}
 	for _, d := range dirs {
-		b := pushed{filepath.Join(d, "cfbench-worker"), filepath.Join(d, "cfbench-tunnel")}
-		if isFile(b.worker) && isFile(b.tunnel) {
+		b := pushed{filepath.Join(d, "cfbench-worker"), filepath.Join(d, "cfbench-tunnel"), filepath.Join(d, "cfbench-drain")}
+		if isFile(b.worker) && isFile(b.tunnel) && (!drain || isFile(b.drain)) {
+			if !drain {
+				b.drain = ""
+			}
 			return b, nil
 		}
 	}
-	return pushed{}, usagef("cfbench-worker and cfbench-tunnel (linux/amd64) not found in %s: build them with make build (into bin/), then give --bin-dir DIR or CFBENCH_BIN_DIR", strings.Join(dirs, ", "))
+	return pushed{}, usagef("%s (linux/amd64) not found in %s: build them with make build (into bin/), then give --bin-dir DIR or CFBENCH_BIN_DIR", names, strings.Join(dirs, ", "))
 }
 
 func isFile(p string) bool {

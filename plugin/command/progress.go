@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 
+	"github.com/cf-benchmark/cf-benchmark/drain"
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -107,8 +108,13 @@ func routerLogsFailed(env *Env, o *engine.Outcome) {
 // printRouterLogs prints what a pull of router logs did and the coverage per step.
 func printRouterLogs(env *Env, runID string, rp *engine.RouterLogPull) {
 	p := rp.Collection.Pull
-	fmt.Fprintf(env.Stdout, "router logs of run %s from %s: %d documents read, %d requests of this run stored, %d of other clients, %d unparseable",
-		runID, rp.Source, p.Retrieved, p.Stored, p.Foreign, p.Unparseable)
+	if rp.Source == drain.Source {
+		fmt.Fprintf(env.Stdout, "router logs of run %s from its drain (every line as it came, no pull): %d router lines, %d requests of this run stored, %d of other clients, %d unparseable",
+			runID, p.Retrieved, p.Stored, p.Foreign, p.Unparseable)
+	} else {
+		fmt.Fprintf(env.Stdout, "router logs of run %s from %s: %d documents read, %d requests of this run stored, %d of other clients, %d unparseable",
+			runID, rp.Source, p.Retrieved, p.Stored, p.Foreign, p.Unparseable)
+	}
 	if p.BudgetExhausted {
 		fmt.Fprint(env.Stdout, " (document budget spent)")
 	}

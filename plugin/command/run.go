@@ -24,7 +24,7 @@ var runCmd = &Command{
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
 		landscape := fs.String("landscape", "", "a FILE written by tofu (or terraform) output -json for terraform/: its landscape output replaces the spec's landscape and results_db sections")
 		asJSON := fs.Bool("json", false, "print progress and the summary as JSON lines (one object per event) instead of text")
-		binDir := fs.String("bin-dir", "", "directory with the linux/amd64 cfbench-worker and cfbench-tunnel binaries pushed to Cloud Foundry (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
+		binDir := fs.String("bin-dir", "", "directory with the linux/amd64 cfbench-worker and cfbench-tunnel (and, for router logs from a drain, cfbench-drain) binaries pushed to Cloud Foundry (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
 		var db dbFlags
 		db.register(fs)
 		var cff cfFlags
@@ -43,7 +43,7 @@ var runCmd = &Command{
 				return err
 			}
 			logger := env.logger()
-			cfg := engine.SessionConfig{WorkerBin: bins.worker, TunnelBin: bins.tunnel, LogSource: logSource(env, logger), Logger: logger, LookupEnv: env.lookupEnv}
+			cfg := engine.SessionConfig{WorkerBin: bins.worker, TunnelBin: bins.tunnel, DrainBin: bins.drain, LogSource: logSource(env, logger), Logger: logger, LookupEnv: env.lookupEnv}
 			rec := &recording{dir: db.stateDir, log: logger, rec: statedir.Record{Name: sp.Name, Spec: *file, DB: statedir.DBCF}}
 			if sp.Landscape != nil {
 				if cfg.CF, cfg.API, err = cff.connect(env); err != nil {

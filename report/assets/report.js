@@ -270,6 +270,8 @@
     if (!run.coverage || !run.coverage.length) add(sec, "p", {}, "Router logs: not pulled.");
     else {
       var covVs = [];
+      if (run.router_log_source) add(sec, "p", {}, "Router logs from " + (run.router_log_source === "drain" ?
+        "the run's syslog drain (every line as it happened, no pull)." : run.router_log_source + " (pulled after the run)."));
       run.coverage.forEach(function (r) { if (covVs.indexOf(r.variant) < 0) covVs.push(r.variant); });
       chart(sec, "coverage", "Router-log coverage (% of requests found) per step", {
         scales: { x: { time: false }, y: { range: [0, 100] } }, axes: [{ label: "step", incrs: [1] }, { label: "%" }],
