@@ -241,27 +241,17 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if runs := readCSV(t, filepath.Join(dir, "runs.csv")); len(runs) != 1 || runs[0]["router_log_source"] != "drain" {
 			t.Errorf("runs.csv: %v, want router_log_source drain", runs)
 		}
-		ctx := context.Background()
-		sis, err := cl.ServiceInstances.ListAll(ctx, &client.ServiceInstanceListOptions{Names: client.Filter{Values: []string{"stub-drain-drain"}}})
-		if err != nil || len(sis) != 0 {
-			t.Errorf("drain service instances after the run: %d (%v), want none", len(sis), err)
+		assertNoDrain(t, cl)
+
+		// Interrupted in its first step, the run removes its drain all the same.
+		p = startCF(t, cf, "run-benchmark", "-f", file)
+		p.waitFor(t, regexp.MustCompile(`goes to the drain app stub-drain-drain`))
+		p.waitFor(t, regexp.MustCompile(`^fast  step 1/2 `))
+		p.interrupt(t)
+		if out, code := p.wait(t); code == 0 || !strings.Contains(out, "aborted") {
+			t.Errorf("an interrupted drained run: exit %d\n%s", code, out)
 		}
-		// No binding is left to the drain (nor one to an instance that is gone).
-		bs, err := cl.ServiceCredentialBindings.ListAll(ctx, nil)
-		if err != nil {
-			t.Fatalf("list bindings: %v", err)
-		}
-		for _, b := range bs {
-			if d := b.Relationships.ServiceInstance.Data; d != nil {
-				if si, err := cl.ServiceInstances.Get(ctx, d.GUID); err != nil || si.Name == "stub-drain-drain" {
-					t.Errorf("binding %s left after the run, to service instance %s (%v)", b.GUID, d.GUID, err)
-				}
-			}
-		}
-		apps, err := cl.Applications.ListAll(ctx, &client.AppListOptions{Names: client.Filter{Values: []string{"stub-drain-drain"}}})
-		if err != nil || len(apps) != 0 {
-			t.Errorf("drain apps after the run: %d (%v), want none", len(apps), err)
-		}
+		assertNoDrain(t, cl)
 	})
 
 	t.Run("Ctrl-C leaves an aborted run that exports", func(t *testing.T) {
@@ -385,6 +375,32 @@ func writeRepeatsSpec(t *testing.T, root, bins string) string {
 		}
 	}
 	return filepath.Join(dir, "repeats.yml")
+}
+
+// assertNoDrain checks that no drain of stub-drain is left: no service instance of
+// its name, no binding to it (nor to an instance that is gone), no drain app.
+func assertNoDrain(t *testing.T, cl *client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	sis, err := cl.ServiceInstances.ListAll(ctx, &client.ServiceInstanceListOptions{Names: client.Filter{Values: []string{"stub-drain-drain"}}})
+	if err != nil || len(sis) != 0 {
+		t.Errorf("drain service instances after the run: %d (%v), want none", len(sis), err)
+	}
+	bs, err := cl.ServiceCredentialBindings.ListAll(ctx, nil)
+	if err != nil {
+		t.Fatalf("list bindings: %v", err)
+	}
+	for _, b := range bs {
+		if d := b.Relationships.ServiceInstance.Data; d != nil {
+			if si, err := cl.ServiceInstances.Get(ctx, d.GUID); err != nil || si.Name == "stub-drain-drain" {
+				t.Errorf("binding %s left after the run, to service instance %s (%v)", b.GUID, d.GUID, err)
+			}
+		}
+	}
+	apps, err := cl.Applications.ListAll(ctx, &client.AppListOptions{Names: client.Filter{Values: []string{"stub-drain-drain"}}})
+	if err != nil || len(apps) != 0 {
+		t.Errorf("drain apps after the run: %d (%v), want none", len(apps), err)
+	}
 }
 
 // writeDrainSpec copies examples/stub-drain.yml into a temp dir beside manifests/stub.yml
