@@ -147,6 +147,7 @@ type Server struct {
 	st      *store
 	baseURL string
 	mux     *http.ServeMux
+	pool    resourcePool
 
 	// running is what each process was last started with: scaling changes only the
 	// instance count of it, as on CF, where env and bindings apply on restart.
@@ -170,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, d := range []string{"packages", "droplets", "staging-logs"} {
+	for _, d := range []string{"packages", "droplets", "staging-logs", "resource_pool"} {
 		if err := os.MkdirAll(filepath.Join(cfg.DataDir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -179,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, st: st, running: map[string]RunSpec{}}
+	s := &Server{cfg: cfg, st: st, running: map[string]RunSpec{}, pool: resourcePool{filepath.Join(cfg.DataDir, "resource_pool")}}
 	st.changed = s.indexRoutes
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := st.update(func(st *State) error { seed(st, cfg); return nil }); err != nil {

@@ -71,8 +71,10 @@ func (s *Server) createPackage(c *call) error {
 	})
 }
 
-// uploadPackage takes the bits as the multipart file field "bits" (a zip), as the cf
-// CLI and go-cfclient send them.
+// uploadPackage takes the bits as the multipart file field "bits" (a zip) and the
+// files the resource pool already holds as the field "resources" (a JSON list, see
+// resourceMatches), as the cf CLI and go-cfclient send them; either may be absent,
+// not both. The package is the zip plus the matched files.
 func (s *Server) uploadPackage(c *call) error {
 	guid := c.r.PathValue("guid")
 	var exists bool
@@ -85,7 +87,16 @@ func (s *Server) uploadPackage(c *call) error {
 	if err != nil {
 		return unprocessable("Upload must be multipart/form-data with the zip in the field 'bits'")
 	}
-	var sum string
+	var (
+		bits    string // the uploaded zip, in a temp file
+		matched []matchResource
+		sawRes  bool
+	)
+	defer func() {
+		if bits != "" {
+			os.Remove(bits)
+		}
+	}()
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -94,15 +105,34 @@ func (s *Server) uploadPackage(c *call) error {
 		if err != nil {
 			return unprocessable("Bad multipart upload: %v", err)
 		}
-		if part.FormName() != "bits" {
-			continue
-		}
-		if sum, err = s.savePackage(guid, part); err != nil {
-			return err
+		switch part.FormName() {
+		case "bits":
+			if bits != "" {
+				os.Remove(bits)
+			}
+			if bits, err = s.saveUpload(guid, part); err != nil {
+				return err
+			}
+		case "resources":
+			raw, err := io.ReadAll(io.LimitReader(part, 16<<20))
+			if err != nil {
+				return unprocessable("Bad multipart upload: %v", err)
+			}
+			if matched, err = s.pool.parseMatched(raw); err != nil {
+				return err
+			}
+			sawRes = true
 		}
 	}
-	if sum == "" {
-		return unprocessable("Upload must include the zip in the field 'bits'")
+	if bits == "" && !sawRes {
+		return unprocessable("Upload must include either resources or bits")
+	}
+	if bits == "" && len(matched) == 0 {
+		return unprocessable("Upload must include the zip in the field 'bits' when no resources matched")
+	}
+	sum, err := s.storePackage(guid, bits, matched)
+	if err != nil {
+		return err
 	}
 	return c.change(http.StatusOK, func(st *State) (any, error) {
 		p := st.Packages[guid]
@@ -114,16 +144,15 @@ func (s *Server) uploadPackage(c *call) error {
 	})
 }
 
-func (s *Server) savePackage(guid string, r io.Reader) (string, error) {
-	path := s.packagePath(guid)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "upload-*")
+// saveUpload copies an uploaded zip into a temp file beside the packages.
+func (s *Server) saveUpload(guid string, r io.Reader) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(s.packagePath(guid)), "upload-*")
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(tmp, h), r); err != nil {
+	if _, err := io.Copy(tmp, r); err != nil {
 		tmp.Close()
+		os.Remove(tmp.Name())
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return "", unprocessable("Package exceeds the maximum size of %d bytes", int64(maxPackageBytes))
@@ -131,11 +160,39 @@ func (s *Server) savePackage(guid string, r io.Reader) (string, error) {
 		return "", fmt.Errorf("store package: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
 		return "", err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	return tmp.Name(), nil
+}
+
+// storePackage makes the package's zip from the upload and the matched resources,
+// pools its files for later pushes and returns its SHA-256.
+func (s *Server) storePackage(guid, bits string, matched []matchResource) (string, error) {
+	final := s.packagePath(guid)
+	tmp := final + ".new"
+	if len(matched) == 0 {
+		if err := os.Rename(bits, tmp); err != nil {
+			return "", err
+		}
+	} else if err := s.pool.assemble(tmp, bits, matched); err != nil {
 		return "", err
 	}
+	f, err := os.Open(tmp)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("store package: %w", err)
+	}
+	s.pool.addFrom(final)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -294,12 +294,17 @@ func describeJSON(v any) string {
 func (e *env) rawJSON(method, path string, body any, auth bool) (int, any) {
 	e.t.Helper()
 	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
+	ctype := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case string: // a manifest
+		r, ctype = strings.NewReader(b), "application/x-yaml"
+	default:
+		j, _ := json.Marshal(b)
+		r = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, e.http.URL+path, r)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	if auth {
 		req.Header.Set("Authorization", "bearer "+e.token)
 	}
@@ -348,6 +353,10 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		"relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}}}})["guid"].(string)
 	app := e.push(space, shapesManifest)
 	pkg := first(e.must(200, "GET", "/v3/packages?app_guids="+app, nil))["guid"].(string)
+	// A file big enough for the resource pool, for resource_matches to match.
+	big := strings.Repeat("shapes", poolMinBytes)
+	bits, ctype := multipartUpload(t, appZip(t, map[string]string{"big.bin": big}), nil)
+	e.upload("/v3/packages/"+e.newPackage(app)+"/upload", bits, ctype)
 	// push's build is not listed anywhere: stage the package once more for a build guid.
 	build := e.must(201, "POST", "/v3/builds", map[string]any{"package": map[string]any{"guid": pkg}})["guid"].(string)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -453,6 +462,8 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "POST", path: "/v3/organizations", body: map[string]any{"name": "shapes-org"}, status: 201, shape: "organization"},
 		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "shapes-quota", "routes": map[string]any{"total_routes": 5}}, status: 201, shape: "organization_quota"},
 		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "bad", "apps": map[string]any{"total_instances": -1}}, status: 422, shape: "error"},
+		{method: "POST", path: "/v3/resource_matches", body: map[string]any{"resources": []matchResource{resourceOf("big.bin", big)}}, status: 201, shape: "resource_matches"},
+		{method: "POST", path: "/v3/spaces/{space}/manifest_diff", body: "applications:\n- name: shapes\n  instances: 3\n  env: {A: b}\n", status: 201, shape: "manifest_diff"},
 		{method: "GET", path: "/v3/deployments", list: true},
 		{method: "GET", path: "/v3/processes/{process}/sidecars", list: true},
 		{method: "GET", path: "/v3/apps/not-an-app", status: 404, shape: "error"},
