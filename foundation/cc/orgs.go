@@ -12,6 +12,8 @@ func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/", s.root)
 	s.mux.HandleFunc("POST /oauth/token", s.tokens)
+	s.mux.HandleFunc("GET /login", s.loginInfo)
+	s.mux.HandleFunc("GET /info", s.loginInfo)
 	s.mux.HandleFunc("GET /v3", func(w http.ResponseWriter, r *http.Request) { s.v3root(&call{s: s, w: w, r: r}) })
 	s.handle("/v3/", func(c *call) error { return errUnknownRequest })
 

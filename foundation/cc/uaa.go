@@ -141,6 +141,26 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// loginInfo answers the UAA's GET /login (and GET /info, its older name) as JSON:
+// the prompts `cf login` asks for, then sends to the password grant.
+func (s *Server) loginInfo(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	json.NewEncoder(w).Encode(map[string]any{
+		"app":            map[string]string{"version": uaaVersion},
+		"zone_name":      "uaa",
+		"entityID":       "cloud_controller",
+		"commit_id":      "cfbench",
+		"idpDefinitions": map[string]string{},
+		"links":          map[string]any{"uaa": s.baseURL, "login": s.baseURL, "passwd": "/forgot_password", "register": "/create_account"},
+		"prompts":        map[string][]string{"username": {"text", "Email"}, "password": {"password", "Password"}},
+		"timestamp":      time.Now().UTC().Format("2006-01-02T15:04:05-0700"),
+	})
+}
+
+// uaaVersion is the UAA release this login server answers as; the cf CLI checks
+// only that it is at least the minimum it supports.
+const uaaVersion = "77.20.0"
+
 // Authenticated reports whether authorization (an Authorization header value) holds a
 // valid access token of this API, as its endpoints require: for the foundation's other
 // APIs (Log Cache) that accept the same token.
