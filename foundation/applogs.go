@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logcache"
 )
 
@@ -27,15 +28,24 @@ type appLogs struct {
 	partial map[string][]byte
 	// drains, when set, also gets every envelope (the syslog agent).
 	drains func(logcache.Envelope)
+	// accessLog, when set, is the router's access log: each line of an app's request
+	// goes to that app's source as an RTR line, as gorouter sends them to Loggregator.
+	// Tailing the file keeps the router's hot path free of it.
+	accessLog string
 }
 
 // maxLogRead bounds what one scan reads of one file, so that a chatty app cannot hold
 // the scan up; the rest comes next time.
 const maxLogRead = 1 << 20
 
-func newAppLogs(dir string, store *logcache.Store, appOf func(string) (string, bool)) *appLogs {
-	a := &appLogs{dir: dir, store: store, appOf: appOf, offsets: map[string]int64{}, partial: map[string][]byte{}}
+// newAppLogs reads the instances' logs under dir and, when accessLog is set, the
+// router's access log.
+func newAppLogs(dir, accessLog string, store *logcache.Store, appOf func(string) (string, bool)) *appLogs {
+	a := &appLogs{dir: dir, accessLog: accessLog, store: store, appOf: appOf, offsets: map[string]int64{}, partial: map[string][]byte{}}
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	if accessLog != "" {
+		files = append(files, accessLog)
+	}
 	for _, f := range files {
 		if fi, err := os.Stat(f); err == nil {
 			a.offsets[f] = fi.Size()
@@ -46,6 +56,7 @@ func newAppLogs(dir string, store *logcache.Store, appOf func(string) (string, b
 
 // scan sends the complete lines written since the previous scan, stamped now.
 func (a *appLogs) scan(now time.Time) {
+	a.scanAccessLog(now)
 	files, _ := filepath.Glob(filepath.Join(a.dir, "*", "*.log"))
 	for _, path := range files {
 		process := filepath.Base(filepath.Dir(path))
@@ -57,27 +68,68 @@ func (a *appLogs) scan(now time.Time) {
 		if !ok {
 			continue
 		}
-		b := a.read(path)
-		if len(b) == 0 {
-			continue
-		}
-		b = append(a.partial[path], b...)
-		end := bytes.LastIndexByte(b, '\n')
-		if end < 0 {
-			a.partial[path] = b
-			continue
-		}
-		a.partial[path] = append([]byte(nil), b[end+1:]...)
 		var envs []logcache.Envelope
-		for _, line := range bytes.Split(b[:end], []byte("\n")) {
+		for _, line := range a.lines(path) {
 			envs = append(envs, logEnvelope(app, index, string(line), now))
 		}
-		a.store.Put(envs...)
-		if a.drains != nil {
-			for _, e := range envs {
-				a.drains(e)
-			}
+		a.put(envs)
+	}
+}
+
+// put stores envelopes and hands them to the drains.
+func (a *appLogs) put(envs []logcache.Envelope) {
+	if len(envs) == 0 {
+		return
+	}
+	a.store.Put(envs...)
+	if a.drains != nil {
+		for _, e := range envs {
+			a.drains(e)
 		}
+	}
+}
+
+// lines returns the complete lines path got since the last call; a partial last line
+// waits for its end.
+func (a *appLogs) lines(path string) [][]byte {
+	b := a.read(path)
+	if len(b) == 0 {
+		return nil
+	}
+	b = append(a.partial[path], b...)
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 {
+		a.partial[path] = b
+		return nil
+	}
+	a.partial[path] = append([]byte(nil), b[end+1:]...)
+	return bytes.Split(b[:end], []byte("\n"))
+}
+
+// scanAccessLog sends the access-log lines of known apps as RTR lines. The syslog
+// agent gets the router's lines itself: they do not go to drains from here.
+func (a *appLogs) scanAccessLog(now time.Time) {
+	if a.accessLog == "" {
+		return
+	}
+	// Behind by more than one read (a benchmark's load): skip to the newest lines, as
+	// Loggregator drops what it cannot carry, so that the scan's CPU stays bounded and
+	// cf logs stays current. The cut line fails to parse and is skipped.
+	if fi, err := os.Stat(a.accessLog); err == nil && fi.Size()-a.offsets[a.accessLog] > maxLogRead {
+		a.offsets[a.accessLog], a.partial[a.accessLog] = fi.Size()-maxLogRead, nil
+	}
+	var envs []logcache.Envelope
+	for _, line := range a.lines(a.accessLog) {
+		rec, err := accesslog.ParseGorouter(line)
+		if err != nil || rec.AppID == "" {
+			continue
+		}
+		if app, ok := a.appOf(rec.AppID); ok {
+			envs = append(envs, appLogEnvelope(app, "RTR", "0", string(line), now))
+		}
+	}
+	if len(envs) > 0 {
+		a.store.Put(envs...)
 	}
 }
 
@@ -122,7 +174,12 @@ func logEnvelope(app string, index int, line string, now time.Time) logcache.Env
 			}
 		}
 	}
-	instance := strconv.Itoa(index)
+	return appLogEnvelope(app, sourceType, strconv.Itoa(index), line, now)
+}
+
+// appLogEnvelope is one line of app from sourceType (APP/PROC/WEB, CELL, STG, RTR,
+// API) and instance as a LOG envelope, stamped now.
+func appLogEnvelope(app, sourceType, instance, line string, now time.Time) logcache.Envelope {
 	return logcache.Envelope{Timestamp: now.UnixNano(), SourceID: app, InstanceID: instance,
 		Tags: map[string]string{"source_id": app, "instance_id": instance, "source_type": sourceType},
 		Log:  &logcache.Log{Payload: []byte(line), Type: "OUT"}}

@@ -232,7 +232,13 @@ func (f *Foundation) start(ctx context.Context) error {
 	f.logs = logcache.NewStore(0)
 	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger,
-		OnMetrics: func(ms []cells.ContainerMetrics) { f.logs.Put(containerEnvelopes(ms)...) }})
+		OnMetrics: func(ms []cells.ContainerMetrics) { f.logs.Put(containerEnvelopes(ms)...) },
+		// Instances start only once the API runs them, so f.cc is set by then.
+		OnEvent: func(e cells.Event) {
+			if e.State == cells.StateCrashed {
+				f.cc.InstanceCrashed(e.ProcessGUID, e.Index, e.InstanceGUID, e.Details, e.Crashes, e.Time)
+			}
+		}})
 	if err := f.cells.Start(life); err != nil {
 		return err
 	}
@@ -251,7 +257,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
-		Logger: cfg.Logger})
+		AppLog: f.appLog, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -264,7 +270,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	if err := f.agent.Start(life); err != nil {
 		return err
 	}
-	f.tailAppLogs(filepath.Join(dir, "instances"))
+	f.tailAppLogs(filepath.Join(dir, "instances"), filepath.Join(dir, "access.log"))
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", logcache.Handler(logcache.APIConfig{Store: f.logs, Auth: logReaders{f.cc}, Started: time.Now()}))
 	mux.Handle("/", f.cc.Handler())
@@ -328,10 +334,10 @@ func (a apps) App(guid string) (logship.AppInfo, bool) {
 // appLogInterval is how often instance output is moved into the Log Cache.
 const appLogInterval = 250 * time.Millisecond
 
-// tailAppLogs moves instance output from the cells' log files into the Log Cache until
-// Close.
-func (f *Foundation) tailAppLogs(dir string) {
-	a := newAppLogs(dir, f.logs, func(process string) (string, bool) {
+// tailAppLogs moves instance output from the cells' log files, and the router's lines
+// from its access log, into the Log Cache until Close.
+func (f *Foundation) tailAppLogs(dir, accessLog string) {
+	a := newAppLogs(dir, accessLog, f.logs, func(process string) (string, bool) {
 		_, ok := f.cc.AppMeta(process)
 		return process, ok
 	})
@@ -352,6 +358,16 @@ func (f *Foundation) tailAppLogs(dir string) {
 			}
 		}
 	}()
+}
+
+// appLog puts a line Cloud Controller writes to an app's log (staging output, crash
+// notes) into the Log Cache and to the app's drains.
+func (f *Foundation) appLog(app, sourceType, instance, line string) {
+	e := appLogEnvelope(app, sourceType, instance, line, time.Now())
+	f.logs.Put(e)
+	if f.agent != nil {
+		f.agent.Line(app, sourceType, instance, []byte(line), time.Unix(0, e.Timestamp))
+	}
 }
 
 // logReaders lets a token of the API read the Log Cache of the apps the API knows,

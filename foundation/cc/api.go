@@ -138,7 +138,11 @@ type Config struct {
 	// use ({"apps": {"cores": 1}}), so that a run knows the CPU available per instance.
 	// A real CC has no such key.
 	CellCores map[string]float64
-	Logger    *slog.Logger
+	// AppLog, when set, gets the lines Cloud Controller writes to an app's log, as CC
+	// sends them to Loggregator: staging output (source type STG, instance "0") and its
+	// own notes (API), such as why an instance crashed. It must not block for long.
+	AppLog func(appGUID, sourceType, instance, line string)
+	Logger *slog.Logger
 }
 
 // Server serves the API. BaseURL must be set before the first request.

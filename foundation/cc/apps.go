@@ -125,6 +125,7 @@ func (s *Server) createApp(c *call) error {
 			return nil, unprocessable("App with the name '%s' already exists.", *body.Name)
 		}
 		a := newApp(st, space, *body.Name)
+		st.audit("audit.app.create", a, map[string]any{"request": map[string]any{"name": a.Name}})
 		a.Env = body.Env
 		if body.Lifecycle != nil {
 			a.Buildpacks = body.Lifecycle.Data.Buildpacks
@@ -167,6 +168,7 @@ func (s *Server) updateApp(c *call) error {
 			a.Buildpacks = body.Lifecycle.Data.Buildpacks
 		}
 		a.Updated = time.Now().UTC()
+		st.audit("audit.app.update", a, nil)
 		return s.renderApp(a), nil
 	})
 }
@@ -212,6 +214,7 @@ func (s *Server) removeApp(ctx context.Context, guid string) (jobErr, err error)
 				files = append(files, s.dropletDir(d.GUID))
 			}
 		}
+		st.audit("audit.app.delete-request", st.Apps[guid], map[string]any{"request": map[string]any{"recursive": true}})
 		st.deleteApp(guid)
 		return nil
 	})
@@ -243,7 +246,7 @@ func (s *Server) dropletDir(guid string) string {
 }
 
 func (s *Server) startApp(c *call) error {
-	resp, err := s.setState(c.r.PathValue("guid"), AppStarted)
+	resp, err := s.setState(c.r.PathValue("guid"), AppStarted, "audit.app.start")
 	if err != nil {
 		return err
 	}
@@ -251,7 +254,7 @@ func (s *Server) startApp(c *call) error {
 }
 
 func (s *Server) stopApp(c *call) error {
-	resp, err := s.setState(c.r.PathValue("guid"), AppStopped)
+	resp, err := s.setState(c.r.PathValue("guid"), AppStopped, "audit.app.stop")
 	if err != nil {
 		return err
 	}
@@ -260,18 +263,18 @@ func (s *Server) stopApp(c *call) error {
 
 func (s *Server) restartApp(c *call) error {
 	guid := c.r.PathValue("guid")
-	if _, err := s.setState(guid, AppStopped); err != nil {
+	if _, err := s.setState(guid, AppStopped, ""); err != nil {
 		return err
 	}
-	resp, err := s.setState(guid, AppStarted)
+	resp, err := s.setState(guid, AppStarted, "audit.app.restart")
 	if err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, resp)
 }
 
-// setState starts or stops an app and its processes.
-func (s *Server) setState(guid, state string) (any, error) {
+// setState starts or stops an app and its processes, and records event (none if "").
+func (s *Server) setState(guid, state, event string) (any, error) {
 	var (
 		resp  any
 		specs []RunSpec
@@ -286,6 +289,9 @@ func (s *Server) setState(guid, state string) (any, error) {
 			return unprocessable("Assign a droplet before starting this app.")
 		}
 		a.State, a.Updated = state, time.Now().UTC()
+		if event != "" {
+			st.audit(event, a, nil)
+		}
 		for _, p := range st.Processes {
 			if p.AppGUID != guid {
 				continue
@@ -511,6 +517,7 @@ func (s *Server) updateAppEnvVars(c *call) error {
 			delete(env, k)
 		}
 		a.Env, a.Updated = env, time.Now().UTC()
+		st.audit("audit.app.update", a, map[string]any{"request": map[string]any{"environment_variables": "[PRIVATE DATA HIDDEN]"}})
 		return s.renderEnvVars(a), nil
 	})
 }
@@ -645,6 +652,21 @@ type scaleBody struct {
 	DiskMB    *int `json:"disk_in_mb"`
 }
 
+// scaleRequest is a scale request as audit.app.process.scale records it.
+func scaleRequest(b scaleBody) map[string]any {
+	r := map[string]any{}
+	if b.Instances != nil {
+		r["instances"] = *b.Instances
+	}
+	if b.MemoryMB != nil {
+		r["memory_in_mb"] = *b.MemoryMB
+	}
+	if b.DiskMB != nil {
+		r["disk_in_mb"] = *b.DiskMB
+	}
+	return r
+}
+
 func (s *Server) scaleProcess(c *call) error { return s.scale(c, c.r.PathValue("guid"), "") }
 
 func (s *Server) scaleAppProcess(c *call) error {
@@ -694,6 +716,7 @@ func (s *Server) scale(c *call, guid, typ string) error {
 		}
 		p.Updated = time.Now().UTC()
 		procID, n, started = p.GUID, p.Instances, st.Apps[p.AppGUID].State == AppStarted
+		st.audit("audit.app.process.scale", st.Apps[p.AppGUID], map[string]any{"process_type": p.Type, "request": scaleRequest(body)})
 		resp = s.renderProcess(p)
 		return nil
 	})
@@ -776,6 +799,7 @@ func (s *Server) setCurrentDroplet(c *call) error {
 			return nil, unprocessable("Unable to assign current droplet. Ensure the droplet exists and belongs to this app.")
 		}
 		a.DropletGUID, a.Updated = guid, time.Now().UTC()
+		st.audit("audit.app.droplet.mapped", a, map[string]any{"request": map[string]any{"droplet_guid": guid}})
 		return s.dropletRelationship(a.GUID, guid), nil
 	})
 }

@@ -29,6 +29,9 @@ func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, e
 	if slices.Contains(req.Buildpacks, "php_buildpack") {
 		return StageResult{}, errUnsupportedForTest
 	}
+	if req.Log != nil {
+		io.WriteString(req.Log, "-----> fake staging\n")
+	}
 	return StageResult{Buildpack: "binary_buildpack", StartCommand: "./run"}, nil
 }
 

@@ -183,6 +183,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBin
 	a := st.appByName(space, m.Name)
 	if a == nil {
 		a = newApp(st, space, m.Name)
+		st.audit("audit.app.create", a, map[string]any{"request": map[string]any{"name": a.Name}})
 	}
 	if len(m.Buildpacks) > 0 {
 		a.Buildpacks = m.Buildpacks
@@ -241,6 +242,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBin
 	if err := s.applyRoutes(st, a, m); err != nil {
 		return nil, err
 	}
+	st.audit("audit.app.apply_manifest", a, map[string]any{"request": map[string]any{"manifest": map[string]any{"applications": []any{map[string]any{"name": a.Name}}}}})
 	var binds []pendingBinding
 	for _, svc := range m.Services {
 		si := st.instanceByName(space, svc.Name)

@@ -74,6 +74,8 @@ func (s *Server) routes() {
 	s.handle("GET /v3/droplets/{guid}", s.getDroplet)
 	s.handle("GET /v3/routes", s.listRoutes)
 	s.handle("GET /v3/jobs/{guid}", s.getJob)
+	s.handle("GET /v3/audit_events", s.listAuditEvents)
+	s.handle("GET /v3/audit_events/{guid}", s.getAuditEvent)
 
 	s.handle("GET /v3/service_offerings", s.listOfferings)
 	s.handle("GET /v3/service_plans", s.listPlans)

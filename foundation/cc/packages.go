@@ -140,6 +140,9 @@ func (s *Server) uploadPackage(c *call) error {
 			return nil, notFound("Package")
 		}
 		p.State, p.SHA256, p.Updated = PackageReady, sum, time.Now().UTC()
+		if a := st.Apps[p.AppGUID]; a != nil {
+			st.audit("audit.app.upload-bits", a, nil)
+		}
 		return s.renderPackage(p), nil
 	})
 }
@@ -269,6 +272,7 @@ func (s *Server) createBuild(c *call) error {
 			b.Buildpacks = body.Lifecycle.Data.Buildpacks
 		}
 		st.Builds[b.GUID] = b
+		st.audit("audit.app.build.create", a, map[string]any{"build_guid": b.GUID, "package_guid": p.GUID})
 		req = StageRequest{PackageZip: s.packagePath(p.GUID), Buildpacks: b.Buildpacks, Env: a.Env, MemoryMB: defaultMemoryMB}
 		if web != nil {
 			req.Command, req.MemoryMB = web.Command, web.MemoryMB
@@ -281,24 +285,25 @@ func (s *Server) createBuild(c *call) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.stage(b.GUID, req)
+		s.stage(b.GUID, b.AppGUID, req)
 	}()
 	return nil
 }
 
 // stage runs one build to completion and records its droplet or its error.
-func (s *Server) stage(buildGUID string, req StageRequest) {
+// Its output goes to a file per build and to the app's log (STG).
+func (s *Server) stage(buildGUID, appGUID string, req StageRequest) {
 	droplet := newGUID()
 	req.DropletDir = s.dropletDir(droplet)
 	logPath := filepath.Join(s.cfg.DataDir, "staging-logs", buildGUID+".log")
-	log, err := os.Create(logPath)
-	if err == nil {
+	stg := &lineWriter{emit: func(line string) { s.appLog(appGUID, "STG", "0", line) }}
+	req.Log = stg
+	if log, err := os.Create(logPath); err == nil {
 		defer log.Close()
-		req.Log = log
-	} else {
-		req.Log = io.Discard
+		req.Log = io.MultiWriter(log, stg)
 	}
 	res, err := s.cfg.Runtime.Stage(s.ctx, req)
+	stg.Close()
 	if err != nil {
 		os.RemoveAll(req.DropletDir)
 		s.cfg.Logger.Warn("staging failed", "build", buildGUID, "err", err, "log", logPath)

@@ -464,6 +464,7 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "bad", "apps": map[string]any{"total_instances": -1}}, status: 422, shape: "error"},
 		{method: "POST", path: "/v3/resource_matches", body: map[string]any{"resources": []matchResource{resourceOf("big.bin", big)}}, status: 201, shape: "resource_matches"},
 		{method: "POST", path: "/v3/spaces/{space}/manifest_diff", body: "applications:\n- name: shapes\n  instances: 3\n  env: {A: b}\n", status: 201, shape: "manifest_diff"},
+		{method: "GET", path: "/v3/audit_events?target_guids={app}", shape: "audit_event", list: true},
 		{method: "GET", path: "/v3/deployments", list: true},
 		{method: "GET", path: "/v3/processes/{process}/sidecars", list: true},
 		{method: "GET", path: "/v3/apps/not-an-app", status: 404, shape: "error"},

@@ -30,6 +30,7 @@ type State struct {
 	SpaceQuotas       map[string]*SpaceQuota       `json:"space_quotas"`
 	OrgQuotas         map[string]*OrgQuota         `json:"org_quotas"`
 	SecurityGroups    map[string]*SecurityGroup    `json:"security_groups"`
+	AuditEvents       []*AuditEvent                `json:"audit_events,omitempty"` // oldest first
 }
 
 func newState() *State {
