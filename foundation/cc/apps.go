@@ -846,7 +846,7 @@ func (s *Server) routeList(c *call, q *query, app string) error {
 				appOK = appOK || slices.Contains(r.Apps, g)
 			}
 			if (app == "" || slices.Contains(r.Apps, app)) && appOK && q.match("space_guids", r.SpaceGUID) && q.match("hosts", r.Host) &&
-				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) {
+				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) && q.match("paths", "") {
 				cp := *r
 				out = append(out, &cp)
 			}

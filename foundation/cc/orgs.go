@@ -90,6 +90,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /v3/service_credential_bindings/{guid}", s.deleteBinding)
 	s.landscapeRoutes()
 	s.userProvidedRoutes()
+	s.routesRoutes()
+	s.roleRoutes()
 }
 
 func (s *Server) emptyList(c *call) error {

@@ -41,6 +41,40 @@ func (s *Server) securityGroupRoutes() {
 	s.handle("POST /v3/security_groups/{guid}/relationships/staging_spaces", s.bindSecurityGroup("staging"))
 	s.handle("DELETE /v3/security_groups/{guid}/relationships/running_spaces/{space}", s.unbindSecurityGroup("running"))
 	s.handle("DELETE /v3/security_groups/{guid}/relationships/staging_spaces/{space}", s.unbindSecurityGroup("staging"))
+	s.handle("GET /v3/spaces/{guid}/running_security_groups", s.spaceSecurityGroups("running"))
+	s.handle("GET /v3/spaces/{guid}/staging_security_groups", s.spaceSecurityGroups("staging"))
+}
+
+// spaceSecurityGroups lists the groups that apply to a space's lifecycle: bound to it
+// or enabled globally.
+func (s *Server) spaceSecurityGroups(lifecycle string) handlerFunc {
+	return func(c *call) error {
+		q, err := c.query()
+		if err != nil {
+			return err
+		}
+		var (
+			out   []*SecurityGroup
+			found bool
+		)
+		space := c.r.PathValue("guid")
+		s.st.read(func(st *State) {
+			found = st.Spaces[space] != nil
+			for _, g := range sorted(st.SecurityGroups, func(g *SecurityGroup) time.Time { return g.Created }, func(g *SecurityGroup) string { return g.GUID }) {
+				global := g.GlobalRunning
+				if lifecycle == "staging" {
+					global = g.GlobalStaging
+				}
+				if (global || slices.Contains(*g.lifecycleSpaces(lifecycle), space)) && q.match("names", g.Name) && q.match("guids", g.GUID) {
+					out = append(out, clone(g))
+				}
+			}
+		})
+		if !found {
+			return notFound("Space")
+		}
+		return paginate(c, q, out, func(g *SecurityGroup) string { return g.Name }, func(g *SecurityGroup) time.Time { return g.Created }, s.renderSecurityGroup, nil)
+	}
 }
 
 func (s *Server) renderSecurityGroup(g *SecurityGroup) any {

@@ -30,6 +30,7 @@ type State struct {
 	SpaceQuotas       map[string]*SpaceQuota       `json:"space_quotas"`
 	OrgQuotas         map[string]*OrgQuota         `json:"org_quotas"`
 	SecurityGroups    map[string]*SecurityGroup    `json:"security_groups"`
+	Roles             map[string]*Role             `json:"roles"`
 	AuditEvents       []*AuditEvent                `json:"audit_events,omitempty"` // oldest first
 }
 
@@ -40,7 +41,7 @@ func newState() *State {
 		Builds: map[string]*Build{}, Droplets: map[string]*Droplet{}, Domains: map[string]*Domain{},
 		Routes: map[string]*Route{}, ServiceInstances: map[string]*ServiceInstance{}, Bindings: map[string]*Binding{},
 		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{}, OrgQuotas: map[string]*OrgQuota{},
-		SecurityGroups: map[string]*SecurityGroup{},
+		SecurityGroups: map[string]*SecurityGroup{}, Roles: map[string]*Role{},
 	}
 }
 
@@ -81,6 +82,9 @@ func loadStore(path string) (*store, error) {
 	}
 	if st.s.SecurityGroups == nil {
 		st.s.SecurityGroups = fresh.SecurityGroups
+	}
+	if st.s.Roles == nil {
+		st.s.Roles = fresh.Roles
 	}
 	return st, nil
 }

@@ -1,0 +1,235 @@
+package cc
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Routes and their destinations (cf create-route, map-route, unmap-route,
+// delete-route, delete -r, routes) and the domains they live in. Every destination is
+// an app's web process on port 8080 (the one port instances listen on, $PORT); a
+// destination's guid is derived from its route and app, so that it needs no storage.
+
+func (s *Server) routesRoutes() {
+	s.handle("POST /v3/routes", s.createRoute)
+	s.handle("GET /v3/routes/{guid}", s.getRoute)
+	s.handle("DELETE /v3/routes/{guid}", s.deleteRoute)
+	s.handle("GET /v3/routes/{guid}/destinations", s.routeDestinations)
+	s.handle("POST /v3/routes/{guid}/destinations", s.addDestinations)
+	s.handle("DELETE /v3/routes/{guid}/destinations/{dest}", s.removeDestination)
+	s.handle("GET /v3/service_route_bindings", s.listRouteBindings)
+	s.handle("GET /v3/domains/{guid}", s.getDomain)
+	s.handle("GET /v3/organizations/{guid}/domains", s.orgDomains)
+	s.handle("GET /v3/organizations/{guid}/relationships/default_isolation_segment", s.getOrgSegment)
+}
+
+func (s *Server) getOrgSegment(c *call) error {
+	var o *Org
+	s.st.read(func(st *State) { o = st.Orgs[c.r.PathValue("guid")] })
+	if o == nil {
+		return notFound("Organization")
+	}
+	return c.json(http.StatusOK, obj{"data": relData(o.DefaultIsolationSegment),
+		"links": obj{"self": link(s, "/v3/organizations/"+o.GUID+"/relationships/default_isolation_segment")}})
+}
+
+func destinationGUID(route, app string) string { return stableGUID("destination", route, app) }
+
+// hostRE is what CC accepts as a route's host: DNS labels, or "*" for a wildcard.
+var hostRE = regexp.MustCompile(`^(\*|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)$`)
+
+func (s *Server) createRoute(c *call) error {
+	var body struct {
+		Host          string `json:"host"`
+		Path          string `json:"path"`
+		Port          *int   `json:"port"`
+		Relationships struct {
+			Space  toOneBody `json:"space"`
+			Domain toOneBody `json:"domain"`
+		} `json:"relationships"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	host := strings.ToLower(body.Host)
+	switch {
+	case host != "" && !hostRE.MatchString(host):
+		return unprocessable("Host must be either \"*\" or contain only alphanumeric characters, \"_\", or \"-\"")
+	case body.Path != "":
+		return unprocessable("Path is not supported here: the local router routes by host only")
+	case body.Port != nil:
+		return unprocessable("Port is not supported here: the local foundation has no TCP routing")
+	}
+	return c.change(http.StatusCreated, func(st *State) (any, error) {
+		sp := st.Spaces[body.Relationships.Space.guid()]
+		if sp == nil {
+			return nil, unprocessable("Invalid space. Ensure that the space exists and you have access to it.")
+		}
+		d := st.Domains[body.Relationships.Domain.guid()]
+		if d == nil {
+			return nil, unprocessable("Invalid domain. Ensure that the domain exists and you have access to it.")
+		}
+		for _, r := range st.Routes {
+			if r.Host == host && r.DomainGUID == d.GUID {
+				return nil, unprocessable("Route already exists with host '%s' for domain '%s'.", host, d.Name)
+			}
+		}
+		now := time.Now().UTC()
+		r := &Route{GUID: newGUID(), Host: host, DomainGUID: d.GUID, SpaceGUID: sp.GUID, Apps: []string{}, Created: now, Updated: now}
+		st.Routes[r.GUID] = r
+		return s.renderRoute(r, st.routeURL(r)), nil
+	})
+}
+
+func (s *Server) getRoute(c *call) error {
+	var resp any
+	s.st.read(func(st *State) {
+		if r := st.Routes[c.r.PathValue("guid")]; r != nil {
+			resp = s.renderRoute(clone(r), st.routeURL(r))
+		}
+	})
+	if resp == nil {
+		return notFound("Route")
+	}
+	return c.json(http.StatusOK, resp)
+}
+
+// deleteRoute removes a route and its destinations; the apps stop being reachable at
+// it at once.
+func (s *Server) deleteRoute(c *call) error {
+	err := s.st.update(func(st *State) error {
+		r := st.Routes[c.r.PathValue("guid")]
+		if r == nil {
+			return notFound("Route")
+		}
+		for _, app := range r.Apps {
+			if a := st.Apps[app]; a != nil {
+				st.audit("audit.app.unmap-route", a, map[string]any{"route_guid": r.GUID})
+			}
+		}
+		delete(st.Routes, r.GUID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.job("route.delete", nil)
+}
+
+func (s *Server) renderDestinations(r *Route) any {
+	dests := s.renderRoute(r, "").(obj)["destinations"]
+	return obj{"destinations": dests, "links": obj{"self": link(s, "/v3/routes/"+r.GUID+"/destinations"), "route": link(s, "/v3/routes/"+r.GUID)}}
+}
+
+func (s *Server) routeDestinations(c *call) error {
+	var resp any
+	s.st.read(func(st *State) {
+		if r := st.Routes[c.r.PathValue("guid")]; r != nil {
+			resp = s.renderDestinations(clone(r))
+		}
+	})
+	if resp == nil {
+		return notFound("Route")
+	}
+	return c.json(http.StatusOK, resp)
+}
+
+// addDestinations maps apps (their web process) to a route, keeping the ones mapped.
+func (s *Server) addDestinations(c *call) error {
+	var body struct {
+		Destinations []struct {
+			App struct {
+				GUID    string `json:"guid"`
+				Process *struct {
+					Type string `json:"type"`
+				} `json:"process"`
+			} `json:"app"`
+			Port     *int   `json:"port"`
+			Protocol string `json:"protocol"`
+		} `json:"destinations"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	for _, d := range body.Destinations {
+		switch {
+		case d.App.Process != nil && d.App.Process.Type != "" && d.App.Process.Type != "web":
+			return unprocessable("Process type '%s' cannot be routed to here: only web processes listen", d.App.Process.Type)
+		case d.Port != nil && *d.Port != 8080:
+			return unprocessable("Port %d is not served here: instances listen on 8080 ($PORT) only", *d.Port)
+		case d.Protocol != "" && d.Protocol != "http1":
+			return unprocessable("Protocol '%s' is not served here: http1 only", d.Protocol)
+		}
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		r := st.Routes[c.r.PathValue("guid")]
+		if r == nil {
+			return nil, notFound("Route")
+		}
+		for _, d := range body.Destinations {
+			a := st.Apps[d.App.GUID]
+			if a == nil {
+				return nil, unprocessable("App(s) with guid(s) \"%s\" do not exist or you do not have access.", d.App.GUID)
+			}
+			if a.SpaceGUID != r.SpaceGUID {
+				return nil, unprocessable("Routes destinations must be in either the same space or a space that the route is shared with.")
+			}
+			if !slices.Contains(r.Apps, a.GUID) {
+				r.Apps = append(slices.Clone(r.Apps), a.GUID) // a new slice: rendered copies share the old one
+				st.audit("audit.app.map-route", a, map[string]any{"route_guid": r.GUID, "app_port": 8080, "process_type": "web"})
+			}
+		}
+		r.Updated = time.Now().UTC()
+		return s.renderDestinations(clone(r)), nil
+	})
+}
+
+func (s *Server) removeDestination(c *call) error {
+	err := s.st.update(func(st *State) error {
+		r := st.Routes[c.r.PathValue("guid")]
+		if r == nil {
+			return notFound("Route")
+		}
+		i := slices.IndexFunc(r.Apps, func(app string) bool { return destinationGUID(r.GUID, app) == c.r.PathValue("dest") })
+		if i < 0 {
+			return unprocessable("Unable to unmap route from destination. Ensure the route has a destination with this guid.")
+		}
+		if a := st.Apps[r.Apps[i]]; a != nil {
+			st.audit("audit.app.unmap-route", a, map[string]any{"route_guid": r.GUID})
+		}
+		r.Apps = slices.Delete(slices.Clone(r.Apps), i, i+1)
+		r.Updated = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listRouteBindings answers the list of route service bindings: there are none, as
+// the local router forwards to no route service.
+func (s *Server) listRouteBindings(c *call) error { return s.emptyList(c) }
+
+func (s *Server) getDomain(c *call) error {
+	var d *Domain
+	s.st.read(func(st *State) { d = st.Domains[c.r.PathValue("guid")] })
+	if d == nil {
+		return notFound("Domain")
+	}
+	return c.json(http.StatusOK, s.renderDomain(d))
+}
+
+// orgDomains lists the domains an org may use: every domain here is shared.
+func (s *Server) orgDomains(c *call) error {
+	var found bool
+	s.st.read(func(st *State) { found = st.Orgs[c.r.PathValue("guid")] != nil })
+	if !found {
+		return notFound("Organization")
+	}
+	return s.listDomains(c)
+}

@@ -1,0 +1,101 @@
+package cc
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestRoutesAndDestinations: cf create-route, map-route, unmap-route and delete-route,
+// as the router sees them.
+func TestRoutesAndDestinations(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	space := e.space("apps")
+	app := e.push(space, "applications:\n- name: web\n")
+	domain := first(e.must(200, "GET", "/v3/domains", nil))["guid"].(string)
+	body := func(host string) map[string]any {
+		return map[string]any{"host": host, "relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}},
+			"domain": map[string]any{"data": map[string]any{"guid": domain}}}}
+	}
+	route := e.must(201, "POST", "/v3/routes", body("Extra"))
+	guid := route["guid"].(string)
+	if route["url"] != "extra.apps.localhost" || route["host"] != "extra" {
+		t.Errorf("route %v: want host extra (lowercased), url extra.apps.localhost", route)
+	}
+	if code, out, _ := e.do("POST", "/v3/routes", body("extra")); code != 422 || !strings.Contains(get(out["errors"].([]any)[0], "detail").(string), "already exists") {
+		t.Errorf("a second route extra: %d %v, want 422 already exists", code, out)
+	}
+	if code, _, _ := e.do("POST", "/v3/routes", body("no_underscores!")); code != 422 {
+		t.Errorf("a bad host: status %d, want 422", code)
+	}
+	if _, ok := e.srv.Lookup("extra.apps.localhost"); ok {
+		t.Errorf("an unmapped route routes somewhere")
+	}
+	dests := e.must(200, "POST", "/v3/routes/"+guid+"/destinations", map[string]any{"destinations": []any{map[string]any{"app": map[string]any{"guid": app}}}})
+	list := dests["destinations"].([]any)
+	if len(list) != 1 || get(list[0], "app", "guid") != app {
+		t.Fatalf("destinations %v", dests)
+	}
+	if got, ok := e.srv.Lookup("EXTRA.apps.localhost"); !ok || got != app {
+		t.Errorf("Lookup after map-route: %q %v, want %s", got, ok, app)
+	}
+	if n := len(e.must(200, "GET", "/v3/routes/"+guid+"/destinations", nil)["destinations"].([]any)); n != 1 {
+		t.Errorf("GET destinations: %d", n)
+	}
+	dest := get(list[0], "guid").(string)
+	if code, _, _ := e.do("DELETE", "/v3/routes/"+guid+"/destinations/"+dest, nil); code != http.StatusNoContent {
+		t.Errorf("unmap: status %d, want 204", code)
+	}
+	if _, ok := e.srv.Lookup("extra.apps.localhost"); ok {
+		t.Errorf("the route still routes after unmap-route")
+	}
+	if code, _, h := e.do("DELETE", "/v3/routes/"+guid, nil); code != http.StatusAccepted || !strings.Contains(h.Get("Location"), "/v3/jobs/") {
+		t.Errorf("delete-route: status %d, Location %q", code, h.Get("Location"))
+	}
+	e.must(404, "GET", "/v3/routes/"+guid, nil)
+	org := first(e.must(200, "GET", "/v3/organizations", nil))["guid"].(string)
+	if n := len(e.must(200, "GET", "/v3/organizations/"+org+"/domains", nil)["resources"].([]any)); n != 1 {
+		t.Errorf("org domains: %d, want the shared apps domain", n)
+	}
+	if n := len(e.must(200, "GET", "/v3/service_route_bindings?route_guids="+guid, nil)["resources"].([]any)); n != 0 {
+		t.Errorf("route service bindings: %d, want none", n)
+	}
+}
+
+// TestRoles: cf create-space assigns the user roles in the new space; a role held
+// already is the error the cf CLI treats as done.
+func TestRoles(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	space := e.space("apps")
+	org := first(e.must(200, "GET", "/v3/organizations", nil))["guid"].(string)
+	byName := map[string]any{"type": "space_developer", "relationships": map[string]any{
+		"user": map[string]any{"data": map[string]any{"username": "admin", "origin": "uaa"}}, "space": map[string]any{"data": map[string]any{"guid": space}}}}
+	role := e.must(201, "POST", "/v3/roles", byName)
+	if get(role, "relationships", "user", "data", "guid") != userGUID || get(role, "relationships", "space", "data", "guid") != space {
+		t.Errorf("role %v", role)
+	}
+	code, out, _ := e.do("POST", "/v3/roles", byName)
+	if code != 422 || !strings.HasPrefix(get(out["errors"].([]any)[0], "detail").(string), "User 'admin' already has 'space_developer' role") {
+		t.Errorf("the same role again: %d %v", code, out)
+	}
+	e.must(201, "POST", "/v3/roles", map[string]any{"type": "organization_user", "relationships": map[string]any{
+		"user": map[string]any{"data": map[string]any{"guid": userGUID}}, "organization": map[string]any{"data": map[string]any{"guid": org}}}})
+	if code, _, _ := e.do("POST", "/v3/roles", map[string]any{"type": "space_manager", "relationships": map[string]any{
+		"user": map[string]any{"data": map[string]any{"username": "nobody"}}, "space": map[string]any{"data": map[string]any{"guid": space}}}}); code != 422 {
+		t.Errorf("a role of an unknown user: status %d, want 422", code)
+	}
+	list := e.must(200, "GET", "/v3/roles?space_guids="+space+"&include=user", nil)
+	if n := len(list["resources"].([]any)); n != 1 {
+		t.Errorf("roles in the space: %d, want 1", n)
+	}
+	if users, _ := get(list, "included", "users").([]any); len(users) != 1 || get(users[0], "username") != "admin" {
+		t.Errorf("included users %v", get(list, "included"))
+	}
+	e.must(202, "DELETE", "/v3/roles/"+role["guid"].(string), nil)
+	if n := len(e.must(200, "GET", "/v3/roles?space_guids="+space, nil)["resources"].([]any)); n != 0 {
+		t.Errorf("roles after delete: %d", n)
+	}
+	if e.must(200, "GET", "/v3/info", nil)["name"] != "cf-benchmark" {
+		t.Errorf("/v3/info has no name")
+	}
+}
