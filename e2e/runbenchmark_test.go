@@ -277,6 +277,9 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		}
 		assertGeneratorsAtZero(t, cl)
 	})
+
+	// Last: it targets space apps and logs in again.
+	t.Run("the cf CLI's everyday commands", func(t *testing.T) { cfEverydayCommands(t, cf, info, bins) })
 }
 
 // loggedIn starts a local foundation and returns the real cf CLI logged in to it with
