@@ -19,12 +19,16 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 	stub := filepath.Join(bins, "stub")
 	cf.mustRun(t, "target", "-o", "cfbench", "-s", "apps")
 
-	// Pushed by flags: an app that runs long enough for push to see it start (cf polls
-	// every 3 s), then crashes while the next push runs.
+	// Pushed by flags.
 	out := cf.mustRun(t, "push", "cli-flags", "-p", stub, "-b", "binary_buildpack", "-m", "64M", "-k", "64M", "--no-route", "-u", "process",
-		"-c", "echo crash reason follows; sleep 10; exit 3")
+		"-c", "./cfbench-stub")
 	if !regexp.MustCompile(`(?m)^name:\s+cli-flags$`).MatchString(out) || !regexp.MustCompile(`(?m)^#0\s+running\s`).MatchString(out) {
 		t.Errorf("cf push by flags shows no running cli-flags:\n%s", out)
+	}
+	// An app that crashes at once: the push fails, and the logs and events say why.
+	if res := cf.run(t, "push", "cli-crash", "-p", stub, "-b", "binary_buildpack", "-m", "64M", "-k", "64M", "--no-route", "-u", "process",
+		"-c", "echo crash reason follows; exit 3"); res.code == 0 {
+		t.Errorf("cf push of an app that exits at once exits 0:\n%s", res.stdout)
 	}
 
 	manifest := filepath.Join(t.TempDir(), "two.yml")
@@ -47,7 +51,7 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 
 	var logs string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		logs = cf.mustRun(t, "logs", "cli-flags", "--recent")
+		logs = cf.mustRun(t, "logs", "cli-crash", "--recent")
 		if strings.Contains(logs, `"exit_description"=>"exited with status 3"`) {
 			break
 		}
@@ -59,7 +63,7 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 		regexp.MustCompile(`\[API/0\]\s+OUT App instance exited .*"reason"=>"CRASHED", "exit_description"=>"exited with status 3"`),
 	} {
 		if !want.MatchString(logs) {
-			t.Errorf("cf logs --recent cli-flags has no line matching %s:\n%s", want, logs)
+			t.Errorf("cf logs --recent cli-crash has no line matching %s:\n%s", want, logs)
 		}
 	}
 
@@ -67,10 +71,10 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 	if !regexp.MustCompile(`(?m)^apps\s+cli-a-home\s+apps\.localhost\s+.*\scli-a\s`).MatchString(routes) {
 		t.Errorf("cf routes lacks cli-a-home mapped to cli-a:\n%s", routes)
 	}
-	events := cf.mustRun(t, "events", "cli-flags")
+	events := cf.mustRun(t, "events", "cli-crash")
 	for _, want := range []string{"audit.app.create", "audit.app.process.crash", "exit_description: exited with status 3"} {
 		if !strings.Contains(events, want) {
-			t.Errorf("cf events cli-flags lacks %q:\n%s", want, events)
+			t.Errorf("cf events cli-crash lacks %q:\n%s", want, events)
 		}
 	}
 
