@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
@@ -108,9 +109,23 @@ type Config struct {
 	// CellMemoryMB is each cell's memory capacity, over which Garden spreads a cell's
 	// CPU to compute CPU entitlement; default the machine's total memory.
 	CellMemoryMB int
-	// TmpDir holds each instance's TMPDIR; default a new directory under the system
-	// temp dir, removed by Close.
+	// TmpDir holds each instance's directory (its TMPDIR, and with CopyApp its copy of
+	// the app); default a new directory under the system temp dir, removed by Close.
+	// With User, its ancestors must let that user through.
 	TmpDir string
+	// User is the user instances run as when this process runs as root: a dedicated
+	// unprivileged one keeps them out of the files of the process that runs them.
+	// Start creates it (useradd --system) when it does not exist. Ignored when not
+	// root; "" runs instances as this process's user. Sandbox says which applies.
+	User string
+	// CopyApp gives each instance its own writable copy of its spec's Dir as working
+	// dir and HOME, as Diego extracts the droplet into each container; else instances
+	// share Dir.
+	CopyApp bool
+	// RecordDir, when set, keeps a record of each running instance's process group, so
+	// that a Start after this process was killed stops the instances it left running
+	// (Orphans). It must be closed to the instances' user.
+	RecordDir string
 	// Path is the PATH instances get unless their spec's Env sets one; default this
 	// process's PATH, since apps run with the machine's java and node.
 	Path   string
@@ -186,8 +201,9 @@ type Instance struct {
 	CPU     float64   // fraction of one core, averaged since the previous sample
 	// MemBytes is what the instance's cgroup is charged for less inactive page cache,
 	// as Garden reports it (see cgroup.Usage), or without isolation the summed RSS of
-	// its process group; DiskBytes the size of its TMPDIR (the droplet is shared and
-	// not counted).
+	// its process group; DiskBytes the size of its directory: its TMPDIR and, with
+	// Config.CopyApp, its copy of the droplet (as Garden counts the droplet extracted
+	// into each container), else not the shared droplet.
 	MemBytes, DiskBytes uint64
 	Details             string // e.g. crash reason "exited with status 1" / "out of memory"
 	Crashes             int    // crashes of this instance since it was desired (restarts for a changed spec start at 0)
@@ -221,6 +237,8 @@ type Cells struct {
 	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
 	tmpRoot  string
 	ownTmp   bool
+	cred     *syscall.Credential // whom instances run as; nil: this process's user
+	orphans  int                 // instances of a killed earlier run that Start stopped
 	started  bool
 	closed   bool
 
@@ -334,6 +352,15 @@ func (c *Cells) Start(ctx context.Context) error {
 func (c *Cells) start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cred, err := sandboxUser(c.cfg.User)
+	if err != nil {
+		return fmt.Errorf("cells: %w", err)
+	}
+	c.cred = cred
+	// Before the cgroups: their clean-up would kill the orphans uncounted.
+	if c.orphans, err = c.stopOrphans(); err != nil {
+		return fmt.Errorf("cells: %w", err)
+	}
 	if err := c.setupIsolation(); err != nil {
 		return fmt.Errorf("cells: %w", err)
 	}
@@ -349,6 +376,11 @@ func (c *Cells) start() error {
 		c.abandonIsolationLocked()
 		return fmt.Errorf("create instance tmp root: %w", err)
 	}
+	// Instances pass through to their own directories, but may not list the others.
+	if err := os.Chmod(c.tmpRoot, 0o711); err != nil {
+		c.abandonIsolationLocked()
+		return fmt.Errorf("instance tmp root: %w", err)
+	}
 	c.started = true
 	if !c.closed { // else a Close came during Start: the supervisor stops at once
 		for _, p := range c.procs {
@@ -361,6 +393,14 @@ func (c *Cells) start() error {
 		c.sampleLoop()
 	}()
 	return nil
+}
+
+// Orphans is how many instances that a killed earlier run left running (see
+// Config.RecordDir) Start stopped.
+func (c *Cells) Orphans() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.orphans
 }
 
 // Desire converges a process to spec: it starts missing indexes 0..Instances-1 and

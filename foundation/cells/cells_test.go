@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -187,8 +188,8 @@ func TestInstanceEnvironmentAndPortHealthCheck(t *testing.T) {
 		// PID is the group leader (sh); the app runs in its group.
 		if stat, err := os.ReadFile("/proc/" + got["_PID"] + "/stat"); err != nil {
 			t.Errorf("instance %d: app pid %s: %v", i, got["_PID"], err)
-		} else if st, _ := parseStat(stat); st.pgrp != in.PID {
-			t.Errorf("instance %d: app runs in process group %d, not %d", i, st.pgrp, in.PID)
+		} else if st, _ := procstat.Parse(stat); st.PGRP != in.PID {
+			t.Errorf("instance %d: app runs in process group %d, not %d", i, st.PGRP, in.PID)
 		}
 		if got["PATH"] == "" {
 			t.Errorf("instance %d: empty PATH", i)
@@ -575,38 +576,6 @@ func TestContextEndStopsEverything(t *testing.T) {
 	if groupAlive(pid) {
 		t.Error("instance survived the end of the context")
 	}
-}
-
-func TestParseStat(t *testing.T) {
-	t.Parallel()
-	line := "4242 (we(ird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 7 3 20 0 1 0 12345 1000000 321 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0"
-	st, err := parseStat([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.state != 'S' || st.pgrp != 4242 || st.ticks != 210 || st.rss != 321 {
-		t.Errorf("parseStat = %+v", st)
-	}
-	for _, bad := range []string{"", "1 (x) S 1", "1 x S 1 2 3"} {
-		if _, err := parseStat([]byte(bad)); err == nil {
-			t.Errorf("parseStat(%q) succeeded", bad)
-		}
-	}
-	self, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Skip("no /proc")
-	}
-	if st, err := parseStat(self); err != nil || st.pgrp != syscall.Getpgrp() || st.rss == 0 {
-		t.Errorf("own stat = %+v, %v", st, err)
-	}
-}
-
-func FuzzParseStat(f *testing.F) {
-	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 100 0 0 0 150 50 7 3 20 0 1 0 12345 1000000 321 0"))
-	f.Add([]byte("1 ()) ) S"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseStat(b) // must not panic
-	})
 }
 
 // testName is a cgroup root name for the test: its name, made safe.

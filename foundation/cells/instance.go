@@ -36,7 +36,7 @@ type instance struct {
 	info       Instance
 	pgid       int           // process group of the running process; 0 when none
 	cg         *cgroup.Group // the running process's container; nil without isolation
-	tmpDir     string        // TMPDIR of the running process
+	tmpDir     string        // the running process's container dir (TMPDIR, and its app copy with CopyApp)
 	killReason string        // why the cell killed the running process, if it did
 	lastCPU    time.Duration // CPU time at the previous sample
 	lastSample time.Time     // wall clock (not Config.Clock) of the previous sample
@@ -140,15 +140,16 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	c.mu.Lock()
 	tmpRoot := c.tmpRoot
 	c.mu.Unlock()
-	tmpDir := filepath.Join(tmpRoot, in.spec.ProcessGUID, fmt.Sprintf("%d-%s", in.index, guid))
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		d := "create tmp dir: " + err.Error()
-		return in.crash(d), d, time.Time{}
-	}
-	defer os.RemoveAll(tmpDir)
-
+	containerDir := filepath.Join(tmpRoot, in.spec.ProcessGUID, fmt.Sprintf("%d-%s", in.index, guid))
+	defer os.RemoveAll(containerDir)
 	logw, closeLog := in.openLog()
 	defer closeLog()
+	workDir, tmpDir, err := c.prepareContainer(containerDir, in.spec.Dir)
+	if err != nil {
+		d := "failed to create container: " + err.Error()
+		in.cellLog(logw, "%s", d)
+		return in.crash(d), d, time.Time{}
+	}
 
 	started := c.now()
 	in.setState(func(i *Instance) {
@@ -175,13 +176,16 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	}
 
 	cmd := exec.Command("/bin/sh", "-c", in.spec.Command)
-	cmd.Dir = in.spec.Dir
-	cmd.Env = instanceEnv(in.spec, c.path, c.cfg.Host, in.cell.addr, in.index, guid, port, tmpDir)
+	spec := in.spec
+	spec.Dir = workDir
+	cmd.Dir = workDir
+	cmd.Env = instanceEnv(spec, c.path, c.cfg.Host, in.cell.addr, in.index, guid, port, tmpDir)
 	if f, ok := logw.(*os.File); ok {
 		cmd.Stdout, cmd.Stderr = f, f
 	}
-	// Own process group: stop signals reach every child (npm → sh → node).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group: stop signals reach every child (npm → sh → node). The first
+	// process dies with this one (see sandbox.go for the rest).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred, Pdeathsig: syscall.SIGKILL}
 	if cg != nil {
 		err = startInContainer(cmd, in.spec.Command, cg)
 	} else {
@@ -193,9 +197,11 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 		return in.crash(d), d, time.Time{}
 	}
 	pid := cmd.Process.Pid
+	c.writeRecord(pid)
+	defer c.removeRecord(pid)
 	c.mu.Lock()
 	in.info.PID = pid
-	in.pgid, in.cg, in.tmpDir, in.killReason = pid, cg, tmpDir, ""
+	in.pgid, in.cg, in.tmpDir, in.killReason = pid, cg, containerDir, ""
 	in.lastCPU, in.lastSample = 0, time.Now()
 	in.started, in.cpuTotal, in.entTotal, in.wait = in.lastSample, 0, 0, waitCounter{}
 	c.mu.Unlock()

@@ -1,8 +1,6 @@
 package cells
 
 import (
-	"bytes"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,56 +9,12 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It is 100
 // on every Linux architecture Go supports (reading sysconf would need cgo).
 const clockTicks = 100
-
-// procStat is what the sampler needs from /proc/<pid>/stat.
-type procStat struct {
-	state byte
-	pgrp  int
-	ticks uint64 // utime + stime + cutime + cstime
-	rss   uint64 // pages
-}
-
-// parseStat parses /proc/<pid>/stat. The command name is in parentheses and may itself
-// hold spaces and parentheses, so fields are counted from the last ')'.
-func parseStat(b []byte) (procStat, error) {
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return procStat{}, errors.New("stat: no command name")
-	}
-	f := bytes.Fields(b[end+1:])
-	// f[0] is field 3 (state) of proc(5); field n is f[n-3].
-	if len(f) < 22 || len(f[0]) != 1 {
-		return procStat{}, errors.New("stat: too few fields")
-	}
-	num := func(n int) (uint64, error) { return strconv.ParseUint(string(f[n-3]), 10, 64) }
-	pgrp, err := strconv.Atoi(string(f[5-3]))
-	if err != nil {
-		return procStat{}, err
-	}
-	var ticks uint64
-	for n := 14; n <= 17; n++ { // utime, stime, cutime, cstime
-		v, err := num(n)
-		if err != nil {
-			// cutime and cstime are signed in the kernel; negative never happens in
-			// practice, but a parse failure must not poison the sample.
-			if n >= 16 {
-				continue
-			}
-			return procStat{}, err
-		}
-		ticks += v
-	}
-	rss, err := strconv.ParseInt(string(f[24-3]), 10, 64)
-	if err != nil {
-		return procStat{}, err
-	}
-	return procStat{state: f[0][0], pgrp: pgrp, ticks: ticks, rss: uint64(max(rss, 0))}, nil
-}
 
 // groupUsage is the summed usage of one process group.
 type groupUsage struct {
@@ -87,20 +41,20 @@ func scanGroups(want map[int]bool) map[int]groupUsage {
 		if err != nil {
 			continue // gone since ReadDir
 		}
-		st, err := parseStat(b)
-		if err != nil || !want[st.pgrp] {
+		st, err := procstat.Parse(b)
+		if err != nil || !want[st.PGRP] {
 			continue
 		}
-		u := out[st.pgrp]
-		u.ticks += st.ticks
-		u.rss += st.rss * page
-		if st.state != 'Z' {
+		u := out[st.PGRP]
+		u.ticks += st.Ticks
+		u.rss += st.RSS * page
+		if st.State != 'Z' {
 			u.members++
 		}
 		if pid, err := strconv.Atoi(e.Name()); err == nil {
 			u.pids = append(u.pids, pid)
 		}
-		out[st.pgrp] = u
+		out[st.PGRP] = u
 	}
 	return out
 }
