@@ -125,6 +125,7 @@ type Foundation struct {
 	shipper  *logship.Shipper
 	store    *logStore // the log store under quota without Elasticsearch
 	agent    *syslogagent.Agent
+	lock     *os.File // the state dir's lock (lockStateDir)
 	life     lifecycle.State
 }
 
@@ -205,8 +206,17 @@ func (f *Foundation) start(ctx context.Context) error {
 	}
 	cfg.StateDir = dir
 	f.cfg = cfg
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
+	if err := closeStateDir(dir); err != nil {
+		return err
+	}
+	// One foundation per state dir: a second start, even at the same moment, stops here.
+	if f.lock, err = lockStateDir(dir); err != nil {
+		return err
+	}
+	for _, d := range []string{"cc", "instances", "run"} {
+		if err := privateDir(filepath.Join(dir, d)); err != nil {
+			return fmt.Errorf("state dir: %w", err)
+		}
 	}
 	settings, err := loadSettings(filepath.Join(dir, "foundation.json"))
 	if err != nil {
@@ -217,6 +227,22 @@ func (f *Foundation) start(ctx context.Context) error {
 	// anything starts.
 	if f.apiLn, err = listen(settings.APIPort, "API"); err != nil {
 		return err
+	}
+	type portUse struct {
+		port int
+		what string
+	}
+	ports := []portUse{{settings.RouterPort, "router"}}
+	// The Postgres a killed foundation left is taken over, port and all.
+	if _, err := pgserver.Attach(filepath.Join(dir, "pg"), ""); errors.Is(err, pgserver.ErrNotRunning) {
+		ports = append(ports, portUse{settings.PostgresPort, "services' Postgres"})
+	}
+	for _, p := range ports {
+		ln, err := listen(p.port, p.what)
+		if err != nil {
+			return fmt.Errorf("%w (kept in %s)", err, filepath.Join(dir, "foundation.json"))
+		}
+		ln.Close()
 	}
 
 	// The parts live until the foundation stops them, in order (see shutdown).
@@ -230,7 +256,10 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The cgroup root is named after the state dir, so two foundations never share one.
 	// Every sample's container metrics go to the Log Cache, as Diego's rep sends them.
 	f.logs = logcache.NewStore(0)
+	// Instances run as InstanceUser in copies of their droplets, and a start after a
+	// kill -9 stops those the killed foundation left (recorded in run/).
 	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
+		User: InstanceUser, CopyApp: true, RecordDir: filepath.Join(dir, "run"),
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger,
 		OnMetrics: func(ms []cells.ContainerMetrics) { f.logs.Put(containerEnvelopes(ms)...) },
 		// Instances start only once the API runs them, so f.cc is set by then.
@@ -241,6 +270,9 @@ func (f *Foundation) start(ctx context.Context) error {
 		}})
 	if err := f.cells.Start(life); err != nil {
 		return err
+	}
+	if n := f.cells.Orphans(); n > 0 {
+		cfg.Logger.Warn(fmt.Sprintf("stopped %d app instances that a killed foundation left running", n), "state_dir", dir)
 	}
 	if ok, reason := f.cells.Isolation(); !ok {
 		cfg.Logger.Warn("no cgroups: the Log Cache's CPU counters (absolute_usage) sum each instance's process group from /proc, "+
@@ -284,7 +316,7 @@ func (f *Foundation) start(ctx context.Context) error {
 		f.apiDone <- err
 	}()
 
-	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		return err
 	}
 	var accessLog io.Writer = io.MultiWriter(f.log, f.agent) // the agent never refuses a line
@@ -401,7 +433,7 @@ func (f *Foundation) LogShipping() (logship.Stats, bool) {
 func (f *Foundation) Info() Info {
 	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,
 		User: f.settings.User, Password: f.settings.Password, StateDir: f.cfg.StateDir, AccessLog: filepath.Join(f.cfg.StateDir, "access.log"),
-		Isolation: isolation(f.cells, f.cfg.Cells), LogStore: f.logStorePath()}
+		Isolation: isolation(f.cells, f.cfg.Cells) + "; " + f.cells.Sandbox(), LogStore: f.logStorePath()}
 }
 
 // logStorePath is the log store's file, "" without one.
@@ -469,6 +501,10 @@ func (f *Foundation) shutdown(skip string) error {
 	}
 	if f.log != nil {
 		add("access log", f.log.Close())
+	}
+	if f.lock != nil {
+		f.lock.Close() // last: the next foundation may start now
+		f.lock = nil
 	}
 	return errors.Join(errs...)
 }

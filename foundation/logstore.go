@@ -39,7 +39,7 @@ var _ io.Writer = (*logStore)(nil)
 // openLogStore opens (appends to) the store at path with quota q; log (nil: none)
 // receives write failures.
 func openLogStore(path string, q logship.Quota, log *slog.Logger) (*logStore, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log store: %w", err)
 	}

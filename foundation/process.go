@@ -1,6 +1,7 @@
 package foundation
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 )
 
@@ -31,6 +33,9 @@ type RunningError struct {
 }
 
 func (e *RunningError) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("a foundation is already starting from %s", e.Dir)
+	}
 	return fmt.Sprintf("a foundation is already running from %s (pid %d)", e.Dir, e.PID)
 }
 
@@ -50,14 +55,25 @@ func pidFile(dir string) string { return filepath.Join(dir, "foundation.pid") }
 func LogFile(dir string) string { return filepath.Join(dir, "foundation.log") }
 
 // Running returns the pid of the foundation running from the state directory dir, and
-// whether there is one: its pid file names a live process.
+// whether there is one: its pid file names a live process that is the one that wrote
+// it (same start time; for a pid file of an earlier version without one, a process
+// whose command line is a foundation start). A pid file left by a killed foundation
+// whose pid another process got since names no foundation.
 func Running(dir string) (int, bool) {
 	b, err := os.ReadFile(pidFile(dir))
 	if err != nil {
 		return 0, false
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+	pid, start, hasStart, err := parsePIDFile(b)
+	if err != nil {
+		return 0, false
+	}
+	ok := procstat.Same(pid, start)
+	if !hasStart {
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		ok = err == nil && procstat.Alive(pid) && bytes.Contains(cmdline, []byte("foundation\x00start"))
+	}
+	if !ok {
 		return 0, false
 	}
 	return pid, true
@@ -78,10 +94,14 @@ func Serve(ctx context.Context, cfg Config, ready func(Info)) error {
 	}
 	defer f.Close()
 	// For Status, which runs in another process.
-	if err := os.WriteFile(filepath.Join(dir, "isolation.txt"), []byte(f.Info().Isolation+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "isolation.txt"), []byte(f.Info().Isolation+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write isolation: %w", err)
 	}
-	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	start, err := procstat.StartTime(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("write pid file: %w", err)
+	}
+	if err := os.WriteFile(pidFile(dir), []byte(pidToken(os.Getpid(), start)), 0o600); err != nil {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	defer os.Remove(pidFile(dir))
@@ -109,8 +129,8 @@ func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int
 	if pid, ok := Running(dir); ok {
 		return 0, Info{}, &RunningError{Dir: dir, PID: pid}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, Info{}, fmt.Errorf("create state dir: %w", err)
+	if err := closeStateDir(dir); err != nil {
+		return 0, Info{}, err
 	}
 	logPath := LogFile(dir)
 	pid, err := spawn(append([]string{"foundation", "start", "--state-dir", dir}, flags...), logPath)
@@ -125,7 +145,7 @@ func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int
 				return pid, info, nil
 			}
 		}
-		if syscall.Kill(pid, 0) != nil {
+		if !procstat.Alive(pid) { // a zombie too: the spawner need not reap it
 			return 0, Info{}, fmt.Errorf("the foundation exited during start-up; its log %s ends with:\n%s", logPath, tail(logPath, 2000))
 		}
 		if !wait.For(wctx, pollEvery) {
@@ -138,18 +158,24 @@ func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int
 }
 
 // Stop sends SIGTERM to the foundation running from dir and returns its pid once it
-// has exited, within StopTimeout. No foundation running is ErrNotRunning.
+// has exited, within StopTimeout. No foundation running is ErrNotRunning, also when
+// the pid file names a process that is not the foundation (see Running): that one is
+// left alone.
 func Stop(ctx context.Context, dir string) (int, error) {
 	pid, ok := Running(dir)
 	if !ok {
 		return 0, ErrNotRunning
+	}
+	start, err := procstat.StartTime(pid)
+	if err != nil {
+		return 0, ErrNotRunning // exited meanwhile
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return 0, fmt.Errorf("stop the foundation (pid %d): %w", pid, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, StopTimeout)
 	defer cancel()
-	for syscall.Kill(pid, 0) == nil {
+	for procstat.Same(pid, start) {
 		if !wait.For(wctx, pollEvery) {
 			if err := ctx.Err(); err != nil {
 				return 0, err

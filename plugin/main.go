@@ -66,13 +66,18 @@ func spawn(args []string, logPath string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// The log is its owner's alone; and it gets only the log (stderr): the foundation
+	// prints the admin password to stdout, which the caller prints from the settings.
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return 0, err
 	}
 	defer log.Close()
+	if err := log.Chmod(0o600); err != nil { // a log from before
+		return 0, err
+	}
 	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stderr = log // stdout: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, err
