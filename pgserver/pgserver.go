@@ -167,10 +167,16 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	if pid, port, ok := running(s.dataDir); ok {
 		s.pid, s.port = pid, port
-		if err := s.waitReady(ctx); err != nil {
+		err := s.waitReady(ctx)
+		if err == nil {
+			return nil
+		}
+		// A server whose owner was killed shuts down (Pdeathsig): once it has, start
+		// a new one.
+		if syscall.Kill(pid, 0) != syscall.ESRCH {
 			return fmt.Errorf("postgres already running in %s (pid %d) does not answer: %w", s.dataDir, pid, err)
 		}
-		return nil
+		s.pid, s.port = 0, 0
 	}
 	if err := s.initCluster(ctx, binDir, cred); err != nil {
 		return err
