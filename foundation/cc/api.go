@@ -282,6 +282,7 @@ func badQuery(format string, args ...any) *Error {
 var (
 	errNotAuthenticated = &Error{Code: 10002, Title: "CF-NotAuthenticated", Detail: "Authentication error", status: http.StatusUnauthorized}
 	errInvalidToken     = &Error{Code: 1000, Title: "CF-InvalidAuthToken", Detail: "Invalid Auth Token", status: http.StatusUnauthorized}
+	errNotAuthorized    = &Error{Code: 10003, Title: "CF-NotAuthorized", Detail: "You are not authorized to perform the requested action", status: http.StatusForbidden}
 	errUnknownRequest   = &Error{Code: 10000, Title: "CF-NotFound", Detail: "Unknown request", status: http.StatusNotFound}
 )
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -85,7 +86,48 @@ func (s *Server) authenticate(r *http.Request) error {
 	if err != nil || c.Refresh {
 		return errInvalidToken
 	}
+	if !allowed(r.Method, c.Scope) {
+		return errNotAuthorized
+	}
 	return nil
+}
+
+// userScopes are the one user's scopes: an admin's. A token may carry fewer (the
+// password grant's scope parameter, as UAA narrows a token).
+var userScopes = []string{"openid", "cloud_controller.admin", "cloud_controller.read", "cloud_controller.write"}
+
+// allowed applies Cloud Controller's scope rules: reading needs a read, admin,
+// admin_read_only or global_auditor scope; anything else needs write or admin (a
+// write-only token cannot read).
+func allowed(method string, scopes []string) bool {
+	ok := []string{"cloud_controller.admin", "cloud_controller.write"}
+	if method == "" || method == http.MethodGet || method == http.MethodHead {
+		ok = []string{"cloud_controller.admin", "cloud_controller.read", "cloud_controller.admin_read_only", "cloud_controller.global_auditor"}
+	}
+	for _, s := range scopes {
+		if slices.Contains(ok, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// narrow is the token's scopes when the client asked for requested (space-separated;
+// "" asks for all it may have), or the scope the client may not have.
+func narrow(have []string, requested string) ([]string, string) {
+	if strings.TrimSpace(requested) == "" {
+		return have, ""
+	}
+	var out []string
+	for _, s := range strings.Fields(requested) {
+		if !slices.Contains(have, s) {
+			return nil, s
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, ""
 }
 
 // tokens answers the UAA token endpoint: the password grant for the one user and the
@@ -109,6 +151,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, "invalid_client", "Bad client credentials: use client cf with an empty secret")
 		return
 	}
+	scopes := userScopes
 	switch r.PostForm.Get("grant_type") {
 	case "password":
 		user, pw := r.PostForm.Get("username"), r.PostForm.Get("password")
@@ -122,14 +165,20 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusUnauthorized, "invalid_token", "Invalid refresh token")
 			return
 		}
+		scopes = c.Scope
 	default:
 		fail(http.StatusBadRequest, "unsupported_grant_type", "Only the password and refresh_token grants are supported")
+		return
+	}
+	scopes, bad := narrow(scopes, r.PostForm.Get("scope"))
+	if bad != "" {
+		fail(http.StatusBadRequest, "invalid_scope", "Invalid scope: "+bad)
 		return
 	}
 	now := time.Now()
 	base := claims{Sub: userGUID, UserID: userGUID, UserName: s.cfg.User, Origin: "uaa", ClientID: "cf", CID: "cf",
 		GrantType: "password", Issuer: s.url("/oauth/token"), Audience: []string{"cloud_controller", "openid", "cf"},
-		Scope: []string{"openid", "cloud_controller.admin", "cloud_controller.read", "cloud_controller.write"}, IssuedAt: now.Unix()}
+		Scope: scopes, IssuedAt: now.Unix()}
 	access, refresh := base, base
 	access.JTI, access.Expires = newGUID(), now.Add(accessTTL).Unix()
 	refresh.JTI, refresh.Expires, refresh.Refresh = newGUID(), now.Add(refreshTTL).Unix(), true
@@ -162,10 +211,10 @@ func (s *Server) loginInfo(w http.ResponseWriter, r *http.Request) {
 const uaaVersion = "77.20.0"
 
 // Authenticated reports whether authorization (an Authorization header value) holds a
-// valid access token of this API, as its endpoints require: for the foundation's other
-// APIs (Log Cache) that accept the same token.
+// valid access token of this API that may read, as its endpoints require: for the
+// foundation's other APIs (Log Cache) that accept the same token.
 func (s *Server) Authenticated(authorization string) bool {
-	r := &http.Request{Header: http.Header{"Authorization": {authorization}}}
+	r := &http.Request{Method: http.MethodGet, Header: http.Header{"Authorization": {authorization}}}
 	return s.authenticate(r) == nil
 }
 

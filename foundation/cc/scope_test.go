@@ -1,0 +1,74 @@
+package cc
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// token asks the token endpoint for a token with scope (a password grant).
+func (e *env) scopedToken(scope string) (int, string) {
+	e.t.Helper()
+	form := url.Values{"grant_type": {"password"}, "username": {"admin"}, "password": {"pw"}, "scope": {scope}}
+	req, _ := http.NewRequest("POST", e.http.URL+"/oauth/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("cf", "")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+		Scope       string `json:"scope"`
+	}
+	json.NewDecoder(resp.Body).Decode(&tok)
+	if resp.StatusCode == http.StatusOK && tok.Scope != scope {
+		e.t.Errorf("token for scope %q says scope %q", scope, tok.Scope)
+	}
+	return resp.StatusCode, tok.AccessToken
+}
+
+func TestTokenScopesAreEnforced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, t.TempDir())
+	admin := e.token
+	space := e.space("apps")
+
+	code, readOnly := e.scopedToken("openid cloud_controller.read")
+	if code != http.StatusOK {
+		t.Fatalf("a read-only token: %d", code)
+	}
+	e.token = readOnly
+	e.must(http.StatusOK, "GET", "/v3/apps", nil)
+	for _, w := range []struct{ method, path string }{
+		{"POST", "/v3/apps"}, {"PATCH", "/v3/spaces/" + space}, {"DELETE", "/v3/spaces/" + space},
+	} {
+		body := map[string]any{"name": "x", "relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}}}}
+		code, out, _ := e.do(w.method, w.path, body)
+		if code != http.StatusForbidden || get(out, "errors") == nil || !strings.Contains(jsonOf(out), "CF-NotAuthorized") {
+			t.Errorf("%s %s with a read-only token = %d %v, want 403 CF-NotAuthorized", w.method, w.path, code, out)
+		}
+	}
+
+	_, writeOnly := e.scopedToken("cloud_controller.write")
+	e.token = writeOnly
+	if code, _, _ := e.do("GET", "/v3/apps", nil); code != http.StatusForbidden {
+		t.Errorf("GET with a write-only token = %d, want 403", code)
+	}
+	if code, _ := e.scopedToken("cloud_controller.admin uaa.admin"); code != http.StatusBadRequest {
+		t.Errorf("a token with a scope the user lacks = %d, want 400 invalid_scope", code)
+	}
+	e.token = admin
+	e.must(http.StatusOK, "GET", "/v3/apps", nil)
+	if !e.srv.Authenticated("bearer "+readOnly) || e.srv.Authenticated("bearer "+writeOnly) {
+		t.Error("Authenticated (the Log Cache's check) must let read tokens read, and only them")
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
