@@ -126,7 +126,9 @@ type Foundation struct {
 	store    *logStore // the log store under quota without Elasticsearch
 	agent    *syslogagent.Agent
 	lock     *os.File // the state dir's lock (lockStateDir)
-	life     lifecycle.State
+	// containers holds the instances' directories (cells.Config.TmpDir).
+	containers string
+	life       lifecycle.State
 }
 
 var _ lifecycle.Part = (*Foundation)(nil)
@@ -257,9 +259,13 @@ func (f *Foundation) start(ctx context.Context) error {
 	// Every sample's container metrics go to the Log Cache, as Diego's rep sends them.
 	f.logs = logcache.NewStore(0)
 	// Instances run as InstanceUser in copies of their droplets, and a start after a
-	// kill -9 stops those the killed foundation left (recorded in run/).
+	// kill -9 stops those the killed foundation left (recorded in run/) and drops
+	// their directories.
+	if f.containers, err = freshDir(filepath.Join(os.TempDir(), "cfbench-instances-"+hashOf(dir))); err != nil {
+		return err
+	}
 	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
-		User: InstanceUser, CopyApp: true, RecordDir: filepath.Join(dir, "run"),
+		User: InstanceUser, CopyApp: true, RecordDir: filepath.Join(dir, "run"), TmpDir: f.containers,
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger,
 		OnMetrics: func(ms []cells.ContainerMetrics) { f.logs.Put(containerEnvelopes(ms)...) },
 		// Instances start only once the API runs them, so f.cc is set by then.
@@ -495,6 +501,9 @@ func (f *Foundation) shutdown(skip string) error {
 	}
 	if f.cells != nil {
 		add("cells", f.cells.Close())
+	}
+	if f.containers != "" {
+		add("instance dirs", os.RemoveAll(f.containers))
 	}
 	if f.pg != nil {
 		add("services' postgres", f.pg.Close())

@@ -109,3 +109,16 @@ func parsePIDFile(b []byte) (pid int, start uint64, hasStart bool, err error) {
 	}
 	return pid, 0, false, nil
 }
+
+// freshDir makes dir anew for this process's user, dropping what a killed run left in
+// it; it refuses a dir that someone else made meanwhile (it lives in the shared temp
+// dir).
+func freshDir(dir string) (string, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("remove the instance dirs a killed run left: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		return "", fmt.Errorf("instance dirs: %w", err)
+	}
+	return dir, nil
+}

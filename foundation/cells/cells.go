@@ -12,6 +12,10 @@
 // counters. Elsewhere instances run unconfined, stats come from /proc, and
 // Isolation says why; Config.EnforceMemory then kills an instance whose sampled RSS
 // exceeds its limit.
+//
+// Config.User, CopyApp and RecordDir give instances what else a container gives them:
+// their own unprivileged user, their own copy of the droplet and TMPDIR, and no life
+// beyond the cell's (see sandbox.go for what remains).
 package cells
 
 import (

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
 // sandboxUser is the user the sandbox tests run instances as: the foundation's own.
@@ -66,6 +67,7 @@ func appDir(t *testing.T) string {
 }
 
 func TestSandboxKeepsInstancesFromTheCellsFiles(t *testing.T) {
+	testtier.External(t, "a system user for instances (created with useradd when missing)")
 	if os.Geteuid() != 0 {
 		t.Skip("instances run as another user only when the cells run as root")
 	}
