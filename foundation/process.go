@@ -146,7 +146,7 @@ func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int
 			}
 		}
 		if !procstat.Alive(pid) { // a zombie too: the spawner need not reap it
-			return 0, Info{}, fmt.Errorf("the foundation exited during start-up; its log %s ends with:\n%s", logPath, tail(logPath, 2000))
+			return 0, Info{}, fmt.Errorf("the foundation exited during start-up (log %s): %s", logPath, lastLine(logPath))
 		}
 		if !wait.For(wctx, pollEvery) {
 			if err := ctx.Err(); err != nil {
@@ -248,14 +248,13 @@ func answers(ctx context.Context, apiURL string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// tail is the last n bytes of the file at path, or why there are none.
-func tail(path string, n int) string {
+// lastLine is the last line of the file at path (its error, when a start failed), or
+// why there is none.
+func lastLine(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
