@@ -67,21 +67,17 @@ func pushBinary(t *testing.T, info Info, bits []byte, name, command string) stri
 	return app.GUID
 }
 
-// TestAppsCannotReachTheFoundationsSecrets pushes an app that tries to read the
-// foundation's settings (admin password, token-signing secret), the API's state, the
-// services' Postgres password and the logs, to list the state dir, and to bind every
-// address; it reports what worked in its log. What it reaches is what the README
-// says ("What an app can reach").
-func TestAppsCannotReachTheFoundationsSecrets(t *testing.T) {
-	testtier.External(t, "the local foundation (a real PostgreSQL server)")
+// appsCannotReachTheSecrets pushes an app that tries to read the foundation's
+// settings (admin password, token-signing secret), the API's state, the services'
+// Postgres password and the logs, to list the state dir, and to bind every address;
+// it reports what worked in its log. What it reaches is what the README says ("What
+// an app can reach").
+func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	if os.Geteuid() != 0 {
 		t.Skip("instances run as another user than the foundation's only when it runs as root")
 	}
-	t.Parallel()
-	dir := stateDir(t)
-	f := start(t, dir)
-	defer f.Close()
 	info := f.Info()
+	dir := info.StateDir
 	secrets := []string{"foundation.json", "access.log", "cc/state.json", "pg/password"}
 	dirs := []string{".", "cc", "instances", "run"}
 	var probe strings.Builder
@@ -97,7 +93,7 @@ func TestAppsCannotReachTheFoundationsSecrets(t *testing.T) {
 	probe.WriteString(`if node -e "require('net').createServer().listen(0,'0.0.0.0',()=>process.exit(0)).on('error',()=>process.exit(1))"; ` +
 		`then echo "probe bind 0.0.0.0: open"; else echo "probe bind 0.0.0.0: closed"; fi; `)
 	probe.WriteString(`echo "probe uid: $(id -u)"; touch "$HOME/w" "$TMPDIR/w" && echo "probe write home: open"; exec ./cfbench-stub`)
-	guid := pushBinary(t, info, stubZip(t), "prober", probe.String())
+	guid := pushBinary(t, info, bits, "prober", probe.String())
 
 	b, err := os.ReadFile(filepath.Join(dir, "instances", guid, "0.log"))
 	if err != nil {
@@ -170,6 +166,7 @@ func groupMembers(pgid int) []int {
 // TestAStartAfterAKillStopsTheOrphans kills (-9) a foundation this test started in
 // another process, whose app left a child in its instance: the instance's first
 // process dies with the foundation, and the next start stops the child and says so.
+// Then, on that foundation, an app cannot reach its secrets (appsCannotReachTheSecrets).
 func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	t.Parallel()
@@ -201,7 +198,8 @@ func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushBinary(t, info, stubZip(t), "leaver", "sleep 600 & exec ./cfbench-stub")
+	bits := stubZip(t)
+	pushBinary(t, info, bits, "leaver", "sleep 600 & exec ./cfbench-stub")
 	records, err := os.ReadDir(filepath.Join(dir, "run"))
 	if err != nil || len(records) != 1 {
 		t.Fatalf("instance records %v, %v; want one", records, err)
@@ -236,6 +234,7 @@ func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 	if !strings.Contains(log.String(), "stopped 1 app instances that a killed foundation left running") {
 		t.Errorf("the start did not say it stopped the orphan:\n%s", log.String())
 	}
+	t.Run("apps cannot reach the foundation's secrets", func(t *testing.T) { appsCannotReachTheSecrets(t, f, bits) })
 }
 
 // syncBuffer is a bytes.Buffer for a logger that writes from many goroutines.

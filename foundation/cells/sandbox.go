@@ -29,10 +29,13 @@ import (
 //     CF_INSTANCE_ADDR) and the router reaches them there, but an app may bind any
 //     address of the host, and reach anything the host reaches.
 //   - dying with the cell: the instance's first process gets SIGKILL when the cell's
-//     process dies (PR_SET_PDEATHSIG); its children do not (the kernel clears the
-//     setting on fork), nor does a v1 cgroup kill them. With Config.RecordDir the
-//     next Start stops what is left (see stopOrphans), and with cgroups it removes
-//     the containers a killed run left, with their processes.
+//     process dies (PR_SET_PDEATHSIG; strictly, when the OS thread that started it
+//     ends, which Go's runtime does not do while the process lives); its children do
+//     not (the kernel clears the setting on fork), nor does a v1 cgroup kill them. A
+//     PID namespace would take them along, but its first process ignores SIGTERM
+//     unless it handles it, unlike an app on Diego. With Config.RecordDir the next
+//     Start stops what is left (see stopOrphans), and with cgroups it removes the
+//     containers a killed run left, with their processes.
 
 // sandboxUser resolves the user instances run as: nil (this process's user) unless
 // this process is root and name is set. A missing user is created as a system user
