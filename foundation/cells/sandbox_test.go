@@ -169,10 +169,11 @@ func TestOrphansOfAKilledRunAreStopped(t *testing.T) {
 	if _, err := fmt.Fscan(out, &leader); err != nil || leader <= 0 {
 		t.Fatalf("the helper did not report its instance: %v", err)
 	}
-	members := scanGroups(map[int]bool{leader: true})[leader].pids
-	if len(members) != 2 {
-		t.Fatalf("instance group %d has processes %v, want the leader and its child", leader, members)
-	}
+	var members []int
+	eventually(t, 30*time.Second, "the instance's shell to start its two sleeps", func() bool {
+		members = scanGroups(map[int]bool{leader: true})[leader].pids
+		return len(members) == 2
+	})
 	t.Cleanup(func() { // should the test fail: none of them outlives it
 		for _, pid := range members {
 			syscall.Kill(pid, syscall.SIGKILL)
