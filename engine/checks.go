@@ -129,7 +129,7 @@ func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummar
 	}
 	why := fmt.Sprintf("requests went out %sms late on average (p99 %sms) against when they were due, %.0f%% of the mean latency (%sms)%s",
 		report.Millis(m.SendLagMean), report.Millis(m.SendLagP99), 100*lagShare, report.Millis(m.Mean), cpu)
-	try := "more generator instances (ramp.step, ramp.max)"
+	try := "more generator instances (ramp.step and ramp.max, or ramp.generators)"
 	if m.Users > 1 {
 		try += " with fewer users each"
 	}

@@ -56,7 +56,8 @@ type Deployment struct {
 	order    []string
 	close    func()
 	// drainBin is pushed as the run's drain (collectors.router_logs.source drain);
-	// startTimeout bounds the wait for it to run.
+	// startTimeout bounds the wait for it, and for the instances a ramp of app
+	// instances scales an app under test to, to run.
 	drainBin     string
 	startTimeout time.Duration
 	// databases are the apps' databases whose connections the run watches.

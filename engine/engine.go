@@ -218,6 +218,10 @@ func (r *runner) legs(ctx context.Context) error {
 			r.opts.Reporter.Note(fmt.Sprintf("%s: repeat %d of %d of %s", leg.Name, leg.Repeat, r.sp.Repeat, v.Name))
 		}
 		err := r.ramp(ctx, leg, fleet)
+		if aerr := r.restoreApp(ctx, v); aerr != nil {
+			r.event(leg.Name, -1, "scale", "warn", aerr.Error())
+			r.opts.Reporter.Note("warning: " + aerr.Error())
+		}
 		// The fleet goes down even when the run was interrupted: generators left
 		// running would go on loading the target (and idle on CF, costing quota).
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

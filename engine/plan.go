@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,11 @@ const (
 // Plan is what a session of a spec will run and hold, known before anything is pushed.
 type Plan struct {
 	Variants, Levels int
+	// Ramp says what the levels are ("rates 350, 700 req/s in all over 2 generator
+	// instance(s)"); Offered is each level's offered rate in all (req/s) with its planned
+	// generator instances, nil for a closed loop.
+	Ramp    string
+	Offered []float64
 	// Repeats is how many times every variant runs (1 without repeat:).
 	Repeats int
 	// Duration is the time under load at least: variants × levels × repeats × hold.
@@ -50,7 +56,14 @@ func (p *Plan) String() string {
 	if p.Repeats > 1 {
 		s += fmt.Sprintf(" × %d repeats, interleaved", p.Repeats)
 	}
-	s += fmt.Sprintf(", at least %s under load", p.Duration)
+	s += fmt.Sprintf(", at least %s under load; levels: %s", p.Duration, p.Ramp)
+	if len(p.Offered) > 0 {
+		parts := make([]string, len(p.Offered))
+		for i, x := range p.Offered {
+			parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
+		}
+		s += ", offering " + strings.Join(parts, ", ") + " req/s in all"
+	}
 	for _, sp := range []SpacePeak{p.Apps, p.Generators} {
 		if sp.Space == "" {
 			continue
@@ -66,14 +79,28 @@ func (p *Plan) String() string {
 
 // PlanOf works out sp's plan. The apps under test are all pushed before the first
 // ramp and run until the end; the generators of one variant at a time run, up to the
-// ramp's max, beside the tunnel app.
+// ramp's peak, beside the tunnel app. A ramp of app instances pushes every app with
+// the first level's instances and scales one variant's app at a time up to the last
+// level's, and back after its ramp.
 func PlanOf(sp *spec.Spec) *Plan {
-	levels := len(sp.Ramp.Steps())
+	ls := sp.Levels()
+	levels := len(ls)
 	repeats := max(sp.Repeat, 1)
-	p := &Plan{Variants: len(sp.Variants), Levels: levels, Repeats: repeats, Duration: time.Duration(len(sp.Variants)*levels*repeats) * sp.Ramp.Hold}
+	p := &Plan{Variants: len(sp.Variants), Levels: levels, Repeats: repeats, Duration: time.Duration(len(sp.Variants)*levels*repeats) * sp.Ramp.Hold,
+		Ramp: sp.Ramp.Describe()}
+	for _, l := range ls {
+		if x, open := sp.Offered(l); open {
+			p.Offered = append(p.Offered, x)
+		}
+	}
 	if sp.Landscape == nil {
 		return p
 	}
+	extra := 0 // app instances a ramp of app instances adds above the first level, one variant at a time
+	for _, l := range ls {
+		extra = max(extra, l.AppInstances-ls[0].AppInstances)
+	}
+	extraMB := 0
 	p.Apps.Space, p.Generators.Space = sp.Landscape.Apps.Space, sp.Landscape.Generators.Space
 	for _, v := range sp.Variants {
 		if v.Manifest == "" {
@@ -90,9 +117,15 @@ func PlanOf(sp *spec.Spec) *Plan {
 		p.Apps.MemoryMB += mb * r.Instances
 		p.Apps.Instances += r.Instances
 		p.Apps.LargestMB = max(p.Apps.LargestMB, mb)
+		extraMB = max(extraMB, extra*mb)
 	}
-	p.Generators.MemoryMB = generatorMemoryMB*sp.Ramp.Max + tunnelMemoryMB
-	p.Generators.Instances = sp.Ramp.Max + 1
+	if extraMB > 0 {
+		p.Apps.MemoryMB += extraMB
+		p.Apps.Instances += extra
+	}
+	peak := sp.PeakGenerators()
+	p.Generators.MemoryMB = generatorMemoryMB*peak + tunnelMemoryMB
+	p.Generators.Instances = peak + 1
 	if usesDrain(sp) {
 		p.Generators.MemoryMB += drainMemoryMB
 		p.Generators.Instances++
@@ -127,7 +160,7 @@ func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
 			mem, p.Apps.MemoryMB, p.Generators.MemoryMB, mem-l.MemoryMB, l.MemoryMB, lessMemory(p)))
 	}
 	if l.Instances > 0 && insts > l.Instances {
-		errs = append(errs, sp.Errorf("limits.instances", "the plan runs %d instances at its peak (apps %d, generators and tunnel %d), %d over the limit %d: drop variants or lower their instances, or ramp.max",
+		errs = append(errs, sp.Errorf("limits.instances", "the plan runs %d instances at its peak (apps %d, generators and tunnel %d), %d over the limit %d: drop variants or lower their instances, or the ramp's peak",
 			insts, p.Apps.Instances, p.Generators.Instances, insts-l.Instances, l.Instances))
 	}
 	for _, q := range quotas {
@@ -146,7 +179,7 @@ func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
 				use.MemoryMB, where(q, p), use.MemoryMB-*n, q.Name, q.Of, *n, lessMemory(p)))
 		}
 		if n := q.TotalInstances; n != nil && use.Instances > *n {
-			errs = append(errs, sp.Errorf(field, "the plan runs %d instances in %s at its peak, %d over the quota %q of %s (%d): drop variants or lower their instances, or ramp.max",
+			errs = append(errs, sp.Errorf(field, "the plan runs %d instances in %s at its peak, %d over the quota %q of %s (%d): drop variants or lower their instances, or the ramp's peak",
 				use.Instances, where(q, p), use.Instances-*n, q.Name, q.Of, *n))
 		}
 		if n := q.PerProcessMemoryMB; n != nil && use.LargestMB > *n {
@@ -167,6 +200,6 @@ func where(q platform.Quota, _ *Plan) string {
 // lessMemory says what lowers the peak memory: the apps under test all run for the
 // whole run, the generators of one variant at a time.
 func lessMemory(p *Plan) string {
-	return fmt.Sprintf("drop variants (the %d apps under test run for the whole run), lower their memory or instances, or ramp.max (%d MB per generator instance)",
+	return fmt.Sprintf("drop variants (the %d apps under test run for the whole run), lower their memory or instances, or the ramp's peak (%d MB per generator instance)",
 		p.Apps.Instances, generatorMemoryMB)
 }

@@ -17,9 +17,18 @@ import (
 // variant (v.Name), whose app and generators every repeat shares.
 func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 	store, sp, v, name := r.opts.Store, r.sp, leg.Variant, leg.Name
-	steps := sp.Ramp.Steps()
+	steps := sp.Levels()
 	var prev *resultsdb.StepSummary
-	for idx, planned := range steps {
+	for idx, level := range steps {
+		if level.AppInstances > 0 {
+			if err := r.scaleApp(ctx, v.Name, level.AppInstances); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+		planned := level.Generators
 		want, err := r.instancesFor(ctx, fleet, planned)
 		if err != nil {
 			return err
@@ -36,12 +45,12 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			}
 			return err
 		}
-		st, err := planStep(ctx, store, sp, r.run.ID, name, idx, want, r.opts.PollEvery)
+		st, err := planStep(ctx, store, sp, r.run.ID, name, idx, want, level, r.opts.PollEvery)
 		if err != nil {
 			return err
 		}
-		r.opts.Reporter.Note(fmt.Sprintf("%s: step %d/%d starts: %d generator instance(s), %s, for %s (the first %s warm-up)",
-			name, idx+1, len(steps), want, loadOf(&sp.Workload), sp.Ramp.Hold, sp.Ramp.Warmup))
+		r.opts.Reporter.Note(fmt.Sprintf("%s: step %d/%d starts: %s, for %s (the first %s warm-up)",
+			name, idx+1, len(steps), levelNote(sp, level, want), sp.Ramp.Hold, sp.Ramp.Warmup))
 		seen, err := r.watchStep(ctx, st, fleet, want)
 		if err != nil {
 			return err
@@ -110,7 +119,7 @@ func (r *runner) timeLeft(leg spec.Leg, stepsLeft int) time.Duration {
 	for i := len(legs) - 1; i >= 0 && legs[i].Name != leg.Name; i-- {
 		after++
 	}
-	return time.Duration(stepsLeft+after*len(r.sp.Ramp.Steps())) * r.sp.Ramp.Hold
+	return time.Duration(stepsLeft+after*len(r.sp.Levels())) * r.sp.Ramp.Hold
 }
 
 // watchStep follows a planned step until its window ends: it notices a user scaling the
@@ -145,19 +154,6 @@ func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, 
 			return seen, nil
 		}
 	}
-}
-
-// planStep writes step idx with a start far enough ahead that every live instance reads
-// it before it begins, so all of them start together.
-func planStep(ctx context.Context, store *resultsdb.Store, sp *spec.Spec, runID, variant string, idx, n int, poll time.Duration) (resultsdb.Step, error) {
-	now, err := store.Now(ctx)
-	if err != nil {
-		return resultsdb.Step{}, err
-	}
-	start := now.Add(2*poll + 100*time.Millisecond)
-	st := resultsdb.Step{RunID: runID, Variant: variant, Index: idx, Instances: n, Users: sp.Workload.Users,
-		Started: start, WarmupUntil: start.Add(sp.Ramp.Warmup), Ends: start.Add(sp.Ramp.Hold)}
-	return st, store.StartStep(ctx, st)
 }
 
 // waitStepDone waits until the step's window is over and every instance that took part

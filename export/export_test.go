@@ -364,9 +364,9 @@ func TestKeyLiteralsReadBackWhatWasWritten(t *testing.T) {
 		want          []string
 		err           bool
 	}{
-		{"steps", "'=x,3,4,1,,,,,,\n", []string{"'=x'", "3"}, false},
-		{"steps", "\"''it's\n\"\"q\"\"\",0,4,1,,,,,,\n", []string{"'''it''s\n\"q\"'", "0"}, false},
-		{"steps", "v,x,4,1,,,,,,\n", nil, true},
+		{"steps", "'=x,3,4,1,,,,,,,,\n", []string{"'=x'", "3"}, false},
+		{"steps", "\"''it's\n\"\"q\"\"\",0,4,1,,,,,,,,\n", []string{"'''it''s\n\"q\"'", "0"}, false},
+		{"steps", "v,x,4,1,,,,,,,,\n", nil, true},
 		{"run_events", "12,,v,,check,warn,,m,\n", []string{"12"}, false},
 		{"samples", "v,7,123,abc,0,0,0,0,0,0,0,\"\",true\n", []string{"7", "123"}, false},
 		{"router_requests", "0123456789abcdef0123456789abcdef,,,,,,,,,,\n", []string{"'0123456789abcdef0123456789abcdef'::uuid"}, false},

@@ -58,7 +58,7 @@ var tableDefs = map[string]*tableDef{
 	"steps": {
 		cols: []column{col("variant", kindText), {"step", "idx + 1", kindInt}, col("instances", kindInt), col("users", kindInt),
 			col("started_at", kindTime), col("warmup_until", kindTime), col("ends_at", kindTime), col("ended_at", kindTime),
-			col("stop_reason", kindText), col("instances_seen", kindInt)},
+			col("stop_reason", kindText), col("instances_seen", kindInt), col("rate", kindFloat), col("app_instances", kindInt)},
 		from: `FROM steps st WHERE st.run_id = %[1]s`,
 		key:  []string{"st.variant", "st.idx + 1"}, keyCols: []string{"variant", "step"},
 	},

@@ -108,6 +108,9 @@ type Config struct {
 // Phase is one ramp step as a generator sees it.
 type Phase struct {
 	Step uint8
+	// Users, when above 0, is the phase's users (Closed and Count) instead of
+	// Config.Users: a ramp of users changes them step by step.
+	Users int
 	// Start is when the step began for every instance; the open loop's slots are
 	// aligned on it. A generator joining later starts at the next slot, not at Start.
 	Start       time.Time
@@ -311,13 +314,18 @@ func (g *Generator) Close() {
 	}
 }
 
-// RunClosed runs cfg.Users users in a closed loop until ph.End or until ctx is done; see Run.
+// RunClosed runs the phase's users in a closed loop until ph.End or until ctx is done; see Run.
 func (g *Generator) RunClosed(ctx context.Context, ph Phase) { g.users(ctx, ph, nil) }
 
-// users runs cfg.Users users; with left set they stop when it reaches zero.
+// users runs the phase's users (cfg.Users unless the phase says); with left set they
+// stop when it reaches zero.
 func (g *Generator) users(ctx context.Context, ph Phase, left *atomic.Int64) {
 	var wg sync.WaitGroup
-	for u := range g.cfg.Users {
+	n := g.cfg.Users
+	if ph.Users > 0 {
+		n = ph.Users
+	}
+	for u := range n {
 		wg.Add(1)
 		rng := rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(u)<<32|uint64(ph.Step)))
 		go func() {

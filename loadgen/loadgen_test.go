@@ -316,3 +316,41 @@ func testCountModelSendsExactlyCount(t *testing.T, client string) {
 		t.Fatalf("count model sent %d requests, want 37", len(rec.s))
 	}
 }
+
+// A phase's users replace the configured ones (a ramp of users): with 3 the target sees
+// 3 requests at once (the first three wait for each other) and never a 4th.
+func TestPhaseUsersReplaceTheConfiguredOnes(t *testing.T) {
+	const users = 3
+	var (
+		inFlight, most atomic.Int32
+		arrived        = make(chan struct{})
+		once           sync.Once
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if n == users {
+			once.Do(func() { close(arrived) })
+		}
+		select { // the first requests wait until all users are in, then everything flows
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	g, _ := newGen(t, srv.URL, 1, []Request{{Method: "GET", Path: "/", Weight: 1}}, &collector{})
+	stop := make(chan struct{}) // the phase ends once all users were in, however slow the machine
+	go func() {
+		defer close(stop)
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+		}
+	}()
+	g.Run(context.Background(), Phase{Users: users, End: time.Now().Add(time.Minute), Stop: stop})
+	if m := most.Load(); m != users {
+		t.Fatalf("at most %d requests at once, want the phase's %d users (the generator was made with 1)", m, users)
+	}
+}

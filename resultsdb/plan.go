@@ -117,11 +117,12 @@ func (s *Store) Assignment(ctx context.Context, app string) (*Assignment, error)
 	var (
 		tag                     int64
 		idx, instances, users   *int
+		rate                    *float64
 		start, warm, ends, done *time.Time
 	)
 	err := s.pool.QueryRow(ctx, `
 SELECT rv.run_id, rv.variant, rv.generator_app, rv.target_url, rv.workload, rv.repeat, r.trace_tag, r.epoch,
-       st.idx, st.instances, st.users, st.started_at, st.warmup_until, st.ends_at, st.ended_at,
+       st.idx, st.instances, st.users, st.rate, st.started_at, st.warmup_until, st.ends_at, st.ended_at,
        (SELECT count(*) FROM workers w WHERE w.run_id = rv.run_id AND w.variant = rv.variant
           AND w.stopped_at IS NULL AND w.heartbeat_at > clock_timestamp() - interval '3 seconds'),
        clock_timestamp()
@@ -134,7 +135,7 @@ LEFT JOIN LATERAL (
 WHERE rv.generator_app = $1
 ORDER BY r.started_at DESC, rv.repeat DESC LIMIT 1`, app).Scan(
 		&a.RunID, &a.Variant, &a.GeneratorApp, &a.TargetURL, &a.Workload, &a.Repeat, &tag, &a.Epoch,
-		&idx, &instances, &users, &start, &warm, &ends, &done, &a.Live, &a.DBNow)
+		&idx, &instances, &users, &rate, &start, &warm, &ends, &done, &a.Live, &a.DBNow)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -145,6 +146,9 @@ ORDER BY r.started_at DESC, rv.repeat DESC LIMIT 1`, app).Scan(
 	if idx != nil {
 		a.Step = &Step{RunID: a.RunID, Variant: a.Variant, Index: *idx, Instances: *instances, Users: *users,
 			Started: *start, WarmupUntil: *warm, Ends: *ends}
+		if rate != nil {
+			a.Step.Rate = *rate
+		}
 	}
 	return a, nil
 }

@@ -113,13 +113,13 @@ SELECT st.variant, st.idx, st.instances, coalesce(st.instances_seen, st.instance
        coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY s.start_delay_us), 0)::bigint,
        (SELECT coalesce(sum(ws.missed), 0) FROM worker_steps ws JOIN workers w2 ON w2.id = ws.worker_id
          WHERE w2.run_id = st.run_id AND w2.variant = st.variant AND ws.step = st.idx)::bigint,
-       coalesce(rv.workload, '{}'::jsonb)
+       coalesce(rv.workload, '{}'::jsonb), st.rate
 FROM steps st
 LEFT JOIN run_variants rv ON rv.run_id = st.run_id AND rv.variant = st.variant
 LEFT JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
 LEFT JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
 WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3)
-GROUP BY st.run_id, st.variant, st.idx, rv.workload
+GROUP BY st.run_id, st.variant, st.idx, rv.workload, st.rate
 ORDER BY st.started_at, st.variant, st.idx`
 
 // errorClassesSQL counts the failed requests of steps by class: a transport error class,
@@ -213,9 +213,10 @@ func (s *Store) liveSummaries(ctx context.Context, runID, variant string, idx in
 			pct        []int64
 			mn, mx, lp int64
 			workload   []byte
+			stepRate   *float64
 		)
 		if err := rows.Scan(&r.Variant, &r.Step, &r.Instances, &r.InstancesSeen, &r.Users, &from, &to, &r.Count, &r.Errors, &r.Bytes,
-			&mean, &pct, &mn, &mx, &lag, &lp, &r.Missed, &workload); err != nil {
+			&mean, &pct, &mn, &mx, &lag, &lp, &r.Missed, &workload, &stepRate); err != nil {
 			return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 		}
 		r.From, r.To = from, to
@@ -226,7 +227,7 @@ func (s *Store) liveSummaries(ctx context.Context, runID, variant string, idx in
 		if r.Seconds > 0 {
 			r.Throughput = float64(r.Count) / r.Seconds
 		}
-		r.Open, r.OfferedRate = offered(workload, r.InstancesSeen)
+		r.Open, r.OfferedRate = offered(workload, r.InstancesSeen, stepRate)
 		if r.Open {
 			r.Users = 0
 		}
@@ -270,8 +271,9 @@ func errorClass(class, status int16) string {
 }
 
 // offered reads a variant's workload as the plan stored it: whether it is an open loop
-// and, then, the rate offered in all by n instances.
-func offered(workload []byte, n int) (open bool, rate *float64) {
+// and, then, the rate offered in all by n instances: the step's own rate in all
+// (stepRate, a ramp of rates) or the workload's.
+func offered(workload []byte, n int, stepRate *float64) (open bool, rate *float64) {
 	var w struct {
 		Model   string  `json:"model"`
 		Rate    float64 `json:"rate"`
@@ -279,6 +281,9 @@ func offered(workload []byte, n int) (open bool, rate *float64) {
 	}
 	if json.Unmarshal(workload, &w) != nil || w.Model != "open" {
 		return false, nil
+	}
+	if stepRate != nil {
+		return true, stepRate
 	}
 	r := w.Rate * float64(n)
 	if w.RatePer == "total" {

@@ -155,7 +155,14 @@ type Step struct {
 	Variant   string
 	Index     int
 	Instances int
-	Users     int
+	// Users is each generator instance's users (closed and count models).
+	Users int
+	// Rate is the open loop's offered rate in all (req/s), which the live generator
+	// instances split; 0 leaves the rate to the workload.
+	Rate float64
+	// AppInstances is what the app under test was scaled to for the step; 0 when the
+	// ramp does not scale it.
+	AppInstances int
 	// Started is the planned start every generator aligns on; Ends the planned end.
 	Started     time.Time
 	WarmupUntil time.Time
@@ -167,8 +174,9 @@ type Step struct {
 // StartStep plans a step: generators that follow the run's plan begin it at st.Started
 // and stop issuing at st.Ends.
 func (s *Store) StartStep(ctx context.Context, st Step) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
-		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil, st.Ends)
+	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at, rate, app_instances)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,nullif($9, 0::float8),nullif($10, 0))`,
+		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil, st.Ends, st.Rate, st.AppInstances)
 	if err != nil {
 		return fmt.Errorf("start step %d of %s: %w", st.Index+1, st.Variant, err)
 	}

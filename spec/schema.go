@@ -67,6 +67,10 @@ func (d *decoder) spec(v value) *Spec {
 	if _, has := got["landscape"]; ok && !has && !d.landscapeGiven && len(manifests) > 0 {
 		d.errorf(manifests[0], "needs a landscape section (the org and spaces to push to); add one, or give the variant a url of a running target instead")
 	}
+	if ok {
+		s.File, s.pos = d.file, d.pos
+		d.errs = append(d.errs, levelRules(s, func(path string) bool { _, ok := d.pos[path]; return ok })...)
+	}
 	return s
 }
 
@@ -269,6 +273,8 @@ func checkEnv(s, _ string) string {
 	return ""
 }
 
+// workload decodes the workload; the rules between it and the ramp's kind of level are
+// levelRules'.
 func (d *decoder) workload(w *Workload) func(value) {
 	return func(v value) {
 		w.KeepAlive, w.Timeout = true, 10*time.Second
@@ -295,8 +301,7 @@ func (d *decoder) workload(w *Workload) func(value) {
 		d.onlyWith(got, m == ModelCount, "model count", "requests_per_instance")
 		switch m {
 		case ModelOpen:
-			d.requiredWith(got, v.path, "model", "rate", "model open")
-			w.Users = 0
+			w.Users = 0 // rate is required unless the ramp lists rates: levelRules
 			if w.RatePer == "" {
 				w.RatePer = RatePerInstance
 			}
@@ -390,12 +395,27 @@ func (d *decoder) ramp(r *Ramp) func(value) {
 		got, ok := d.object(v,
 			optional("start", d.integer(&r.Start, 1, maxInstances)),
 			optional("step", d.integer(&r.Step, 0, maxInstances)),
-			required("max", d.integer(&r.Max, 1, maxInstances)),
+			optional("max", d.integer(&r.Max, 1, maxInstances)),
+			optional("rates", d.rates(&r.Rates)),
+			optional("users", d.ints(&r.Users, maxUsers*maxInstances)),
+			optional("app_instances", d.ints(&r.AppInstances, maxInstances)),
+			optional("generators", d.integer(&r.Generators, 1, maxInstances)),
 			required("hold", d.duration(&r.Hold, time.Second)),
 			optional("warmup", d.duration(&r.Warmup, 0)),
 			optional("stop", d.stop(&r.Stop)),
 		)
 		if !ok {
+			return
+		}
+		d.rampLevels(v, got, r)
+		if _, byMax := got["max"]; !byMax {
+			r.Start, r.Step = 0, 0
+			r.Generators = max(r.Generators, 1)
+		}
+		if w, ok := got["warmup"]; ok && r.Hold > 0 && r.Warmup >= r.Hold {
+			d.errorf(w, "must be shorter than hold (%s), got %s", r.Hold, r.Warmup)
+		}
+		if _, byMax := got["max"]; !byMax {
 			return
 		}
 		// A field that failed to decode kept its default or zero; the rules below skip
@@ -410,9 +430,6 @@ func (d *decoder) ramp(r *Ramp) func(value) {
 		case r.Step > 0 && 1+(r.Max-r.Start)/r.Step > maxSteps:
 			d.errorf(mx, "makes %d ramp steps (1 + (max-start)/step), at most %d are allowed; raise step or lower max",
 				1+(r.Max-r.Start)/r.Step, maxSteps)
-		}
-		if w, ok := got["warmup"]; ok && r.Hold > 0 && r.Warmup >= r.Hold {
-			d.errorf(w, "must be shorter than hold (%s), got %s", r.Hold, r.Warmup)
 		}
 	}
 }

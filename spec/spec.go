@@ -182,11 +182,23 @@ type Request struct {
 	Body    string
 }
 
-// Ramp is the stepwise increase of generator instances.
+// Ramp is the run's load levels, one step each (Spec.Levels): generator instances from
+// Start to Max by Step, or one of the lists Rates, Users and AppInstances (Kind).
 type Ramp struct {
+	// Start, Step and Max are the generator instances of a ramp of generators; 0
+	// otherwise.
 	Start int
 	Step  int
 	Max   int
+	// Rates, Users and AppInstances list the levels of a ramp of another kind: the open
+	// loop's rate in all (req/s), the closed loop's users in all, or the app's instances.
+	// At most one is set.
+	Rates        []float64
+	Users        []int
+	AppInstances []int
+	// Generators is the generator instances of every step of a rates or users ramp, and
+	// per app instance of an app_instances ramp (default 1); 0 for a ramp of generators.
+	Generators int
 	// Hold is how long each step runs.
 	Hold time.Duration
 	// Warmup is the beginning of each step whose samples are tagged warm-up; < Hold.
@@ -194,10 +206,10 @@ type Ramp struct {
 	Stop   StopConditions
 }
 
-// Steps returns the number of generator instances in each step: Start, Start+Step, …
-// up to Max. A validated Ramp has 1 to 255 steps.
+// Steps returns the number of generator instances in each step of a ramp of
+// generators: Start, Start+Step, … up to Max; nil for other ramps (see Spec.Levels).
 func (r *Ramp) Steps() []int {
-	if r.Max < r.Start {
+	if r.Kind() != LevelGenerators || r.Max < r.Start || r.Max == 0 {
 		return nil
 	}
 	if r.Step <= 0 {

@@ -274,7 +274,7 @@ export: {dir: out, tables: [steps, samples]}
 	}
 	want := Ramp{Start: 5, Step: 0, Max: 5, Hold: time.Second, Warmup: 999 * time.Millisecond,
 		Stop: StopConditions{P99Above: 500 * time.Millisecond, ErrorRateAbove: 1, Plateau: 0.03}}
-	if s.Ramp != want {
+	if !reflect.DeepEqual(s.Ramp, want) {
 		t.Errorf("ramp = %+v, want %+v", s.Ramp, want)
 	}
 	wantChecks := DefaultChecks()
@@ -556,7 +556,7 @@ func checkInvariants(t *testing.T, s *Spec) {
 			fail("workload %+v", w)
 		}
 	case w.Model == ModelOpen:
-		if w.Users != 0 || !(w.Rate > 0) || w.RatePer == "" || w.ThinkTime != 0 {
+		if w.Users != 0 || !(w.Rate > 0) && s.Ramp.Kind() != LevelRates || w.RatePer == "" || w.ThinkTime != 0 {
 			fail("workload %+v", w)
 		}
 	default:
@@ -577,9 +577,19 @@ func checkInvariants(t *testing.T, s *Spec) {
 		}
 	}
 	r := s.Ramp
-	steps := r.Steps()
-	if len(steps) < 1 || len(steps) > maxSteps || steps[0] != r.Start || steps[len(steps)-1] > r.Max || r.Max > maxInstances {
+	if steps := r.Steps(); r.Kind() == LevelGenerators &&
+		(len(steps) < 1 || len(steps) > maxSteps || steps[0] != r.Start || steps[len(steps)-1] > r.Max || r.Max > maxInstances) {
 		fail("ramp %+v gives steps %v", r, steps)
+	}
+	levels := s.Levels()
+	if len(levels) < 1 || len(levels) > maxSteps {
+		fail("ramp %+v gives %d levels", r, len(levels))
+	}
+	for _, l := range levels {
+		if l.Generators < 1 || l.Generators > maxInstances || (w.Model == ModelOpen) != (l.Users == 0) || l.Users > maxUsers ||
+			(l.Rate > 0) != (r.Kind() == LevelRates) || (l.AppInstances > 0) != (r.Kind() == LevelAppInstances) {
+			fail("ramp %+v gives level %+v", r, l)
+		}
 	}
 	if r.Hold < time.Second || r.Warmup < 0 || r.Warmup >= r.Hold {
 		fail("ramp %+v", r)

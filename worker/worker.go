@@ -214,7 +214,7 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 	if err != nil {
 		return nil, err
 	}
-	cfg.Rate = wl.perInstanceRate(a.Live + 1)
+	cfg.Rate = wl.perInstanceRate(a.Step, a.Live+1)
 	gen, err := loadgen.New(cfg, writer)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,9 @@ func (m *membership) update(ctx context.Context, a *resultsdb.Assignment, offset
 	if err := m.w.cfg.Store.Heartbeat(ctx, m.id, m.counters()); err != nil {
 		m.log.Warn("heartbeat", "err", err)
 	}
-	m.gen.SetRate(m.workload.perInstanceRate(a.Live))
+	if a.Step != nil || m.workload.Rate > 0 { // between steps of a ramp of rates, keep the last step's
+		m.gen.SetRate(m.workload.perInstanceRate(a.Step, a.Live))
+	}
 	if m.phase != nil {
 		select {
 		case <-m.phase.done:
@@ -258,7 +260,7 @@ func (m *membership) update(ctx context.Context, a *resultsdb.Assignment, offset
 func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.Duration, late bool) *phase {
 	p := &phase{stop: make(chan struct{}), done: make(chan struct{})}
 	local := func(t time.Time) time.Time { return t.Add(-offset) }
-	ph := loadgen.Phase{Step: uint8(st.Index), Start: local(st.Started), WarmupUntil: local(st.WarmupUntil), End: local(st.Ends), Stop: p.stop}
+	ph := loadgen.Phase{Step: uint8(st.Index), Users: st.Users, Start: local(st.Started), WarmupUntil: local(st.WarmupUntil), End: local(st.Ends), Stop: p.stop}
 	store := m.w.cfg.Store
 	go func() {
 		defer close(p.done)

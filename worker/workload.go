@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/loadgen"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -72,9 +73,14 @@ func ParseWorkload(b []byte) (Workload, error) {
 	return w, nil
 }
 
-// perInstanceRate is the open-loop rate of one of live instances.
-func (w *Workload) perInstanceRate(live int) float64 {
-	if w.RatePer == spec.RatePerTotal {
+// perInstanceRate is the open-loop rate of one of live instances in step st (nil
+// between steps): the step's rate in all when it has one (a ramp of rates), else the
+// workload's.
+func (w *Workload) perInstanceRate(st *resultsdb.Step, live int) float64 {
+	switch {
+	case st != nil && st.Rate > 0:
+		return st.Rate / float64(max(live, 1))
+	case w.RatePer == spec.RatePerTotal:
 		return w.Rate / float64(max(live, 1))
 	}
 	return w.Rate

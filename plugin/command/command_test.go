@@ -60,8 +60,8 @@ ramp:
 func TestValidate(t *testing.T) {
 	good := writeSpec(t, goodSpec)
 	r := run(t, nil, "validate", "-f", good)
-	if r.code != ExitOK || r.stdout != good+": valid: 1 variant(s), 2 step(s) each (1 to 2 generator instances), about 2s of load\n"+
-		"plan: 1 variant(s) × 2 level(s), at least 2s under load\n" {
+	if r.code != ExitOK || r.stdout != good+": valid: 1 variant(s), 2 step(s) each (generator instances 1 to 2), about 2s of load\n"+
+		"plan: 1 variant(s) × 2 level(s), at least 2s under load; levels: generator instances 1 to 2\n" {
 		t.Fatalf("validate good: %+v", r)
 	}
 

@@ -17,7 +17,7 @@ type textReporter struct{ env *Env }
 var _ engine.SessionReporter = (*textReporter)(nil)
 
 func (r *textReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", run.ID, sp.Name, len(sp.Variants), len(sp.Ramp.Steps()), repeats(sp))
+	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", run.ID, sp.Name, len(sp.Variants), len(sp.Levels()), repeats(sp))
 }
 
 // repeats is ", 3 repeats interleaved" for a spec that repeats its variants, else "".

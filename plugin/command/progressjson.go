@@ -29,7 +29,7 @@ func (r *jsonReporter) emit(event string, fields map[string]any) {
 }
 
 func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	r.emit("started", map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Ramp.Steps()),
+	r.emit("started", map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Levels()),
 		"repeats": max(sp.Repeat, 1)})
 }
 

@@ -47,10 +47,10 @@ var validateCmd = &Command{
 			if noQuotas != nil {
 				fmt.Fprintf(env.Stdout, "quotas: not checked (%v)\n", noQuotas)
 			}
-			steps := sp.Ramp.Steps()
-			total := time.Duration(len(steps)*len(sp.Variants)) * sp.Ramp.Hold
-			fmt.Fprintf(env.Stdout, "%s: valid: %d variant(s), %d step(s) each (%d to %d generator instances), about %s of load\n",
-				*file, len(sp.Variants), len(steps), steps[0], steps[len(steps)-1], total)
+			steps := len(sp.Levels())
+			total := time.Duration(steps*len(sp.Variants)) * sp.Ramp.Hold
+			fmt.Fprintf(env.Stdout, "%s: valid: %d variant(s), %d step(s) each (%s), about %s of load\n",
+				*file, len(sp.Variants), steps, sp.Ramp.Describe(), total)
 			fmt.Fprintln(env.Stdout, plan)
 			return nil
 		}
