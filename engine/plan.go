@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,7 @@ type Plan struct {
 	Variants, Levels int
 	// Ramp says what the levels are ("rates 350, 700 req/s in all over 2 generator
 	// instance(s)"); Offered is each level's offered rate in all (req/s) with its planned
-	// generator instances, nil for a closed loop.
+	// generator instances, nil for a closed loop and for a ramp of rates (Ramp has them).
 	Ramp    string
 	Offered []float64
 	// Repeats is how many times every variant runs (1 without repeat:).
@@ -37,6 +38,9 @@ type Plan struct {
 	Duration time.Duration
 	// Apps and Generators are the peaks in the two spaces; zero without a landscape.
 	Apps, Generators SpacePeak
+	// Pushes names the apps the run pushes (the apps under test, the generator apps, the
+	// tunnel app): an app of the same name already in a space is replaced, not added.
+	Pushes []string
 }
 
 // SpacePeak is the most a run holds in one space at once.
@@ -89,7 +93,7 @@ func PlanOf(sp *spec.Spec) *Plan {
 	p := &Plan{Variants: len(sp.Variants), Levels: levels, Repeats: repeats, Duration: time.Duration(len(sp.Variants)*levels*repeats) * sp.Ramp.Hold,
 		Ramp: sp.Ramp.Describe()}
 	for _, l := range ls {
-		if x, open := sp.Offered(l); open {
+		if x, open := sp.Offered(l); open && sp.Ramp.Kind() != spec.LevelRates { // a ramp of rates names them already
 			p.Offered = append(p.Offered, x)
 		}
 	}
@@ -110,6 +114,7 @@ func PlanOf(sp *spec.Spec) *Plan {
 		if err != nil {
 			continue // Preflight reports it
 		}
+		p.Pushes = append(p.Pushes, r.Name)
 		mb := r.MemoryMB
 		if mb == 0 {
 			mb, p.Apps.Guessed = defaultMemoryMB, true
@@ -123,6 +128,10 @@ func PlanOf(sp *spec.Spec) *Plan {
 		p.Apps.MemoryMB += extraMB
 		p.Apps.Instances += extra
 	}
+	for _, v := range sp.Variants {
+		p.Pushes = append(p.Pushes, GeneratorApp(sp, v.Name))
+	}
+	p.Pushes = append(p.Pushes, TunnelApp(sp))
 	peak := sp.PeakGenerators()
 	p.Generators.MemoryMB = generatorMemoryMB*peak + tunnelMemoryMB
 	p.Generators.Instances = peak + 1
@@ -174,13 +183,14 @@ func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
 		default:
 			continue
 		}
-		if n := q.TotalMemoryMB; n != nil && use.MemoryMB > *n {
-			errs = append(errs, sp.Errorf(field, "the plan holds %d MB in %s at its peak, %d MB over the quota %q of %s (%d MB): %s",
-				use.MemoryMB, where(q, p), use.MemoryMB-*n, q.Name, q.Of, *n, lessMemory(p)))
+		held := heldBy(q.Apps, p.Pushes)
+		if n := q.TotalMemoryMB; n != nil && use.MemoryMB+held.MemoryMB > *n {
+			errs = append(errs, sp.Errorf(field, "the plan holds %d MB in %s at its peak%s, %d MB over the quota %q of %s (%d MB): %s",
+				use.MemoryMB, where(q, p), held.memory(), use.MemoryMB+held.MemoryMB-*n, q.Name, q.Of, *n, lessMemory(p)))
 		}
-		if n := q.TotalInstances; n != nil && use.Instances > *n {
-			errs = append(errs, sp.Errorf(field, "the plan runs %d instances in %s at its peak, %d over the quota %q of %s (%d): drop variants or lower their instances, or the ramp's peak",
-				use.Instances, where(q, p), use.Instances-*n, q.Name, q.Of, *n))
+		if n := q.TotalInstances; n != nil && use.Instances+held.Instances > *n {
+			errs = append(errs, sp.Errorf(field, "the plan runs %d instances in %s at its peak%s, %d over the quota %q of %s (%d): drop variants or lower their instances, or the ramp's peak",
+				use.Instances, where(q, p), held.instances(), use.Instances+held.Instances-*n, q.Name, q.Of, *n))
 		}
 		if n := q.PerProcessMemoryMB; n != nil && use.LargestMB > *n {
 			errs = append(errs, sp.Errorf(field, "an instance of %d MB exceeds the quota %q of %s (%d MB per process) by %d MB: lower the memory of the variants above it",
@@ -188,6 +198,55 @@ func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
 		}
 	}
 	return errs
+}
+
+// held is what started apps the run does not push hold against a quota already.
+type held struct {
+	MemoryMB, Instances int
+	Apps                []string // "name (space)", as many as fit a line
+	More                int      // apps beyond those named
+}
+
+// heldBy sums what apps other than those the run pushes hold (a pushed app of the same
+// name is replaced, so it counts in the plan only).
+func heldBy(apps []platform.AppUsage, pushes []string) held {
+	var h held
+	for _, a := range apps {
+		if slices.Contains(pushes, a.Name) || a.Instances == 0 {
+			continue
+		}
+		h.MemoryMB += a.MemoryMB
+		h.Instances += a.Instances
+		if len(h.Apps) < 3 {
+			h.Apps = append(h.Apps, fmt.Sprintf("%s in %s", a.Name, a.Space))
+		} else {
+			h.More++
+		}
+	}
+	return h
+}
+
+func (h held) names() string {
+	s := strings.Join(h.Apps, ", ")
+	if h.More > 0 {
+		s += fmt.Sprintf(" and %d more", h.More)
+	}
+	return s
+}
+
+// memory and instances say what the apps hold, for a problem line; "" when none.
+func (h held) memory() string {
+	if h.Instances == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" beside %d MB the apps already running hold (%s)", h.MemoryMB, h.names())
+}
+
+func (h held) instances() string {
+	if h.Instances == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" beside %d instances of the apps already running (%s)", h.Instances, h.names())
 }
 
 func where(q platform.Quota, _ *Plan) string {

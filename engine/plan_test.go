@@ -98,3 +98,44 @@ limits: {duration: 1m}
 		t.Errorf("Preflight = %v, want limits.duration refusing 1m0s too much", err)
 	}
 }
+
+// A ramp of app instances pushes the app with the first level's instances and scales
+// one variant at a time to the last level's: the plan's peak counts that, and a space
+// quota counts what apps already running there hold, but not an app the run replaces.
+func TestPlanOfAppInstancesAgainstWhatIsRunning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.yml"), []byte("applications:\n- name: app\n  memory: 800M\n- name: other\n  memory: 200M\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := `version: 1
+name: inst
+landscape: {org: o, apps: {space: a}, generators: {space: g}}
+results_db: {service_instance: r}
+variants:
+  - {name: big, manifest: app.yml, app: app}
+  - {name: small, manifest: app.yml, app: other}
+workload: {model: closed, requests: [{name: r, path: /}]}
+ramp: {app_instances: [1, 3], generators: 2, hold: 10s}
+`
+	sp, err := spec.Parse(filepath.Join(dir, "inst.yml"), []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := PlanOf(sp)
+	// Both apps at 1 instance, and big's 2 more while its ramp is at 3.
+	if p.Levels != 2 || p.Apps.Instances != 4 || p.Apps.MemoryMB != 800+200+2*800 || p.Generators.Instances != 6+1 {
+		t.Fatalf("plan %+v, want apps 4 instances and 2600 MB, generators 6 and the tunnel", p)
+	}
+	if s := p.String(); !strings.Contains(s, "levels: app instances 1, 3, 2 generator instance(s) per app instance") {
+		t.Errorf("plan line %q", s)
+	}
+	quota := 3000
+	running := []platform.AppUsage{{Name: "app", Space: "a", MemoryMB: 800, Instances: 1}, // replaced by the push
+		{Name: "db-admin", Space: "a", MemoryMB: 512, Instances: 2}}
+	_, err = Preflight(context.Background(), sp, nil, fakeQuotas{{Of: "space a", Name: "q", TotalMemoryMB: &quota, Apps: running}})
+	want := `landscape.apps: the plan holds 2600 MB in space a at its peak beside 512 MB the apps already running hold (db-admin in a), 112 MB over the quota "q" of space a (3000 MB)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Preflight = %v\nwant %q", err, want)
+	}
+}

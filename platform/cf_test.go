@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +206,17 @@ func TestCF(t *testing.T) {
 		if org.Of != "org cfbench" || org.TotalMemoryMB != nil || apps.Of != "space apps" || apps.Name != "small" ||
 			apps.TotalMemoryMB == nil || *apps.TotalMemoryMB != 2048 || apps.TotalInstances == nil || *apps.TotalInstances != 4 {
 			t.Fatalf("quotas %+v, %+v", org, apps)
+		}
+		// Each says what the started apps it covers hold already: web, in space apps.
+		proc, err := cl.Processes.Get(ctx, web.ProcessGUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := AppUsage{Name: "web", Space: "apps", MemoryMB: proc.Instances * proc.MemoryInMB, Instances: proc.Instances}
+		for _, q := range got {
+			if !slices.Contains(q.Apps, want) {
+				t.Errorf("%s: started apps %+v, want %+v among them", q.Of, q.Apps, want)
+			}
 		}
 	})
 

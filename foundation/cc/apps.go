@@ -560,8 +560,12 @@ func (s *Server) processList(c *call, app string) error {
 	s.st.read(func(st *State) {
 		for _, p := range sorted(st.Processes, func(p *Process) time.Time { return p.Created }, func(p *Process) string { return p.GUID }) {
 			a := st.Apps[p.AppGUID]
-			if a != nil && (app == "" || p.AppGUID == app) && q.match("app_guids", p.AppGUID) && q.match("guids", p.GUID) &&
-				q.match("types", p.Type) && q.match("space_guids", a.SpaceGUID) {
+			if a == nil {
+				continue
+			}
+			sp := st.Spaces[a.SpaceGUID]
+			if (app == "" || p.AppGUID == app) && q.match("app_guids", p.AppGUID) && q.match("guids", p.GUID) &&
+				q.match("types", p.Type) && q.match("space_guids", a.SpaceGUID) && (sp == nil || q.match("organization_guids", sp.OrgGUID)) {
 				out = append(out, clone(p))
 			}
 		}
