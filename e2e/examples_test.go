@@ -28,9 +28,12 @@ func TestExamplesOnLocalFoundation(t *testing.T) {
 			t.Fatalf("the sample apps are not built (%v): run make build", err)
 		}
 	}
-	cf, info, cl := loggedIn(t, root, buildPushed(t, root))
+	bins := buildPushed(t, root)
+	cf, info, cl := loggedIn(t, root, bins)
 	t.Run("pool-size matrix", func(t *testing.T) { poolSizeMatrix(t, root, cf, cl) })
 	t.Run("proxy bake-off", func(t *testing.T) { proxyBakeoff(t, root, cf, cl, info) })
+	t.Run("a ramp of rates in all", func(t *testing.T) { rateLevels(t, cf, cl, root, bins) })
+	t.Run("a ramp of app instances", func(t *testing.T) { appInstances(t, cf, cl, root, bins) })
 }
 
 // poolSizeMatrix runs examples/pool-size.yml shortened to a matrix of two pool sizes

@@ -164,7 +164,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := strings.Replace(string(sp), "url: https://api.sys.example.com", "url: "+info.APIURL, 1)
-	s = strings.Replace(s, "  start: 1\n  step: 7\n  max: 50\n  hold: 60s\n", "  start: 1\n  step: 3\n  max: 4\n  hold: 3s\n", 1)
+	s = strings.Replace(s, "  users: [1, 2, 4, 8, 16, 32]\n  hold: 60s\n", "  users: [1, 4]\n  hold: 3s\n", 1)
 	s = strings.Replace(s, "  warmup: 5s\n", "  warmup: 1s\n", 1)
 	if !strings.Contains(s, info.APIURL) || !strings.Contains(s, "hold: 3s") || !strings.Contains(s, "warmup: 1s") {
 		t.Fatal("examples/cc-api.yml changed shape: update this test")
@@ -184,6 +184,14 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	}
 	if ccStatus["200"] == 0 || len(ccStatus) != 1 {
 		t.Errorf("GET /v3/spaces statuses %v, want only 200 (the token reached the Cloud Controller)", ccStatus)
+	}
+	// A sweep of users: one generator instance runs each step's users.
+	var users []string
+	for _, st := range readCSV(t, filepath.Join(cf.dir, "results", ccRun, "steps.csv")) {
+		users = append(users, st["instances"]+"×"+st["users"])
+	}
+	if !slices.Equal(users, []string{"1×1", "1×4"}) {
+		t.Errorf("cc-api steps (instances×users) %v, want 1×1 and 1×4", users)
 	}
 }
 

@@ -163,7 +163,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if !strings.Contains(status, "run "+runID+" (stub-on-cf") || !strings.Contains(status, ": completed") {
 			t.Errorf("cf benchmark-status %s:\n%s", runID, status)
 		}
-		assertGeneratorsAtZero(t, cl)
+		assertGeneratorsAtZero(t, cl, "stub-on-cf")
 	})
 
 	t.Run("repeats run interleaved and the report shows their spread", func(t *testing.T) {
@@ -275,7 +275,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if n := len(readCSV(t, filepath.Join(dir, "samples.csv"))); n == 0 {
 			t.Error("the aborted run exported no samples")
 		}
-		assertGeneratorsAtZero(t, cl)
+		assertGeneratorsAtZero(t, cl, "stub-on-cf")
 	})
 
 	// Last: it targets space apps and logs in again.
@@ -353,31 +353,38 @@ func writeSpec(t *testing.T, root, bins, accessLog string) string {
 // writeRepeatsSpec copies examples/repeats.yml into a temp dir beside manifests/stub.yml
 // pointing at the freshly built stub, shortened to 2 repeats of one step of 3 s.
 func writeRepeatsSpec(t *testing.T, root, bins string) string {
+	return writeExample(t, root, bins, "repeats.yml", map[string]string{"repeat: 3\n": "repeat: 2\n",
+		"  max: 2\n  hold: 5s\n": "  max: 1\n  hold: 3s\n"})
+}
+
+// writeExample copies examples/NAME into a temp dir beside manifests/stub.yml pointing
+// at the freshly built stub, with each of edits (old: new) applied; an example that
+// lacks an old text fails the test, saying to update it.
+func writeExample(t *testing.T, root, bins, name string, edits map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := os.ReadFile(filepath.Join(root, "examples", "repeats.yml"))
+	sp, err := os.ReadFile(filepath.Join(root, "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(sp)
-	for old, repl := range map[string]string{"../manifests/stub.yml": "stub.yml", "repeat: 3\n": "repeat: 2\n",
-		"  max: 2\n  hold: 5s\n": "  max: 1\n  hold: 3s\n"} {
+	s := strings.ReplaceAll(string(sp), "../manifests/stub.yml", "stub.yml")
+	for old, repl := range edits {
 		if !strings.Contains(s, old) {
-			t.Fatalf("examples/repeats.yml has no %q: update this test", old)
+			t.Fatalf("examples/%s has no %q: update this test", name, old)
 		}
 		s = strings.ReplaceAll(s, old, repl)
 	}
 	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
-	for name, text := range map[string]string{"stub.yml": m, "repeats.yml": s} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+	for file, text := range map[string]string{"stub.yml": m, name: s} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return filepath.Join(dir, "repeats.yml")
+	return filepath.Join(dir, name)
 }
 
 // assertNoDrain checks that no drain of stub-drain is left: no service instance of
@@ -517,15 +524,16 @@ func (p *cfProcess) wait(t *testing.T) (string, int) {
 	return p.out.String(), p.cmd.ProcessState.ExitCode()
 }
 
-// assertGeneratorsAtZero checks that the run left no generator instance running.
-func assertGeneratorsAtZero(t *testing.T, cl *client.Client, specName ...string) {
+// assertGeneratorsAtZero checks that the run of spec left no generator instance of its
+// variants (default fast and slow) running.
+func assertGeneratorsAtZero(t *testing.T, cl *client.Client, spec string, variants ...string) {
 	t.Helper()
 	ctx := context.Background()
-	spec := "stub-on-cf"
-	if len(specName) > 0 {
-		spec = specName[0]
+	if len(variants) == 0 {
+		variants = []string{"fast", "slow"}
 	}
-	for _, name := range []string{spec + "-gen-fast", spec + "-gen-slow"} {
+	for _, v := range variants {
+		name := spec + "-gen-" + v
 		app, err := cl.Applications.Single(ctx, &client.AppListOptions{Names: client.Filter{Values: []string{name}}})
 		if err != nil {
 			t.Fatalf("find %s: %v", name, err)

@@ -211,9 +211,12 @@ func (t *textWriter) run(r *Run, what string) {
 	rows = rows[:0]
 	for _, v := range r.Variants {
 		for _, s := range v.Steps {
-			appInst, cpu, perCore, perPct, util, gen := "–", "–", "–", "–", "–", "–"
+			appInst, avail, cpu, perCore, perPct, util, gen := "–", "–", "–", "–", "–", "–", "–"
 			if a := s.App; a != nil {
 				appInst = fmt.Sprint(a.Instances)
+				if a.CoresAvailable != nil && a.Instances > 0 {
+					avail = fmt.Sprintf("%.2f", float64(a.Instances)**a.CoresAvailable)
+				}
 				cpu = fmtOpt(a.CPUTotalCores, "%.2f")
 				if a.CPUSource == "stats" {
 					cpu += " (sampled)"
@@ -229,11 +232,11 @@ func (t *textWriter) run(r *Run, what string) {
 			if g := s.Generator; g != nil {
 				gen = fmtOpt(g.CPUMeanCores, "%.2f")
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Name, s.Step, load(s.Load), num(s.Throughput),
-				ms(float64(s.P50US)), ms(float64(s.P99US)), appInst, cpu, perCore, perPct, util, gen))
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Name, s.Step, load(s.Load), num(s.Throughput),
+				ms(float64(s.P50US)), ms(float64(s.P99US)), appInst, avail, cpu, perCore, perPct, util, gen))
 		}
 	}
-	t.table("variant\tstep\tload\treq/s\tp50 ms\tp99 ms\tapp instances\tapp CPU\treq/s per core\treq/s per CPU%\tutilisation\tgenerator CPU/instance", rows)
+	t.table("variant\tstep\tload\treq/s\tp50 ms\tp99 ms\tapp instances\tCPU available\tapp CPU\treq/s per core\treq/s per CPU%\tutilisation\tgenerator CPU/instance", rows)
 	rows = rows[:0]
 	for _, v := range r.Variants {
 		for _, u := range v.Utilisation {
