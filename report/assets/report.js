@@ -149,13 +149,14 @@
     vs.forEach(function (v) {
       v.steps.forEach(function (s) {
         var a = s.app || {};
-        rows.push([v.name, s.step, num(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
+        var avail = a.instances && a.cores_available !== undefined ? (a.instances * a.cores_available).toFixed(2) : "–";
+        rows.push([v.name, s.step, num(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
             (a.cpu_total_cores !== undefined && a.cpu_covered < 0.9 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
           opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
           s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
       });
     });
-    table(sec, ["variant", "step", "load", "req/s", "app instances", "app CPU (cores)", "req/s per core", "req/s per CPU%", "utilisation", "generator CPU/instance"], rows, "num");
+    table(sec, ["variant", "step", "load", "req/s", "app instances", "CPU available (cores)", "app CPU (cores)", "req/s per core", "req/s per CPU%", "utilisation", "generator CPU/instance"], rows, "num");
     rows = [];
     vs.forEach(function (v) {
       (v.utilisation || []).forEach(function (u) {
