@@ -99,3 +99,29 @@ func hasNote(notes []string, want string) bool {
 	}
 	return false
 }
+
+// A step's progress line says what the level asks of each generator instance and in all.
+func TestLevelNote(t *testing.T) {
+	t.Parallel()
+	closed := spec.Workload{Model: spec.ModelClosed, Users: 2}
+	cases := []struct {
+		ramp spec.Ramp
+		w    spec.Workload
+		l    spec.Level
+		n    int
+		want string
+	}{
+		{spec.Ramp{Rates: []float64{700}, Generators: 2}, spec.Workload{Model: spec.ModelOpen, RatePer: spec.RatePerTotal}, spec.Level{Generators: 2, Rate: 700}, 2,
+			"700 req/s in all over 2 generator instance(s) (350 each)"},
+		{spec.Ramp{Users: []int{8}, Generators: 2}, closed, spec.Level{Generators: 2, Users: 4}, 2, "8 users in all (4 each of 2 generator instance(s))"},
+		{spec.Ramp{AppInstances: []int{3}, Generators: 2}, closed, spec.Level{Generators: 6, Users: 2, AppInstances: 3}, 6,
+			"3 app instance(s), 6 generator instance(s), 2 users each"},
+		{spec.Ramp{Start: 1, Step: 1, Max: 3}, closed, spec.Level{Generators: 3, Users: 2}, 5, "5 generator instance(s), 2 users each"},
+	}
+	for _, c := range cases {
+		sp := &spec.Spec{Ramp: c.ramp, Workload: c.w}
+		if got := levelNote(sp, c.l, c.n); got != c.want {
+			t.Errorf("levelNote(%+v, %d) = %q, want %q", c.l, c.n, got, c.want)
+		}
+	}
+}

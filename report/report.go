@@ -60,6 +60,9 @@ func cpuOf(s resultsdb.StepSummary) string {
 			name = "generators"
 		}
 		out += fmt.Sprintf("  %s CPU %.2f cores/instance", name, *a.CPUMeanCores)
+		if role == resultsdb.RoleApp && a.Instances > 0 {
+			out += fmt.Sprintf(" of %d instance(s)", a.Instances) // a ramp of app instances changes it step by step
+		}
 		if a.CPUSource == resultsdb.CPUFromStats && a.CPUPoints < FewCPUReadings*max(a.Instances, 1) {
 			out += fmt.Sprintf(" (%d readings)", a.CPUPoints)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -42,5 +43,30 @@ func TestWorkloadConnectTo(t *testing.T) {
 	old, err := ParseWorkload([]byte(`{"model":"closed","users":1,"keep_alive":true,"timeout_ns":1000000000,"requests":[{"method":"GET","path":"/","weight":1}]}`))
 	if err != nil || old.ConnectTo != "" || old.Model != spec.ModelClosed {
 		t.Fatalf("old plan: %+v, %v", old, err)
+	}
+}
+
+// A step with a rate in all (a ramp of rates) splits it over the live instances,
+// whatever the workload says; without one the workload's rate applies.
+func TestPerInstanceRate(t *testing.T) {
+	perInst := Workload{Model: spec.ModelOpen, Rate: 50, RatePer: spec.RatePerInstance}
+	total := Workload{Model: spec.ModelOpen, Rate: 300, RatePer: spec.RatePerTotal}
+	levels := Workload{Model: spec.ModelOpen, RatePer: spec.RatePerTotal}
+	cases := []struct {
+		w    Workload
+		st   *resultsdb.Step
+		live int
+		want float64
+	}{
+		{perInst, nil, 4, 50},
+		{total, nil, 3, 100},
+		{total, &resultsdb.Step{}, 0, 300},
+		{levels, &resultsdb.Step{Rate: 700}, 2, 350},
+		{perInst, &resultsdb.Step{Rate: 90}, 3, 30},
+	}
+	for _, c := range cases {
+		if got := c.w.perInstanceRate(c.st, c.live); got != c.want {
+			t.Errorf("perInstanceRate(%+v, step %+v, %d live) = %v, want %v", c.w, c.st, c.live, got, c.want)
+		}
 	}
 }
