@@ -19,6 +19,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 	store, sp, v, name := r.opts.Store, r.sp, leg.Variant, leg.Name
 	steps := sp.Levels()
 	var prev *resultsdb.StepSummary
+	asked := 0 // the generator instances the ramp last asked for
 	for idx, level := range steps {
 		if level.AppInstances > 0 {
 			if err := r.scaleApp(ctx, v.Name, level.AppInstances); err != nil {
@@ -29,10 +30,11 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			}
 		}
 		planned := level.Generators
-		want, err := r.instancesFor(ctx, fleet, planned)
+		want, err := r.instancesFor(ctx, fleet, planned, asked)
 		if err != nil {
 			return err
 		}
+		asked = want
 		if want != planned {
 			r.opts.Reporter.Note(fmt.Sprintf("%s: step %d keeps the %d generator instances scaled by hand (the ramp planned %d)", name, idx+1, want, planned))
 		}
@@ -101,12 +103,17 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 	return nil
 }
 
-// instancesFor is how many instances a step with planned instances runs: more when a
-// user scaled the generators up by hand, so their instances keep loading the target.
-func (r *runner) instancesFor(ctx context.Context, fleet Fleet, planned int) (int, error) {
+// instancesFor is how many instances a step with planned instances runs, the ramp having
+// asked for asked before it: more when a user scaled the generators up by hand since,
+// so their instances keep loading the target. A ramp that plans fewer than it asked
+// before (app instances going down) gets fewer.
+func (r *runner) instancesFor(ctx context.Context, fleet Fleet, planned, asked int) (int, error) {
 	have, err := fleet.Desired(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the generator instances of %s: %w", fleet.App(), err)
+	}
+	if have == asked {
+		return planned, nil
 	}
 	return max(planned, have), nil
 }

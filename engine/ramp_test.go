@@ -32,28 +32,30 @@ var _ Fleet = (*fakeFleet)(nil)
 
 func TestInstancesForKeepsWhatAUserScaledUp(t *testing.T) {
 	cases := []struct {
-		name             string
-		planned, desired int
-		want             int
+		name                    string
+		planned, desired, asked int
+		want                    int
 	}{
-		{"first step, nothing running", 1, 0, 1},
-		{"ramp up as planned", 3, 2, 3},
-		{"scaled up by hand beyond the plan", 3, 5, 5},
-		{"scaled by hand to exactly the plan", 4, 4, 4},
-		{"scaled down by hand: the plan wins", 4, 1, 4},
+		{"first step, nothing running", 1, 0, 0, 1},
+		{"ramp up as planned", 3, 2, 2, 3},
+		{"scaled up by hand beyond the plan", 3, 5, 2, 5},
+		{"scaled by hand to exactly the plan", 4, 4, 3, 4},
+		{"scaled down by hand: the plan wins", 4, 1, 3, 4},
+		{"ramp down as planned (app instances 3 → 2)", 4, 6, 6, 4},
+		{"scaled up by hand, then the ramp goes down", 4, 8, 6, 8},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := &runner{}
-			got, err := r.instancesFor(context.Background(), &fakeFleet{desired: c.desired}, c.planned)
+			got, err := r.instancesFor(context.Background(), &fakeFleet{desired: c.desired}, c.planned, c.asked)
 			if err != nil || got != c.want {
-				t.Fatalf("instancesFor(planned %d, desired %d) = %d, %v; want %d", c.planned, c.desired, got, err, c.want)
+				t.Fatalf("instancesFor(planned %d, desired %d, asked %d) = %d, %v; want %d", c.planned, c.desired, c.asked, got, err, c.want)
 			}
 		})
 	}
 	t.Run("platform error", func(t *testing.T) {
 		boom := errors.New("boom")
-		if _, err := (&runner{}).instancesFor(context.Background(), &fakeFleet{err: boom}, 1); !errors.Is(err, boom) {
+		if _, err := (&runner{}).instancesFor(context.Background(), &fakeFleet{err: boom}, 1, 0); !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want it wrapped", err)
 		}
 	})
