@@ -124,10 +124,9 @@ func proxyBakeoff(t *testing.T, root string, cf *cfCLI, cl *client.Client, info 
 	s := string(sp)
 	for old, repl := range map[string]string{
 		"../manifests/": filepath.Join(root, "manifests") + "/",
-		"      # CONNECT_TO: 127.0.0.1:ROUTER_PORT\n": "      CONNECT_TO: " + info.RouterAddr + "\n",
-		"path: ../.cfbench/foundation/access.log":     "path: " + info.AccessLog,
-		"  rate: 175\n": "  rate: 25\n",
-		"ramp: {start: 2, step: 2, max: 8, hold: 60s, warmup: 10s}": "ramp: {start: 1, step: 1, max: 2, hold: 3s, warmup: 1s}",
+		"      # CONNECT_TO: 127.0.0.1:ROUTER_PORT\n":                                "      CONNECT_TO: " + info.RouterAddr + "\n",
+		"path: ../.cfbench/foundation/access.log":                                    "path: " + info.AccessLog,
+		"rates: [350, 700, 1000, 1200, 1400], generators: 2, hold: 60s, warmup: 10s": "rates: [25, 50], generators: 2, hold: 3s, warmup: 1s",
 		"    interval: 5s\n": "    interval: 1s\n",
 	} {
 		if !strings.Contains(s, old) {
