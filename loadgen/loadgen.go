@@ -112,8 +112,12 @@ type Phase struct {
 	// Config.Users: a ramp of users changes them step by step.
 	Users int
 	// Start is when the step began for every instance; the open loop's slots are
-	// aligned on it. A generator joining later starts at the next slot, not at Start.
-	Start       time.Time
+	// aligned on it, and slots due while the generator was late to start (a timer
+	// firing late on a busy host) go out at once, their lateness counted.
+	Start time.Time
+	// Joined says the generator joins a step already under way (an instance started
+	// by hand): its first slot is the next one from now, not Start.
+	Joined      bool
 	WarmupUntil time.Time // samples intended before this are tagged warm-up
 	End         time.Time // no request is intended at or after End
 	// Stop, when closed, ends the phase early: no new request is issued, requests in
@@ -386,9 +390,10 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	p := pause{precise: true}
 	defer p.stop()
 
-	// The first slot: ph.Start, or for a late joiner the first aligned slot from now.
+	// The first slot: ph.Start, or for a generator joining a step under way the first
+	// aligned slot from now.
 	slot := ph.Start
-	if rate := g.Rate(); rate > 0 {
+	if rate := g.Rate(); rate > 0 && ph.Joined {
 		if late := time.Since(ph.Start); late > 0 {
 			interval := time.Duration(float64(time.Second) / rate)
 			slot = ph.Start.Add((late + interval - 1) / interval * interval)

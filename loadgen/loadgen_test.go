@@ -1,11 +1,13 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -264,7 +266,7 @@ func TestOpenLoopKeepsItsScheduleAndAlignsLateJoiners(t *testing.T) {
 	// slot of the shared grid, not at the phase start and not off the grid.
 	start := time.Now().Add(-250 * time.Millisecond)
 	g.cfg.Epoch = start
-	g.Run(context.Background(), Phase{Start: start, End: start.Add(time.Second)})
+	g.Run(context.Background(), Phase{Start: start, Joined: true, End: start.Add(time.Second)})
 	min := int64(1 << 62)
 	for _, s := range rec.s {
 		if off := time.Duration(s.IntendedUS) * time.Microsecond; off%interval != 0 {
@@ -280,6 +282,26 @@ func TestOpenLoopKeepsItsScheduleAndAlignsLateJoiners(t *testing.T) {
 	want := uint64((time.Second - time.Duration(min)*time.Microsecond) / interval)
 	if got := uint64(len(rec.s)) + g.Missed(); got < want-1 || got > want+1 {
 		t.Fatalf("sent %d and missed %d, want the %d slots from %dµs to the end", len(rec.s), g.Missed(), want, min)
+	}
+}
+
+// A generator that starts its planned phase late (its timer fired late on a busy host)
+// sends the slots it is late for at once, their lateness counted, and skips none.
+func TestOpenLoopLateToItsPhaseSkipsNoSlot(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	const rate = 400.0
+	rec := &collector{}
+	g := openGen(t, srv.URL, rate, 0, rec)
+	start := time.Now().Add(-100 * time.Millisecond)
+	g.cfg.Epoch = start
+	g.Run(context.Background(), Phase{Start: start, End: start.Add(500 * time.Millisecond)})
+	if got := uint64(len(rec.s)) + g.Missed(); got != 200 {
+		t.Fatalf("sent %d and missed %d, want the phase's 200 slots", len(rec.s), g.Missed())
+	}
+	first := slices.MinFunc(rec.s, func(a, b sample.Sample) int { return cmp.Compare(a.IntendedUS, b.IntendedUS) })
+	if first.IntendedUS != 0 || first.StartDelayUS < 100_000 {
+		t.Fatalf("first request intended at %d µs, sent %d µs late; want the phase's first slot, at least 100 ms late", first.IntendedUS, first.StartDelayUS)
 	}
 }
 

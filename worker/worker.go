@@ -260,7 +260,7 @@ func (m *membership) update(ctx context.Context, a *resultsdb.Assignment, offset
 func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.Duration, late bool) *phase {
 	p := &phase{stop: make(chan struct{}), done: make(chan struct{})}
 	local := func(t time.Time) time.Time { return t.Add(-offset) }
-	ph := loadgen.Phase{Step: uint8(st.Index), Users: st.Users, Start: local(st.Started), WarmupUntil: local(st.WarmupUntil), End: local(st.Ends), Stop: p.stop}
+	ph := loadgen.Phase{Step: uint8(st.Index), Users: st.Users, Start: local(st.Started), Joined: late, WarmupUntil: local(st.WarmupUntil), End: local(st.Ends), Stop: p.stop}
 	store := m.w.cfg.Store
 	go func() {
 		defer close(p.done)
