@@ -215,8 +215,8 @@ func TestCPUSharesFollowMemoryUnderContention(t *testing.T) {
 		t.Errorf("800 MB vs 200 MB instance got %s vs %s of CPU, ratio %.2f, want about 4", db, ds, ratio)
 	}
 
-	// Each gets what it is entitled to, its memory's share of the cell's CPU, or the
-	// same fraction of it when other load on the machine takes some of the CPU.
+	// Each instance's entitlement is its memory's share of the cell's CPU; what it
+	// reports is its CPU over that.
 	time.Sleep(time.Second) // a sample wholly inside the contention
 	si, bi := e.c.Instances("p-small")[0], e.c.Instances("p-big")[0]
 	t.Logf("entitlement used: 200 MB %.3f (CPU %.3f), 800 MB %.3f (CPU %.3f)", si.CPUEntitlement, si.CPU, bi.CPUEntitlement, bi.CPU)
@@ -228,11 +228,10 @@ func TestCPUSharesFollowMemoryUnderContention(t *testing.T) {
 			t.Errorf("CPUEntitlement %v, want CPU/%.1f = %v", c.in.CPUEntitlement, c.entitled, want)
 		}
 	}
-	if bi.CPUEntitlement <= 0 {
-		t.Fatalf("800 MB instance: %+v", bi)
-	}
-	if r := si.CPUEntitlement / bi.CPUEntitlement; r < 0.5 || r > 2 {
-		t.Errorf("the two use %.2f and %.2f of their entitlements, want about the same", si.CPUEntitlement, bi.CPUEntitlement)
+	// That they use about the same share of their entitlements is the ratio above, over
+	// 3 s: one-second samples on a host with other load vary too much to compare.
+	if si.CPUEntitlement <= 0 || bi.CPUEntitlement <= 0 {
+		t.Fatalf("entitlement used: 200 MB instance %+v, 800 MB instance %+v", si, bi)
 	}
 }
 
