@@ -37,7 +37,7 @@ func TestExamplesOnLocalFoundation(t *testing.T) {
 }
 
 // poolSizeMatrix runs examples/pool-size.yml shortened to a matrix of two pool sizes
-// (5 and 10) and one step of 3 s: one manifest pushed as two apps with their own env
+// (5 and 10) by one thread pool (16) and one step of 3 s: one manifest pushed as two apps with their own env
 // and routes, each a variant in the results with the configuration it was pushed as.
 func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	t.Helper()
@@ -49,6 +49,7 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	for old, repl := range map[string]string{
 		"../manifests/":                          "" + filepath.Join(root, "manifests") + "/",
 		"DB_POOL_SIZE: [30, 60, 90]":             "DB_POOL_SIZE: [5, 10]",
+		"SERVER_THREADS: {t50: 50, t200: 200}":   "SERVER_THREADS: {t16: 16}",
 		"  users: 8\n":                           "  users: 2\n",
 		"  max: 8\n  hold: 45s\n  warmup: 10s\n": "  max: 1\n  hold: 3s\n  warmup: 1s\n",
 		"    interval: 5s\n":                     "    interval: 1s\n",
@@ -68,7 +69,7 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	if code != 0 {
 		t.Fatalf("cf run-benchmark pool-size: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"pool-5 runs as bulletin-java-5 (", "pool-10 runs as bulletin-java-10 (", "run " + runID + " completed"} {
+	for _, want := range []string{"pool-5-t16 runs as bulletin-java-5-t16 (", "pool-10-t16 runs as bulletin-java-10-t16 (", "run " + runID + " completed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("pool-size output lacks %q:\n%s", want, out)
 		}
@@ -79,10 +80,10 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 		variants[v["variant"]] = v
 	}
 	for _, size := range []string{"5", "10"} {
-		v := variants["pool-"+size]
-		app := "bulletin-java-" + size
-		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`"}` ||
-			v["app_memory_mb"] != "800" || v["app_instances"] != "1" || !strings.Contains(v["app_env"], `"DB_POOL_SIZE": "`+size+`"`) ||
+		v := variants["pool-"+size+"-t16"]
+		app := "bulletin-java-" + size + "-t16"
+		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`", "env.SERVER_THREADS": "16"}` ||
+			v["app_memory_mb"] != "800" || v["app_instances"] != "1" || !strings.Contains(v["app_env"], `"DB_POOL_SIZE": "`+size+`"`) || !strings.Contains(v["app_env"], `"SERVER_THREADS": "16"`) ||
 			!strings.Contains(v["app_manifest"], "name: "+app+"\n") || !strings.Contains(v["target_url"], app+".") {
 			t.Errorf("variants.csv pool-%s: %v", size, v)
 		}
@@ -92,8 +93,8 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 			t.Fatalf("app %s: %v", app, err)
 		}
 		env, err := cl.Applications.GetEnvironmentVariables(context.Background(), a.GUID)
-		if err != nil || env["DB_POOL_SIZE"] == nil || *env["DB_POOL_SIZE"] != size {
-			t.Errorf("app %s env %v, %v; want DB_POOL_SIZE=%s", app, env, err, size)
+		if err != nil || env["DB_POOL_SIZE"] == nil || *env["DB_POOL_SIZE"] != size || env["SERVER_THREADS"] == nil || *env["SERVER_THREADS"] != "16" {
+			t.Errorf("app %s env %v, %v; want DB_POOL_SIZE=%s and SERVER_THREADS=16", app, env, err, size)
 		}
 	}
 	steps := map[string]int{}
@@ -102,8 +103,8 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 			steps[m["variant"]]++
 		}
 	}
-	if steps["pool-5"] != 1 || steps["pool-10"] != 1 {
-		t.Errorf("steps with requests per variant %v, want one each of pool-5 and pool-10", steps)
+	if steps["pool-5-t16"] != 1 || steps["pool-10-t16"] != 1 {
+		t.Errorf("steps with requests per variant %v, want one each of pool-5-t16 and pool-10-t16", steps)
 	}
 }
 

@@ -12,6 +12,7 @@ import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /** The running app: a HikariCP pool, the ads table, the timings buffer and a Jetty server. */
 final class App implements AutoCloseable {
@@ -34,7 +35,9 @@ final class App implements AutoCloseable {
         Ads.createAndSeed(dataSource, config.seedAds());
         timings = new Timings(config.timingsCapacity(), config.timingsOn(), config.instanceIndex());
 
-        server = new Server();
+        // Jetty's thread pool serves the requests (blocking JDBC calls hold a thread each):
+        // its size is SERVER_THREADS, one dimension of a pool × threads matrix.
+        server = new Server(new QueuedThreadPool(config.serverThreads(), Math.min(8, config.serverThreads())));
         HttpConfiguration http = new HttpConfiguration();
         http.setSendServerVersion(false);
         http.setSendXPoweredBy(false);
@@ -51,6 +54,11 @@ final class App implements AutoCloseable {
         server.setErrorHandler(App::jsonError);
         server.start();
         return this;
+    }
+
+    /** The most threads Jetty serves requests on (SERVER_THREADS). */
+    int serverThreads() {
+        return server.getThreadPool() instanceof QueuedThreadPool q ? q.getMaxThreads() : -1;
     }
 
     static HikariConfig poolConfig(Config config) {

@@ -7,6 +7,7 @@ record Config(
         int port,
         int poolSize,
         int poolTimeoutMs,
+        int serverThreads,
         int seedAds,
         boolean timingsOn,
         int timingsCapacity,
@@ -14,10 +15,14 @@ record Config(
         int instanceIndex,
         DbConfig db) {
 
+    /** Jetty's acceptor and selector threads come out of the pool: fewer leave none for requests. */
+    static final int MIN_SERVER_THREADS = 8;
+
     static Config fromEnv(Map<String, String> env) throws ConfigException {
         int port = intVar(env, "PORT", 8080, 0, 65535);
         int poolSize = intVar(env, "DB_POOL_SIZE", 10, 1, 10_000);
         int poolTimeoutMs = intVar(env, "DB_POOL_TIMEOUT_MS", 5000, 1, Integer.MAX_VALUE);
+        int serverThreads = intVar(env, "SERVER_THREADS", 200, MIN_SERVER_THREADS, 100_000);
         int seedAds = intVar(env, "SEED_ADS", 100, 0, 100_000_000);
         String timings = env.get("CFBENCH_TIMINGS");
         boolean timingsOn = timings != null && timings.trim().equalsIgnoreCase("on");
@@ -28,7 +33,7 @@ record Config(
         }
         int instanceIndex = intVar(env, "CF_INSTANCE_INDEX", 0, 0, Integer.MAX_VALUE);
         DbConfig db = DbConfig.fromEnv(env);
-        return new Config(port, poolSize, poolTimeoutMs, seedAds, timingsOn, capacity, token, instanceIndex, db);
+        return new Config(port, poolSize, poolTimeoutMs, serverThreads, seedAds, timingsOn, capacity, token, instanceIndex, db);
     }
 
     /** A decimal integer of digits only (surrounding spaces ignored); unset or blank: the default. */
@@ -50,7 +55,7 @@ record Config(
     @Override
     public String toString() {
         return "Config[port=" + port + ", poolSize=" + poolSize + ", poolTimeoutMs=" + poolTimeoutMs
-                + ", seedAds=" + seedAds + ", timingsOn=" + timingsOn + ", timingsCapacity=" + timingsCapacity
+                + ", serverThreads=" + serverThreads + ", seedAds=" + seedAds + ", timingsOn=" + timingsOn + ", timingsCapacity=" + timingsCapacity
                 + ", timingsToken=" + (timingsToken == null ? "none" : "set") + ", instanceIndex=" + instanceIndex
                 + ", db=" + db + "]";
     }

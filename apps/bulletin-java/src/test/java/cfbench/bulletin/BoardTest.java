@@ -392,6 +392,14 @@ class BoardTest {
     }
 
     @Test
+    void serverThreadsSizeJettysPool() throws Exception {
+        try (App few = TestSupport.start("SERVER_THREADS", String.valueOf(Config.MIN_SERVER_THREADS))) {
+            assertEquals(Config.MIN_SERVER_THREADS, few.serverThreads());
+            assertReply(get(few, "/ads/1"), 200, seeded(1));
+        }
+    }
+
+    @Test
     void sleepHoldsThePooledConnection() throws Exception {
         try (App small = TestSupport.start("DB_POOL_SIZE", "1", "DB_POOL_TIMEOUT_MS", "250")) {
             CompletableFuture<Res> slow = CompletableFuture.supplyAsync(() -> {

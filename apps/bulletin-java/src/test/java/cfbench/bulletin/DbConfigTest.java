@@ -199,6 +199,7 @@ class DbConfigTest {
         assertEquals(8080, c.port());
         assertEquals(10, c.poolSize());
         assertEquals(5000, c.poolTimeoutMs());
+        assertEquals(200, c.serverThreads());
         assertEquals(100, c.seedAds());
         assertEquals(false, c.timingsOn());
         assertEquals(100000, c.timingsCapacity());
@@ -206,11 +207,12 @@ class DbConfigTest {
         assertEquals(0, c.instanceIndex());
 
         c = Config.fromEnv(env("DATABASE_URL", "postgres://u@h/d", "PORT", "9000", "DB_POOL_SIZE", "4",
-                "DB_POOL_TIMEOUT_MS", "100", "SEED_ADS", "0", "CFBENCH_TIMINGS", "on", "CFBENCH_TIMINGS_CAPACITY", "3",
+                "DB_POOL_TIMEOUT_MS", "100", "SERVER_THREADS", "16", "SEED_ADS", "0", "CFBENCH_TIMINGS", "on", "CFBENCH_TIMINGS_CAPACITY", "3",
                 "CFBENCH_TIMINGS_TOKEN", "t", "CF_INSTANCE_INDEX", "2"));
         assertEquals(9000, c.port());
         assertEquals(4, c.poolSize());
         assertEquals(100, c.poolTimeoutMs());
+        assertEquals(16, c.serverThreads());
         assertEquals(250L, App.poolConfig(c).getConnectionTimeout(), "Hikari's minimum");
         assertEquals(4, App.poolConfig(c).getMaximumPoolSize());
         assertEquals(1, App.poolConfig(c).getMinimumIdle());
@@ -226,7 +228,7 @@ class DbConfigTest {
         assertEquals(8080, Config.fromEnv(env("DATABASE_URL", "postgres://u@h/d", "PORT", " ")).port());
 
         for (String[] bad : new String[][] {{"PORT", "x"}, {"PORT", "70000"}, {"PORT", "+80"}, {"DB_POOL_SIZE", "0"},
-            {"DB_POOL_TIMEOUT_MS", "0"}, {"SEED_ADS", "-1"}, {"CFBENCH_TIMINGS_CAPACITY", "many"},
+            {"DB_POOL_TIMEOUT_MS", "0"}, {"SERVER_THREADS", "7"}, {"SEED_ADS", "-1"}, {"CFBENCH_TIMINGS_CAPACITY", "many"},
             {"CF_INSTANCE_INDEX", "-1"}, {"CF_INSTANCE_INDEX", "99999999999999999999"}}) {
             ConfigException e = assertThrows(ConfigException.class,
                     () -> Config.fromEnv(env("DATABASE_URL", "postgres://u@h/d", bad[0], bad[1])));
