@@ -22,6 +22,8 @@ import (
 // (the measured runs are TestJavaVsNodeOnLocalFoundation and TestConfounders).
 func TestExamplesOnLocalFoundation(t *testing.T) {
 	testtier.External(t, "the real cf CLI, the local foundation, a JDK and Node.js")
+	// Its own foundation: it runs beside the package's other runs, which mostly wait.
+	t.Parallel()
 	root := moduleRoot(t)
 	for _, p := range []string{"apps/bulletin-java/target/bulletin-java.jar", "apps/proxy-java/target/proxy-java.jar", "apps/proxy-node/lib/timings.js"} {
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {

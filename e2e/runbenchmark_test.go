@@ -33,6 +33,8 @@ const runTimeout = 6 * time.Minute
 // second run is interrupted with Ctrl-C and its results still export.
 func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 	testtier.External(t, "the real cf CLI and the local foundation")
+	// Its own foundation: it runs beside the package's other runs, which mostly wait.
+	t.Parallel()
 	root := moduleRoot(t)
 	bins := buildPushed(t, root)
 	cf, info, cl := loggedIn(t, root, bins)

@@ -108,6 +108,8 @@ func TestTerraformModule(t *testing.T) {
 // made (cf run-benchmark --landscape with its tofu output -json), destroys it, and
 // checks that nothing of it is left.
 func TestTerraformLandscapeOnLocalFoundation(t *testing.T) {
+	// Its own foundation: it runs beside the package's other runs, which mostly wait.
+	t.Parallel()
 	root := moduleRoot(t)
 	tf := newTofu(t, root)
 	bins := buildPushed(t, root)
