@@ -48,6 +48,12 @@ type Options struct {
 	// LookupEnv gives in-process generators the ${NAME}s of header values (default
 	// os.LookupEnv); on Cloud Foundry, Deploy sets them on the generator apps.
 	LookupEnv func(string) (string, bool)
+	// MaxOutage bounds how long the run waits for a results database that went away
+	// (default DefaultMaxOutage); then it fails with ErrOutage.
+	MaxOutage time.Duration
+	// SpillDir holds the spill files of in-process generator instances: samples the
+	// database cannot take wait there (default the system's temporary directory).
+	SpillDir string
 }
 
 // Result is what a finished (or aborted) run left in the store.
@@ -110,7 +116,14 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 			opts.JoinTimeout = 5 * time.Minute
 		}
 	}
+	if opts.MaxOutage <= 0 {
+		opts.MaxOutage = DefaultMaxOutage
+	}
+	if opts.SpillDir == "" {
+		opts.SpillDir = os.TempDir()
+	}
 	store := opts.Store
+	AbortDeadRuns(ctx, store, opts.Deployment.cleaner(), opts.Reporter.Note, opts.Logger)
 	run, err := store.CreateRun(ctx, sp.Name, sp.File, specText, time.Now())
 	if err != nil {
 		return nil, err
@@ -118,12 +131,21 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	res := &Result{Run: run, Stops: map[string]string{}}
 	opts.Reporter.Started(run, sp)
 
+	outer := ctx
+	ctx, cancelBeat := context.WithCancelCause(ctx)
+	defer cancelBeat(nil)
+	stopBeat := heartbeat(ctx, cancelBeat, store, run.ID, opts.Logger)
 	r := &runner{sp: sp, run: run, opts: opts, res: res}
 	runErr := r.variants(ctx)
+	stopBeat()
 
 	final := context.WithoutCancel(ctx)
 	status, reason := resultsdb.RunCompleted, ""
 	switch {
+	case ctx.Err() != nil && outer.Err() == nil:
+		// Another process took the run for dead (its heartbeat was old: a long
+		// outage of the results database) and marked it aborted.
+		status, reason, runErr = resultsdb.RunAborted, context.Cause(ctx).Error(), ErrAborted
 	case ctx.Err() != nil:
 		status, reason, runErr = resultsdb.RunAborted, "interrupted", ErrAborted
 	case runErr != nil:
@@ -131,13 +153,16 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	case len(res.Stops) > 0:
 		status, reason = resultsdb.RunStopped, "stop condition reached"
 	}
-	if err := store.FinishRun(final, run.ID, status, reason); err != nil && runErr == nil {
+	if err := r.db(final, "record the run's end", func(ctx context.Context) error {
+		return store.FinishRun(ctx, run.ID, status, reason)
+	}); err != nil && runErr == nil {
 		runErr = err
 	}
 	run.Status, run.Reason = status, reason
-	if sums, err := store.StepSummaries(final, run.ID); err == nil {
-		res.Summaries = sums
-	} else if runErr == nil {
+	if err := r.db(final, "read the step summaries", func(ctx context.Context) (err error) {
+		res.Summaries, err = store.StepSummaries(ctx, run.ID)
+		return err
+	}); err != nil && runErr == nil {
 		runErr = err
 	}
 	return res, runErr
@@ -149,6 +174,9 @@ type runner struct {
 	run  *resultsdb.Run
 	opts Options
 	res  *Result
+	// back is when the results database last came back after an outage (zero: none
+	// yet). Only the run's goroutine touches it.
+	back time.Time
 }
 
 // variants runs every variant's ramp, each with its own fleet, and stops the fleets
@@ -208,10 +236,10 @@ func (r *runner) legs(ctx context.Context) error {
 			// One generator app per variant, as on Cloud Foundry: its instances follow
 			// the newest repeat.
 			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
-				poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, ctx: fctx}
+				poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, spillDir: r.opts.SpillDir, ctx: fctx}
 		}
 		rv.GeneratorApp, rv.Workload = fleet.App(), wl.Marshal()
-		if err := r.opts.Store.AddRunVariant(ctx, rv); err != nil {
+		if err := r.db(ctx, "record the variant", func(ctx context.Context) error { return r.opts.Store.AddRunVariant(ctx, rv) }); err != nil {
 			return err
 		}
 		if r.sp.Repeat > 1 {
@@ -262,9 +290,17 @@ func (r *runner) event(variant string, step int, kind, level, msg string) {
 func (r *runner) waitLive(ctx context.Context, variant string, n int) error {
 	deadline := time.Now().Add(r.opts.JoinTimeout)
 	for {
-		live, err := r.opts.Store.LiveWorkers(ctx, r.run.ID, variant)
+		var live int
+		err := r.db(ctx, "count the live generator instances", func(ctx context.Context) (err error) {
+			live, err = r.opts.Store.LiveWorkers(ctx, r.run.ID, variant)
+			return err
+		})
 		if err != nil {
 			return err
+		}
+		if !r.back.IsZero() {
+			// The instances could not heartbeat while the database was away.
+			deadline = later(deadline, r.back.Add(r.opts.JoinTimeout))
 		}
 		if live >= n {
 			return nil

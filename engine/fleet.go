@@ -35,6 +35,7 @@ type localFleet struct {
 	poll      time.Duration
 	log       *slog.Logger
 	lookupEnv func(string) (string, bool)
+	spillDir  string
 	ctx       context.Context // instances live until it ends or Stop
 	insts     []*worker.Worker
 }
@@ -46,7 +47,7 @@ func (f *localFleet) App() string { return f.app }
 func (f *localFleet) Scale(_ context.Context, n int) error {
 	for len(f.insts) < n {
 		in := worker.New(worker.Config{Store: f.store, App: f.app, Index: len(f.insts), Host: "127.0.0.1",
-			PollEvery: f.poll, Logger: f.log, LookupEnv: f.lookupEnv})
+			PollEvery: f.poll, SpillDir: f.spillDir, Logger: f.log, LookupEnv: f.lookupEnv})
 		if err := in.Start(f.ctx); err != nil {
 			return err
 		}

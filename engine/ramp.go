@@ -47,7 +47,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			}
 			return err
 		}
-		st, err := planStep(ctx, store, sp, r.run.ID, name, idx, want, level, r.opts.PollEvery)
+		st, err := r.planStep(ctx, name, idx, want, level)
 		if err != nil {
 			return err
 		}
@@ -57,25 +57,32 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		if err != nil {
 			return err
 		}
-		if err := waitStepDone(ctx, store, st, sp.Workload.Timeout, r.opts); err != nil {
+		if err := r.waitStepDone(ctx, st); err != nil {
 			return err
 		}
 		ended := time.Now()
 		final := context.WithoutCancel(ctx)
 		r.flushTimings(final, leg, idx)
-		if err := store.SetInstancesSeen(final, r.run.ID, name, idx, seen); err != nil {
+		if err := r.db(final, "record the instances seen", func(ctx context.Context) error {
+			return store.SetInstancesSeen(ctx, r.run.ID, name, idx, seen)
+		}); err != nil {
 			return err
 		}
 		// The end is recorded first: the step's figures are computed once, over the
 		// step's planned window, and every reader after this sees the same ones.
-		if err := store.EndStep(final, r.run.ID, name, idx, ended, ""); err != nil {
+		if err := r.db(final, "record the step's end", func(ctx context.Context) error {
+			return store.EndStep(ctx, r.run.ID, name, idx, ended, "")
+		}); err != nil {
 			return err
 		}
 		if dep := r.opts.Deployment; dep != nil {
 			dep.settleMetrics(final, st.Ends)
 		}
-		sum, err := store.ComputeStepMetrics(final, r.run.ID, name, idx, r.roles(v, fleet))
-		if err != nil {
+		var sum resultsdb.StepSummary
+		if err := r.db(final, "compute the step's figures", func(ctx context.Context) (err error) {
+			sum, err = store.ComputeStepMetrics(ctx, r.run.ID, name, idx, r.roles(v, fleet))
+			return err
+		}); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -85,7 +92,9 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		checkErr := r.checkStep(ctx, leg, fleet, prev, sum)
 		rep.Stop = stopReason(sp.Ramp.Stop, prev, sum)
 		if rep.Stop != "" {
-			if err := store.SetStopReason(final, r.run.ID, name, idx, rep.Stop); err != nil {
+			if err := r.db(final, "record the stop reason", func(ctx context.Context) error {
+				return store.SetStopReason(ctx, r.run.ID, name, idx, rep.Stop)
+			}); err != nil {
 				return err
 			}
 		}
@@ -134,7 +143,7 @@ func (r *runner) timeLeft(leg spec.Leg, stepsLeft int) time.Duration {
 // themselves) and returns the most instances seen alive.
 func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, asked int) (seen int, err error) {
 	store := r.opts.Store
-	now, err := store.Now(ctx)
+	now, err := r.now(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -163,39 +172,73 @@ func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, 
 	}
 }
 
+// now reads the database's clock, through an outage.
+func (r *runner) now(ctx context.Context) (t time.Time, err error) {
+	err = r.db(ctx, "a step boundary", func(ctx context.Context) error {
+		t, err = r.opts.Store.Now(ctx)
+		return err
+	})
+	return t, err
+}
+
+// staleAfterOutage is how long the database must be back before an instance whose
+// heartbeat is old (resultsdb.StepProgress's 10 s) is taken as gone: a heartbeat
+// period and a reconnect more than that.
+const staleAfterOutage = 15 * time.Second
+
 // waitStepDone waits until the step's window is over and every instance that took part
-// has stored its samples; instances that stopped heartbeating are not waited for.
-func waitStepDone(ctx context.Context, store *resultsdb.Store, st resultsdb.Step, timeout time.Duration, opts Options) error {
-	now, err := store.Now(ctx)
+// has stored its samples; instances that stopped heartbeating are not waited for. An
+// outage of the database holds the wait (the instances keep their samples meanwhile)
+// and extends its bound.
+func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
+	now, err := r.now(ctx)
 	if err != nil {
 		return err
 	}
 	if !wait.For(ctx, st.Ends.Sub(now)) {
 		return nil
 	}
-	deadline := time.Now().Add(timeout + 15*time.Second)
+	bound := r.sp.Workload.Timeout + 15*time.Second
+	deadline := time.Now().Add(bound)
 	for {
-		p, err := store.StepProgress(ctx, st.RunID, st.Variant, st.Index)
+		var p resultsdb.StepProgress
+		err := r.db(ctx, "read the step's progress", func(ctx context.Context) (err error) {
+			p, err = r.opts.Store.StepProgress(ctx, st.RunID, st.Variant, st.Index)
+			return err
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
+		if !r.back.IsZero() {
+			deadline = later(deadline, r.back.Add(bound+staleAfterOutage))
+		}
+		if !r.settled(staleAfterOutage) {
+			p.Stale = 0
+		}
 		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
 			if p.Stale > 0 {
-				opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stale", p.Stale)
+				r.opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stale", p.Stale)
 			}
 			return nil
 		}
 		if time.Now().After(deadline) {
-			opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index+1, "joined", p.Joined, "done", p.Done)
+			r.opts.Logger.Warn("not every generator instance stored its samples in time", "variant", st.Variant, "step", st.Index+1, "joined", p.Joined, "done", p.Done)
 			return nil
 		}
 		if !wait.For(ctx, 50*time.Millisecond) {
 			return nil
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // roles are the apps whose container metrics a step of v includes: its app under test

@@ -80,7 +80,10 @@ type Options struct {
 
 func (o *Options) defaults(store *resultsdb.Store) {
 	if o.Connect == nil {
-		cfg := store.Pool().Config().ConnConfig
+		// The store's connect timeout, without its statement timeout: a stream of a
+		// large table may outlast it, and it resumes by key when it breaks anyway.
+		cfg := store.Pool().Config().ConnConfig.Copy()
+		cfg.RuntimeParams["statement_timeout"] = "0"
 		o.Connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cfg.Copy()) }
 	}
 	if o.MaxAttempts <= 0 {

@@ -45,7 +45,9 @@ type Options struct {
 	// User is the OS user that runs the server when the caller is root. Default:
 	// "postgres" when that user exists, else "nobody".
 	User string
-	// Port to listen on; 0 picks a free one.
+	// Port to listen on; 0 takes the port the server of Dir listened on last (kept in
+	// Dir/port), so that a DSN given out before a restart still reaches it, and picks
+	// a free one when there is none or another process holds it.
 	Port int
 	// Detach lets the server outlive this process (for scripts/pg-local.sh start).
 	// Otherwise it gets SIGINT when this process dies, so a crashed test run leaves no
@@ -181,20 +183,44 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.initCluster(ctx, binDir, cred); err != nil {
 		return err
 	}
+	portFile := filepath.Join(dir, "port")
+	last := lastPort(portFile)
 	for attempt := 0; ; attempt++ {
 		port := opts.Port
+		if port == 0 && attempt == 0 && last > 0 {
+			port = last
+		}
 		if port == 0 {
 			if port, err = freeport.Loopback(); err != nil {
 				return err
 			}
 		}
 		err := s.launch(ctx, binDir, cred, port, opts)
-		// Another process may take a free port between our probe and the server's
-		// bind; only then is a retry on a new port worth it.
-		if err == nil || opts.Port != 0 || attempt == 4 || !strings.Contains(err.Error(), "could not bind") {
+		if err == nil {
+			if werr := os.WriteFile(portFile, []byte(strconv.Itoa(port)+"\n"), 0o644); werr != nil {
+				return fmt.Errorf("record the postgres port: %w", werr)
+			}
+			return nil
+		}
+		// Another process may hold the last port, or take a free port between our
+		// probe and the server's bind; only then is a retry on a new port worth it.
+		if opts.Port != 0 || attempt == 4 || !strings.Contains(err.Error(), "could not bind") {
 			return err
 		}
 	}
+}
+
+// lastPort is the port recorded in file, 0 when there is none.
+func lastPort(file string) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || port <= 0 || port > 65535 {
+		return 0
+	}
+	return port
 }
 
 // DSN is the URL of database db on this server.

@@ -123,7 +123,12 @@ func TestStartCreateStopRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv2.Close() })
-	if got := query(t, srv2.DSN("results"), `SELECT v FROM kept`); got != "across restarts" {
+	// On the same port: a DSN given out before the restart (an exported CFBENCH_DB)
+	// reaches the server again.
+	if srv2.Port() != srv.Port() || srv2.DSN("results") != dsn {
+		t.Fatalf("restarted on port %d, was %d: the old DSN no longer reaches it", srv2.Port(), srv.Port())
+	}
+	if got := query(t, dsn, `SELECT v FROM kept`); got != "across restarts" {
 		t.Fatalf("after restart: %q", got)
 	}
 }

@@ -73,7 +73,8 @@ func (s *Store) AddRunVariant(ctx context.Context, v RunVariant) error {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO run_variants (run_id, variant, generator_app, app_name, app_guid, target_url, workload,
 		listed, matrix, app_manifest, app_env, app_memory_mb, app_instances, config, repeat)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)
+		ON CONFLICT (run_id, variant) DO NOTHING`, // a retry after an answer lost in an outage
 		v.RunID, v.Variant, v.GeneratorApp, v.AppName, v.AppGUID, v.TargetURL, v.Workload, listed, matrix, manifest, env, memory, insts,
 		config, repeat)
 	if err != nil {

@@ -23,20 +23,24 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
-// Open connects to the results database at dsn and applies pending migrations.
+// Open connects to the results database at dsn and applies pending migrations. Every
+// connection has the default timeouts (DefaultConnectTimeout, DefaultStatementTimeout)
+// unless dsn sets its own; a failed dial names the server's address.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("results db: %w", errMalformedDSN)
 	}
+	applyTimeouts(&cfg.ConnConfig.Config)
+	addr := serverAddr(&cfg.ConnConfig.Config)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect results db: %w", err)
+		return nil, fmt.Errorf("connect results db at %s: %w", addr, err)
 	}
 	s := &Store{pool: pool}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, fmt.Errorf("results db at %s: %w", addr, err)
 	}
 	return s, nil
 }
@@ -47,7 +51,7 @@ var errMalformedDSN = errors.New("malformed connection string (want postgres://u
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("connect results db: %w", err)
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Release()
 	return Migrate(ctx, conn.Conn())
@@ -108,7 +112,7 @@ func (s *Store) CreateRun(ctx context.Context, name, specFile, specText string, 
 			return nil, fmt.Errorf("generate run id: %w", err)
 		}
 		tag |= 1 // never zero: a zero tag would make trace ids look unset
-		_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, name, spec_file, spec, trace_tag, epoch) VALUES ($1,$2,$3,$4,$5,$6)`,
+		_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, name, spec_file, spec, trace_tag, epoch, heartbeat_at) VALUES ($1,$2,$3,$4,$5,$6,clock_timestamp())`,
 			id, name, specFile, specText, int64(tag), epoch)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && attempt < 5 {
@@ -172,15 +176,30 @@ type Step struct {
 }
 
 // StartStep plans a step: generators that follow the run's plan begin it at st.Started
-// and stop issuing at st.Ends.
+// and stop issuing at st.Ends. It is idempotent: when the step is planned already (an
+// earlier attempt whose answer was lost in an outage), the plan stored wins, and
+// PlannedStep reads it back.
 func (s *Store) StartStep(ctx context.Context, st Step) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at, rate, app_instances)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,nullif($9, 0::float8),nullif($10, 0))`,
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,nullif($9, 0::float8),nullif($10, 0))
+		ON CONFLICT (run_id, variant, idx) DO NOTHING`,
 		st.RunID, st.Variant, st.Index, st.Instances, st.Users, st.Started, st.WarmupUntil, st.Ends, st.Rate, st.AppInstances)
 	if err != nil {
 		return fmt.Errorf("start step %d of %s: %w", st.Index+1, st.Variant, err)
 	}
 	return nil
+}
+
+// PlannedStep reads the plan of step idx of variant as stored.
+func (s *Store) PlannedStep(ctx context.Context, runID, variant string, idx int) (Step, error) {
+	st := Step{RunID: runID, Variant: variant, Index: idx}
+	err := s.pool.QueryRow(ctx, `SELECT instances, users, started_at, warmup_until, ends_at, coalesce(rate, 0), coalesce(app_instances, 0)
+		FROM steps WHERE run_id = $1 AND variant = $2 AND idx = $3`,
+		runID, variant, idx).Scan(&st.Instances, &st.Users, &st.Started, &st.WarmupUntil, &st.Ends, &st.Rate, &st.AppInstances)
+	if err != nil {
+		return st, fmt.Errorf("read the plan of step %d of %s: %w", idx+1, variant, err)
+	}
+	return st, nil
 }
 
 // EndStep records the end of a step and, when a stop condition fired, why the ramp ends.

@@ -152,8 +152,15 @@ func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 	}
 }
 
+// dbCallTimeout bounds one read or write of the plan, a heartbeat or a step record: a
+// database that accepts the connection and then says nothing counts as away, and the
+// next poll tries again.
+const dbCallTimeout = 10 * time.Second
+
 // poll reads the assignment and the offset of the database's clock over ours.
 func (w *Worker) poll(ctx context.Context) (*resultsdb.Assignment, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, dbCallTimeout)
+	defer cancel()
 	before := time.Now()
 	a, err := w.cfg.Store.Assignment(ctx, w.cfg.App)
 	if err != nil || a == nil {
@@ -199,7 +206,7 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		opts.Logger = w.cfg.Logger
 	}
 	if w.cfg.SpillDir != "" {
-		opts.SpillPath = filepath.Join(w.cfg.SpillDir, fmt.Sprintf("cfbench-spill-%d", id))
+		opts.SpillPath = filepath.Join(w.cfg.SpillDir, fmt.Sprintf("cfbench-spill-%s-%d", a.RunID, id))
 	}
 	writer, err := w.cfg.Store.NewSampleWriter(id, opts)
 	if err != nil {
@@ -234,7 +241,9 @@ func (m *membership) counters() resultsdb.WorkerCounters {
 
 // update heartbeats, follows the live instance count and begins a new step.
 func (m *membership) update(ctx context.Context, a *resultsdb.Assignment, offset time.Duration) {
-	if err := m.w.cfg.Store.Heartbeat(ctx, m.id, m.counters()); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, dbCallTimeout)
+	defer cancel()
+	if err := m.w.cfg.Store.Heartbeat(hctx, m.id, m.counters()); err != nil {
 		m.log.Warn("heartbeat", "err", err)
 	}
 	if a.Step != nil || m.workload.Rate > 0 { // between steps of a ramp of rates, keep the last step's
@@ -267,17 +276,26 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 		if !wait.Until(ctx, p.stop, ph.Start) {
 			return
 		}
-		if err := store.JoinStep(ctx, m.id, &st, time.Now().Add(offset), late); err != nil {
-			m.log.Warn("record step start", "step", st.Index+1, "err", err)
-		}
+		// The join is recorded beside the load, until it is stored: the engine waits
+		// for the instances that joined, and one that could not say so in an outage
+		// would not be waited for.
+		joined := make(chan bool, 1)
+		go func() { joined <- m.retry(ctx, p.stop, "record step start", st.Index, m.joinStep(&st, time.Now().Add(offset), late)) }()
 		sent, missed := m.gen.Sent(), m.gen.Missed()
 		m.gen.Run(m.ctx, ph)
 		sent, missed = m.gen.Sent()-sent, m.gen.Missed()-missed
+		if !<-joined {
+			return
+		}
 		// The step counts as done for the engine only once its samples are stored.
 		for {
-			err := m.writer.Flush(ctx)
+			fctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := m.writer.Flush(fctx)
+			cancel()
 			if err == nil {
-				err = store.FinishStep(ctx, m.id, st.Index, sent, missed)
+				fctx, cancel := context.WithTimeout(ctx, dbCallTimeout)
+				err = store.FinishStep(fctx, m.id, st.Index, sent, missed)
+				cancel()
 			}
 			if err == nil {
 				return
@@ -289,6 +307,28 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 		}
 	}()
 	return p
+}
+
+// joinStep records that the instance began st at joined (DB clock).
+func (m *membership) joinStep(st *resultsdb.Step, joined time.Time, late bool) func(context.Context) error {
+	return func(ctx context.Context) error { return m.w.cfg.Store.JoinStep(ctx, m.id, st, joined, late) }
+}
+
+// retry calls op, each attempt bounded by dbCallTimeout, once a second until it
+// succeeds; false when stop or ctx ended first.
+func (m *membership) retry(ctx context.Context, stop <-chan struct{}, what string, step int, op func(context.Context) error) bool {
+	for {
+		actx, cancel := context.WithTimeout(ctx, dbCallTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		m.log.Warn(what+"; retrying", "step", step+1, "err", err)
+		if !wait.Until(ctx, stop, time.Now().Add(time.Second)) {
+			return false
+		}
+	}
 }
 
 // leave ends the instance's part in the run: it stops issuing, gives requests in flight

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
+	"github.com/cf-benchmark/cf-benchmark/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+	"github.com/cf-benchmark/cf-benchmark/tunnel"
+)
+
+// faultSpec is an open loop (a bounded number of samples whatever the machine's load)
+// against a loopback target, steps of start..max instances.
+const faultSpec = `version: 1
+name: faults
+variants:
+  - name: a
+    url: URL
+workload:
+  model: open
+  rate: 150
+  requests:
+    - name: r
+      path: /x
+ramp:
+  start: 1
+  step: 1
+  max: MAX
+  hold: HOLD
+  warmup: 0s
+`
+
+// stepStarts is a Reporter that tells when the first step is planned.
+type stepStarts struct {
+	discardReporter
+	mu    sync.Mutex
+	first chan struct{}
+	notes []string
+}
+
+func (s *stepStarts) Note(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = append(s.notes, msg)
+	if strings.Contains(msg, "step 1/") {
+		close(s.first)
+	}
+}
+
+func (s *stepStarts) said(part string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.notes {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// via rewrites dsn to dial addr instead of its host:port.
+func via(t *testing.T, dsn, addr string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = addr
+	return u.String()
+}
+
+// TestFaultsLoseNothing runs short ramps while the results database goes away — outages
+// of 2, 10 and 60 s inside a step, one across a step boundary, a restart of Postgres on
+// its port, a drop of the tunnel the database is reached through — and checks that each
+// run completes and that every sample its generator instances sent is stored, once. The
+// cases run side by side: the test takes about as long as the 60 s one.
+func TestFaultsLoseNothing(t *testing.T) {
+	cases := []struct {
+		name      string
+		max       int           // steps of 1..max instances
+		hold      time.Duration // per step
+		at, for_  time.Duration // the fault, from the first step's plan
+		mode      string        // "proxy" (Postgres behind a proxy that is cut), "restart", "tunnel"
+		spillMust bool          // the outage outlasts the writers' flush period: samples went to disk
+	}{
+		{name: "outage 2s mid-step", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 2 * time.Second, mode: "proxy"},
+		{name: "outage 10s mid-step", max: 1, hold: 14 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
+		{name: "outage 60s mid-step", max: 1, hold: 64 * time.Second, at: 1500 * time.Millisecond, for_: 60 * time.Second, mode: "proxy", spillMust: true},
+		{name: "outage 10s across a step boundary", max: 2, hold: 4 * time.Second, at: 2500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
+		{name: "postgres restart on its port", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, mode: "restart"},
+		{name: "tunnel drops 5s", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 5 * time.Second, mode: "tunnel", spillMust: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+			defer target.Close()
+			text := strings.NewReplacer("URL", target.URL, "MAX", fmt.Sprint(c.max), "HOLD", c.hold.String()).Replace(faultSpec)
+			sp, err := spec.Parse("faults.yml", []byte(text), ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct, runDSN, fault := faultSetup(t, c.mode, c.for_)
+			ctx := context.Background()
+			store, err := resultsdb.Open(ctx, runDSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			rep := &stepStarts{first: make(chan struct{})}
+			faulted := make(chan error, 1)
+			go func() {
+				<-rep.first
+				time.Sleep(c.at)
+				faulted <- fault()
+			}()
+			res, err := Run(ctx, sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir()})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if err := <-faulted; err != nil {
+				t.Fatalf("fault: %v", err)
+			}
+			if res.Run.Status != resultsdb.RunCompleted || len(res.Summaries) != c.max {
+				t.Fatalf("run %s (%s) with %d step summaries, want completed with %d", res.Run.Status, res.Run.Reason, len(res.Summaries), c.max)
+			}
+			// The workers' own counters against the rows: sent = stored, none dropped.
+			sent := query[int64](t, direct, `SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
+			counted := query[int64](t, direct, `SELECT coalesce(sum(stored), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
+			dropped := query[int64](t, direct, `SELECT coalesce(sum(dropped), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
+			spilled := query[int64](t, direct, `SELECT coalesce(sum(spilled), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
+			rows := query[int64](t, direct, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, res.Run.ID)
+			open := query[int64](t, direct, `SELECT count(*) FROM workers WHERE run_id = $1 AND stopped_at IS NULL`, res.Run.ID)
+			t.Logf("sent %d, stored %d (rows %d), spilled %d, dropped %d", sent, counted, rows, spilled, dropped)
+			if sent == 0 || rows != sent || counted != sent || dropped != 0 || open != 0 {
+				t.Fatalf("sent %d, rows %d, stored by the writers' count %d, dropped %d, workers not stopped %d: want every sample stored once",
+					sent, rows, counted, dropped, open)
+			}
+			if c.spillMust && spilled == 0 {
+				t.Errorf("no sample went through a spill file: the outage did not reach the writers")
+			}
+			if c.for_ >= 10*time.Second && c.mode == "proxy" && c.at+c.for_ > c.hold && !rep.said("results database back after") {
+				t.Errorf("the outage across the boundary was not seen by the engine: notes %q", rep.notes)
+			}
+			if n := query[int64](t, direct, `SELECT count(*) FROM steps WHERE run_id = $1 AND ended_at IS NOT NULL`, res.Run.ID); n != int64(c.max) {
+				t.Errorf("%d steps ended, want %d", n, c.max)
+			}
+		})
+	}
+}
+
+// faultSetup gives a database for one case: the DSN to check it directly, the DSN the
+// run uses, and the fault (it returns when the fault is over).
+func faultSetup(t *testing.T, mode string, d time.Duration) (direct, run string, fault func() error) {
+	t.Helper()
+	switch mode {
+	case "restart":
+		dir, err := os.MkdirTemp("", "cfbench-faults-pg-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		testtier.External(t, "PostgreSQL server binaries")
+		srv, err := startPG(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := srv.CreateDatabase(ctx, "results"); err != nil {
+			t.Fatal(err)
+		}
+		dsn := srv.DSN("results")
+		var mu sync.Mutex
+		t.Cleanup(func() { mu.Lock(); srv.Close(); mu.Unlock() })
+		return dsn, dsn, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if err := srv.Close(); err != nil {
+				return err
+			}
+			if srv, err = startPG(dir); err != nil {
+				return err
+			}
+			if srv.DSN("results") != dsn {
+				return fmt.Errorf("postgres restarted on another port: %s", srv.DSN("results"))
+			}
+			return nil
+		}
+	case "tunnel":
+		dsn := testpg.DSN(t)
+		remote, err := tunnel.DBRemote(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := tunnel.NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth, err := tunnel.NewAuth()
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := tunnel.NewServer(tunnel.ServerConfig{Addr: "127.0.0.1:0", Remote: remote, Auth: auth, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		p := startProxy(t, srv.Addr().String())
+		c, err := tunnel.NewClient(tunnel.ClientConfig{Server: "http://" + p.Addr(), Auth: auth, Fingerprint: srv.Fingerprint(), Remote: remote,
+			MinRetry: 100 * time.Millisecond, MaxRetry: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		through, err := c.DSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dsn, through, func() error { return p.Outage(d) }
+	}
+	dsn := testpg.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, u.Host)
+	return dsn, via(t, dsn, p.Addr()), func() error {
+		err := p.Outage(d)
+		if cuts, killed := p.Stats(); cuts != 1 || killed == 0 {
+			return fmt.Errorf("the cut broke %d connections: the run held none to the database", killed)
+		}
+		return err
+	}
+}
+
+func startProxy(t *testing.T, target string) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func startPG(dir string) (*pgserver.Server, error) {
+	srv := pgserver.New(pgserver.Options{Dir: dir, Fast: true})
+	if err := srv.Start(context.Background()); err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	return srv, nil
+}

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// DefaultMaxOutage is how long a run waits for a results database that went away (down,
+// restarting, unreachable) at a step boundary before it gives up (Options.MaxOutage).
+// The generators keep what they measure meanwhile: a spill file, then memory (by
+// default 8 Mi and 4 Mi samples per instance, minutes of load at thousands of
+// requests per second), then counted drops.
+const DefaultMaxOutage = 5 * time.Minute
+
+// ErrOutage is returned when the results database stayed away longer than the run's
+// MaxOutage. What the generators hold is spilled to their spill files; none of it is
+// silently lost (the error of the fleet's Stop says where it is).
+var ErrOutage = errors.New("results database unreachable")
+
+// dbAttemptTimeout bounds one attempt of a step-boundary read or write: a database that
+// accepts the connection and then says nothing counts as away.
+const dbAttemptTimeout = time.Minute
+
+// db runs op (one read or write of the run's plan or figures) until it succeeds, fails
+// for a reason other than the database being away, ctx ends, or the database has been
+// away for longer than MaxOutage. The user hears when the database goes and comes back.
+func (r *runner) db(ctx context.Context, what string, op func(context.Context) error) error {
+	retry := backoff.Backoff{First: 200 * time.Millisecond, Max: 2 * time.Second}
+	var since time.Time
+	for {
+		attempt, cancel := context.WithTimeout(ctx, dbAttemptTimeout)
+		err := op(attempt)
+		cancel()
+		if err == nil {
+			if !since.IsZero() {
+				r.back = time.Now()
+				r.opts.Reporter.Note(fmt.Sprintf("results database back after %s; the run goes on", r.back.Sub(since).Round(100*time.Millisecond)))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !resultsdb.Transient(err) {
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+			r.opts.Reporter.Note(fmt.Sprintf("results database unreachable (%s: %v); retrying for up to %s, the generators keep their samples",
+				what, err, r.opts.MaxOutage))
+		}
+		if away := time.Since(since); away > r.opts.MaxOutage {
+			return fmt.Errorf("%w for %s, longer than the run waits (%s): %s: %w", ErrOutage, away.Round(time.Second), r.opts.MaxOutage, what, err)
+		}
+		r.opts.Logger.Warn("results database away; retrying", "op", what, "err", err, "failures", retry.Failures()+1)
+		if !retry.Wait(ctx) {
+			return ctx.Err()
+		}
+	}
+}
+
+// settled reports whether the results database has been reachable for at least d since
+// it last came back: before that, a generator instance's old heartbeat says nothing
+// about it (it could not write one either).
+func (r *runner) settled(d time.Duration) bool { return r.back.IsZero() || time.Since(r.back) >= d }

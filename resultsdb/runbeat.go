@@ -1,0 +1,75 @@
+package resultsdb
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// RunHeartbeatEvery is how often the process that runs a run marks it alive, and
+// RunStaleAfter how old its last mark must be for the run to count as dead. The margin
+// covers a results-database outage of up to about 30 s that the run's process rides out
+// (its own marks fail meanwhile); a status read in a longer outage's first seconds
+// after the database comes back can take a living run for dead, and that run then ends
+// as aborted with everything it stored kept (see HeartbeatRun).
+const (
+	RunHeartbeatEvery = 2 * time.Second
+	RunStaleAfter     = 30 * time.Second
+)
+
+// ErrRunNotRunning is returned by HeartbeatRun when the run is no longer running: it
+// was marked aborted (or finished) by another process.
+var ErrRunNotRunning = fmt.Errorf("run is no longer running")
+
+// HeartbeatRun marks run id alive. It fails with ErrRunNotRunning when the run is no
+// longer running.
+func (s *Store) HeartbeatRun(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET heartbeat_at = clock_timestamp() WHERE id = $1 AND status = 'running'`, id)
+	if err != nil {
+		return fmt.Errorf("heartbeat of run %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("heartbeat of run %s: %w", id, ErrRunNotRunning)
+	}
+	return nil
+}
+
+// DeadRun is a run AbortDeadRuns marked aborted, with what was left of it to clean up.
+type DeadRun struct {
+	ID string
+	// LastHeartbeat is when its process was last seen.
+	LastHeartbeat time.Time
+	// GeneratorApps are the generator apps its variants used (one per configuration).
+	GeneratorApps []string
+}
+
+// AbortDeadRuns marks aborted every running run whose heartbeat is older than
+// staleAfter (RunStaleAfter when 0) and returns them. Its workers see that at their
+// next poll and stop issuing; scaling pushed generators down is the caller's.
+func (s *Store) AbortDeadRuns(ctx context.Context, staleAfter time.Duration) ([]DeadRun, error) {
+	if staleAfter <= 0 {
+		staleAfter = RunStaleAfter
+	}
+	rows, err := s.pool.Query(ctx, `
+UPDATE runs r SET status = 'aborted', ended_at = r.heartbeat_at,
+       reason = 'the run''s process stopped: no heartbeat since ' || to_char(r.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
+WHERE r.status = 'running' AND r.heartbeat_at < clock_timestamp() - make_interval(secs => $1)
+RETURNING r.id, r.heartbeat_at,
+       ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id ORDER BY 1)`, staleAfter.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("abort dead runs: %w", err)
+	}
+	defer rows.Close()
+	var out []DeadRun
+	for rows.Next() {
+		var d DeadRun
+		if err := rows.Scan(&d.ID, &d.LastHeartbeat, &d.GeneratorApps); err != nil {
+			return nil, fmt.Errorf("abort dead runs: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("abort dead runs: %w", err)
+	}
+	return out, nil
+}
