@@ -280,7 +280,9 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 		// for the instances that joined, and one that could not say so in an outage
 		// would not be waited for.
 		joined := make(chan bool, 1)
-		go func() { joined <- m.retry(ctx, p.stop, "record step start", st.Index, m.joinStep(&st, time.Now().Add(offset), late)) }()
+		go func() {
+			joined <- m.retry(ctx, p.stop, "record step start", st.Index, m.joinStep(&st, time.Now().Add(offset), late))
+		}()
 		sent, missed := m.gen.Sent(), m.gen.Missed()
 		m.gen.Run(m.ctx, ph)
 		sent, missed = m.gen.Sent()-sent, m.gen.Missed()-missed
