@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -26,6 +27,8 @@ var statusCmd = &Command{
 				return err
 			}
 			defer closeDB()
+			// A run whose process died stays "running" until someone looks: this is it.
+			engine.AbortDeadRuns(ctx, store, rf.scaleDown(env, runID), func(msg string) { fmt.Fprintln(env.Stdout, msg) }, logger)
 			return printStatus(ctx, env, store, runID)
 		}
 	},

@@ -100,6 +100,21 @@ func openRecorded(ctx context.Context, env *Env, id string, db *dbFlags, cff *cf
 	return store, runID, close, nil
 }
 
+// scaleDown scales generator apps down in the space where run id was recorded to run
+// on Cloud Foundry; nil for a run recorded otherwise, or when the cf CLI's connection
+// is not at hand (a dead run's generators then stop issuing, idle, at their next poll).
+func (r *recordedFlags) scaleDown(env *Env, id string) engine.ScaleDown {
+	rec, err := statedir.LoadRecord(r.db.stateDir, id)
+	if err != nil || rec == nil || rec.DB != statedir.DBCF || rec.Access == nil {
+		return nil
+	}
+	cf, _, err := r.cf.connect(env)
+	if err != nil {
+		return nil
+	}
+	return engine.ScaleDownIn(cf, rec.Access.SpaceGUID)
+}
+
 // recordedOnCF reports whether this machine recorded run id as stored on Cloud Foundry.
 func recordedOnCF(stateDir, id string) bool {
 	rec, err := statedir.LoadRecord(stateDir, id)
