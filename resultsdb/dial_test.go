@@ -81,4 +81,3 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
-
