@@ -7,6 +7,9 @@
 #   scripts/pg-local.sh status [--state-dir DIR]
 #   scripts/pg-local.sh stop   [--state-dir DIR]
 #
+# A restart (stop, then start) listens on the port the server had, so an exported DSN
+# reaches it again; only a port another process took meanwhile makes it move.
+#
 # Example: export CFBENCH_DB=$(scripts/pg-local.sh start)
 set -euo pipefail
 cd "$(dirname "$0")/.."
