@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 )
 
@@ -253,70 +252,19 @@ func TestQuotaWithElasticsearch(t *testing.T) {
 	}
 }
 
-// proxy forwards loopback connections to Elasticsearch until stopped: stopping it
-// is Elasticsearch going away, as far as the shipper can tell.
-type proxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        map[net.Conn]bool
-}
-
-func (p *proxy) start(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	if p.conns == nil {
-		p.conns = map[net.Conn]bool{}
-	}
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[up] = true, true
-			p.mu.Unlock()
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() { io.Copy(c, up); c.Close() }()
-		}
-	}()
-}
-
-func (p *proxy) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	p.conns = map[net.Conn]bool{}
-}
-
 func TestElasticsearchStopped(t *testing.T) {
 	esURL := testes.URL(t)
 	prefix := testes.Index("logs-app-down")
-	p := &proxy{addr: "127.0.0.1:0", target: strings.TrimPrefix(esURL, "http://")}
-	p.start(t)
-	p.stop() // Elasticsearch is down to begin with
-	defer p.stop()
+	// Cutting the proxy is Elasticsearch going away, as far as the shipper can tell.
+	p, err := faultproxy.Start(strings.TrimPrefix(esURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cut() // Elasticsearch is down to begin with
+	defer p.Close()
 
 	// Down for a while, then back: every line arrives, once.
-	s := New(Config{URL: "http://" + p.addr, Index: prefix + "-%{+YYYY.MM.dd}", Apps: apps,
+	s := New(Config{URL: "http://" + p.Addr(), Index: prefix + "-%{+YYYY.MM.dd}", Apps: apps,
 		FlushEvery: 20 * time.Millisecond, BatchSize: 40, MaxAttempts: 1000, RetryBackoff: 20 * time.Millisecond})
 	s.Start(context.Background())
 	begin := time.Now()
@@ -331,7 +279,9 @@ func TestElasticsearchStopped(t *testing.T) {
 	if st := s.Stats(); st.Shipped != 0 || st.Retries < 3 || st.Buffered != 100 {
 		t.Fatalf("while down: %+v; want retries and all 100 buffered", st)
 	}
-	p.start(t)
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	if st := s.Stats(); st.Shipped != 100 || st.Failed != 0 {
 		t.Errorf("after coming back: %+v, want 100 shipped", st)
@@ -341,8 +291,8 @@ func TestElasticsearchStopped(t *testing.T) {
 	}
 
 	// Down for good: lines are counted as failed, and Close returns.
-	p.stop()
-	s2 := New(Config{URL: "http://" + p.addr, Index: prefix + "-%{+YYYY.MM.dd}",
+	p.Cut()
+	s2 := New(Config{URL: "http://" + p.Addr(), Index: prefix + "-%{+YYYY.MM.dd}",
 		FlushEvery: 20 * time.Millisecond, MaxAttempts: 3, RetryBackoff: 10 * time.Millisecond, FlushTimeout: 2 * time.Second})
 	s2.Start(context.Background())
 	writeLines(t, s2, 100, 150)
