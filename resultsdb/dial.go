@@ -1,11 +1,14 @@
 package resultsdb
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,26 +45,34 @@ func serverAddr(cc *pgconn.Config) string {
 }
 
 // Transient reports whether err is what a results database that is away (down,
-// restarting, unreachable, out of connections) gives, so that the same call can
-// succeed later; an error the server answered for a statement (a constraint, a
-// missing table) is not. Callers retry transient errors with backoff.
+// restarting, unreachable, out of connections, not answering in time) gives, so that
+// the same call can succeed later. An error the server answered for a statement (a
+// constraint, a missing table) is not, nor is one of ours (no such row, a closed
+// store). Callers retry transient errors with backoff.
 func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return true // no answer from the server: dial, I/O, timeout, closed connection
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"): // connection exception
+			return true
+		case strings.HasPrefix(pgErr.Code, "53"): // insufficient resources: too many connections
+			return true
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, crash, starting up
+			return true
+		case pgErr.Code == "57014" && errors.Is(err, context.DeadlineExceeded): // our timeout cancelled it
+			return true
+		}
+		return false
 	}
-	switch {
-	case strings.HasPrefix(pgErr.Code, "08"): // connection exception
-		return true
-	case strings.HasPrefix(pgErr.Code, "53"): // insufficient resources: too many connections
-		return true
-	case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, crash, starting up
-		return true
-	case pgErr.Code == "40001", pgErr.Code == "40P01": // serialization failure, deadlock
-		return true
-	}
-	return false
+	var (
+		connectErr *pgconn.ConnectError
+		netErr     net.Error
+	)
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 }

@@ -3,9 +3,14 @@ package resultsdb
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -67,7 +72,11 @@ func TestTransient(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"), true},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("copy samples: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("heartbeat: %w", context.DeadlineExceeded), true},
+		{pgx.ErrNoRows, false}, // an answer: there is no such row
+		{errors.New("compute the metrics of step 1 of a: step not found"), false},
 		{&pgconn.PgError{Code: "57P01"}, true}, // admin shutdown: a restart
 		{&pgconn.PgError{Code: "57P03"}, true}, // starting up
 		{&pgconn.PgError{Code: "53300"}, true}, // too many connections
