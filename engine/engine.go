@@ -122,6 +122,11 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	if opts.SpillDir == "" {
 		opts.SpillDir = os.TempDir()
 	}
+	if opts.Deployment == nil { // in-process generators spill here
+		if err := os.MkdirAll(opts.SpillDir, 0o700); err != nil {
+			return nil, fmt.Errorf("spill directory: %w", err)
+		}
+	}
 	store := opts.Store
 	AbortDeadRuns(ctx, store, opts.Deployment.cleaner(), opts.Reporter.Note, opts.Logger)
 	run, err := store.CreateRun(ctx, sp.Name, sp.File, specText, time.Now())

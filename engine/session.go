@@ -65,6 +65,9 @@ type SessionConfig struct {
 	LookupEnv func(string) (string, bool)
 	// PollEvery is passed on to the run (see Options).
 	PollEvery time.Duration
+	// SpillDir holds the spill files of in-process generators (see Options); it is
+	// created when missing.
+	SpillDir string
 }
 
 // Outcome is what a session produced, stage by stage; what a stage did not get to is
@@ -193,7 +196,7 @@ func (s *session) deploy(ctx context.Context) (bool, error) {
 
 func (s *session) run(ctx context.Context) (bool, error) {
 	res, err := Run(ctx, s.sp, s.text, Options{Store: s.store, Deployment: s.dep, Reporter: s.cfg.Reporter, Logger: s.cfg.Logger,
-		LookupEnv: s.cfg.LookupEnv, PollEvery: s.cfg.PollEvery})
+		LookupEnv: s.cfg.LookupEnv, PollEvery: s.cfg.PollEvery, SpillDir: s.cfg.SpillDir})
 	if res == nil {
 		return false, err
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -43,7 +44,8 @@ var runCmd = &Command{
 				return err
 			}
 			logger := env.logger()
-			cfg := engine.SessionConfig{WorkerBin: bins.worker, TunnelBin: bins.tunnel, DrainBin: bins.drain, LogSource: logSource(env, logger), Logger: logger, LookupEnv: env.lookupEnv}
+			cfg := engine.SessionConfig{WorkerBin: bins.worker, TunnelBin: bins.tunnel, DrainBin: bins.drain, LogSource: logSource(env, logger), Logger: logger,
+				LookupEnv: env.lookupEnv, SpillDir: filepath.Join(db.stateDir, "spill")}
 			rec := &recording{dir: db.stateDir, log: logger, rec: statedir.Record{Name: sp.Name, Spec: *file, DB: statedir.DBCF}}
 			if sp.Landscape != nil {
 				if cfg.CF, cfg.API, err = cff.connect(env); err != nil {
