@@ -54,13 +54,7 @@ type ScaleDown func(ctx context.Context, app string) error
 // ScaleDownIn scales generator apps down in the space spaceGUID through the Cloud
 // Controller.
 func ScaleDownIn(cf *platform.CF, spaceGUID string) ScaleDown {
-	return func(ctx context.Context, name string) error {
-		app, err := cf.FindApp(ctx, spaceGUID, name)
-		if err != nil || app == nil {
-			return err
-		}
-		return cf.Scale(ctx, app.ProcessGUID, 0)
-	}
+	return func(ctx context.Context, name string) error { return cf.ScaleDown(ctx, spaceGUID, name) }
 }
 
 // cleaner scales the generators of dead runs down in the deployment's generator space;

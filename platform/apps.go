@@ -24,6 +24,16 @@ func (c *CF) Scale(ctx context.Context, processGUID string, instances int) error
 	return nil
 }
 
+// ScaleDown scales the web process of the app name in the space to 0 instances (the
+// generators of a run whose process died); an app that is not there is nothing to do.
+func (c *CF) ScaleDown(ctx context.Context, spaceGUID, name string) error {
+	app, err := c.FindApp(ctx, spaceGUID, name)
+	if err != nil || app == nil {
+		return err
+	}
+	return c.Scale(ctx, app.ProcessGUID, 0)
+}
+
 // Instances returns the process's desired instance count and the stats of its
 // instances (GET /v3/processes/:guid and its /stats): one entry per desired instance,
 // in CF's order, with their states (RUNNING, STARTING, CRASHED, DOWN) and usage.

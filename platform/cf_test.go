@@ -359,6 +359,19 @@ func TestCF(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("ScaleDown", func(t *testing.T) {
+		// The generators of a run whose process died: found by name, scaled to 0.
+		if err := c.ScaleDown(ctx, space.GUID, "web"); err != nil {
+			t.Fatal(err)
+		}
+		if desired, _, err := c.Instances(ctx, web.ProcessGUID); err != nil || desired != 0 {
+			t.Fatalf("after ScaleDown: desired %d, %v; want 0", desired, err)
+		}
+		if err := c.ScaleDown(ctx, space.GUID, "gone-already"); err != nil {
+			t.Fatalf("ScaleDown of an app that is not there: %v, want nothing to do", err)
+		}
+	})
 }
 
 func writeFile(t *testing.T, dir, name, body string) string {
