@@ -180,8 +180,10 @@ type runner struct {
 	opts Options
 	res  *Result
 	// back is when the results database last came back after an outage (zero: none
-	// yet). Only the run's goroutine touches it.
+	// yet); away says that a read outside db (watching a step) found it away. Only the
+	// run's goroutine touches them.
 	back time.Time
+	away bool
 }
 
 // variants runs every variant's ramp, each with its own fleet, and stops the fleets

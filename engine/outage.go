@@ -38,8 +38,10 @@ func (r *runner) db(ctx context.Context, what string, op func(context.Context) e
 		cancel()
 		if err == nil {
 			if !since.IsZero() {
-				r.back = time.Now()
-				r.opts.Reporter.Note(fmt.Sprintf("results database back after %s; the run goes on", r.back.Sub(since).Round(100*time.Millisecond)))
+				r.opts.Reporter.Note(fmt.Sprintf("results database back after %s; the run goes on", time.Since(since).Round(100*time.Millisecond)))
+			}
+			if !since.IsZero() || r.away {
+				r.back, r.away = time.Now(), false
 			}
 			return nil
 		}

@@ -153,7 +153,12 @@ func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, 
 	for {
 		if live, err := store.LiveWorkers(ctx, st.RunID, st.Variant); err == nil {
 			seen = max(seen, live)
+			if r.away {
+				r.back, r.away = time.Now(), false
+			}
 		} else if ctx.Err() == nil {
+			// The instances go on; the step's end waits for them once it is back.
+			r.away = r.away || resultsdb.Transient(err)
 			r.opts.Logger.Warn("count live generator instances", "err", err)
 		}
 		if d, err := fleet.Desired(ctx); err == nil && d != last {
