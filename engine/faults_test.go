@@ -87,6 +87,7 @@ func via(t *testing.T, dsn, addr string) string {
 // run completes and that every sample its generator instances sent is stored, once. The
 // cases run side by side: the test takes about as long as the 60 s one.
 func TestFaultsLoseNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		max       int           // steps of 1..max instances
@@ -102,36 +103,58 @@ func TestFaultsLoseNothing(t *testing.T) {
 		{name: "postgres restart on its port", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, mode: "restart"},
 		{name: "tunnel drops 5s", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 5 * time.Second, mode: "tunnel", spillMust: true},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-			defer target.Close()
-			text := strings.NewReplacer("URL", target.URL, "MAX", fmt.Sprint(c.max), "HOLD", c.hold.String()).Replace(faultSpec)
-			sp, err := spec.Parse("faults.yml", []byte(text), ".")
-			if err != nil {
-				t.Fatal(err)
-			}
-			direct, runDSN, fault := faultSetup(t, c.mode, c.for_)
-			ctx := context.Background()
-			store, err := resultsdb.Open(ctx, runDSN)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			rep := &stepStarts{first: make(chan struct{})}
+	// Every case is set up here, then all run at once: as parallel subtests only
+	// GOMAXPROCS of them would run together, and they mostly wait.
+	type outcome struct {
+		res       *Result
+		err       error
+		faultErr  error
+		rep       *stepStarts
+		direct    string
+		spillLeft []os.DirEntry
+	}
+	outs := make([]chan outcome, len(cases))
+	for i, c := range cases {
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+		t.Cleanup(target.Close)
+		text := strings.NewReplacer("URL", target.URL, "MAX", fmt.Sprint(c.max), "HOLD", c.hold.String()).Replace(faultSpec)
+		sp, err := spec.Parse("faults.yml", []byte(text), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, runDSN, fault := faultSetup(t, c.mode, c.for_)
+		store, err := resultsdb.Open(context.Background(), runDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(store.Close)
+		rep, spill := &stepStarts{first: make(chan struct{})}, t.TempDir()
+		outs[i] = make(chan outcome, 1)
+		go func() {
 			faulted := make(chan error, 1)
 			go func() {
 				<-rep.first
 				time.Sleep(c.at)
 				faulted <- fault()
 			}()
-			res, err := Run(ctx, sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir()})
-			if err != nil {
-				t.Fatalf("run: %v", err)
+			o := outcome{rep: rep, direct: direct}
+			o.res, o.err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill})
+			if o.err == nil {
+				o.faultErr = <-faulted
 			}
-			if err := <-faulted; err != nil {
-				t.Fatalf("fault: %v", err)
+			o.spillLeft, _ = os.ReadDir(spill)
+			outs[i] <- o
+		}()
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := <-outs[i]
+			res, direct := o.res, o.direct
+			if o.err != nil {
+				t.Fatalf("run: %v", o.err)
+			}
+			if o.faultErr != nil {
+				t.Fatalf("fault: %v", o.faultErr)
 			}
 			if res.Run.Status != resultsdb.RunCompleted || len(res.Summaries) != c.max {
 				t.Fatalf("run %s (%s) with %d step summaries, want completed with %d", res.Run.Status, res.Run.Reason, len(res.Summaries), c.max)
@@ -151,8 +174,11 @@ func TestFaultsLoseNothing(t *testing.T) {
 			if c.spillMust && spilled == 0 {
 				t.Errorf("no sample went through a spill file: the outage did not reach the writers")
 			}
-			if c.for_ >= 10*time.Second && c.mode == "proxy" && c.at+c.for_ > c.hold && !rep.said("results database back after") {
-				t.Errorf("the outage across the boundary was not seen by the engine: notes %q", rep.notes)
+			if len(o.spillLeft) != 0 {
+				t.Errorf("spill files left behind after every sample was stored: %v", o.spillLeft)
+			}
+			if c.for_ >= 10*time.Second && c.mode == "proxy" && c.at+c.for_ > c.hold && !o.rep.said("results database back after") {
+				t.Errorf("the outage across the boundary was not seen by the engine: notes %q", o.rep.notes)
 			}
 			if n := query[int64](t, direct, `SELECT count(*) FROM steps WHERE run_id = $1 AND ended_at IS NOT NULL`, res.Run.ID); n != int64(c.max) {
 				t.Errorf("%d steps ended, want %d", n, c.max)
