@@ -143,6 +143,12 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	r := &runner{sp: sp, run: run, opts: opts, res: res}
 	runErr := r.variants(ctx)
 	stopBeat()
+	if errors.Is(runErr, ErrOutage) {
+		// The database has been away for the whole bound: one more attempt each to
+		// record the end, then the error. The run stays "running" with an old
+		// heartbeat if they fail, and the next status or run marks it aborted.
+		r.opts.MaxOutage = time.Nanosecond
+	}
 
 	final := context.WithoutCancel(ctx)
 	status, reason := resultsdb.RunCompleted, ""

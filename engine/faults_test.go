@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -296,4 +298,60 @@ func startPG(dir string) (*pgserver.Server, error) {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	return srv, nil
+}
+
+// TestOutageBeyondTheBoundSpillsEverything: the results database goes away for longer
+// than the run waits. The run fails with ErrOutage, and what the generators held is in
+// their spill files, all of it: the error's count of samples not stored is the number
+// of records in the files, and none was dropped.
+func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer target.Close()
+	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", "3s").Replace(faultSpec)
+	sp, err := spec.Parse("faults.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := testpg.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, u.Host)
+	store, err := resultsdb.Open(context.Background(), via(t, dsn, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rep, spill := &stepStarts{first: make(chan struct{})}, t.TempDir()
+	go func() {
+		<-rep.first
+		time.Sleep(time.Second)
+		p.Cut() // for good, until the run gave up
+	}()
+	_, err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill, MaxOutage: 2 * time.Second})
+	if !errors.Is(err, ErrOutage) {
+		t.Fatalf("run: %v, want ErrOutage", err)
+	}
+	t.Logf("run: %v", err)
+	m := regexp.MustCompile(`(\d+) samples not stored, (\d+) of them in `).FindStringSubmatch(err.Error())
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("error %q: want every sample not stored to be in a spill file", err)
+	}
+	files, _ := os.ReadDir(spill)
+	var records int64
+	for _, f := range files {
+		info, err := f.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		records += info.Size() / 32
+	}
+	if fmt.Sprint(records) != m[1] || records == 0 {
+		t.Fatalf("%d records in %d spill files, the error says %s samples not stored", records, len(files), m[1])
+	}
+	if strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("samples dropped: %v", err)
+	}
 }
