@@ -159,20 +159,11 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 
 	// examples/cc-api.yml against this foundation's Cloud Controller, with the token of
 	// the cf CLI's login (the plugin passes it as ${CF_OAUTH_TOKEN}).
-	sp, err := os.ReadFile(filepath.Join(root, "examples", "cc-api.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.Replace(string(sp), "url: https://api.sys.example.com", "url: "+info.APIURL, 1)
-	s = strings.Replace(s, "  users: [1, 2, 4, 8, 16, 32]\n  hold: 60s\n", "  users: [1, 4]\n  hold: 3s\n", 1)
-	s = strings.Replace(s, "  warmup: 5s\n", "  warmup: 1s\n", 1)
-	if !strings.Contains(s, info.APIURL) || !strings.Contains(s, "hold: 3s") || !strings.Contains(s, "warmup: 1s") {
-		t.Fatal("examples/cc-api.yml changed shape: update this test")
-	}
-	ccSpec := filepath.Join(t.TempDir(), "cc-api.yml")
-	if err := os.WriteFile(ccSpec, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ccSpec := writeTemp(t, "cc-api.yml", editedExample(t, root, "cc-api.yml", map[string]string{
+		"url: https://api.sys.example.com":             "url: " + info.APIURL,
+		"  users: [1, 2, 4, 8, 16, 32]\n  hold: 60s\n": "  users: [1, 4]\n  hold: 3s\n",
+		"  warmup: 5s\n":                               "  warmup: 1s\n",
+	}))
 	cc := startCF(t, cf, "run-benchmark", "-f", ccSpec)
 	ccRun := cc.waitFor(t, regexp.MustCompile(`^run (\S+): cc-api, 1 variant\(s\), 2 step\(s\) each`))[1]
 	if out, code := cc.wait(t); code != 0 {
@@ -201,12 +192,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 // instances of 8 s each.
 func writeJavaVsNodeSpec(t *testing.T, root, accessLog string) string {
 	t.Helper()
-	sp, err := os.ReadFile(filepath.Join(root, "examples", "java-vs-node.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(sp)
-	for old, repl := range map[string]string{
+	return writeTemp(t, "java-vs-node.yml", editedExample(t, root, "java-vs-node.yml", map[string]string{
 		"../manifests/": filepath.Join(root, "manifests") + "/",
 		"path: ../.cfbench/foundation/access.log":                        "path: " + accessLog,
 		"  start: 4\n  step: 4\n  max: 40\n  hold: 60s\n  warmup: 10s\n": "  start: 1\n  step: 1\n  max: 2\n  hold: 8s\n  warmup: 2s\n",
@@ -216,17 +202,7 @@ func writeJavaVsNodeSpec(t *testing.T, root, accessLog string) string {
 		// 1/latency, and a test host busy with other packages' tests can hold the
 		// second user's step flat (a true plateau, which the run then reports).
 		"  model: closed\n  users: 1 # one generator instance = one user\n": "  model: open\n  rate: 100\n  max_in_flight: 16\n",
-	} {
-		if !strings.Contains(s, old) {
-			t.Fatalf("examples/java-vs-node.yml has no %q: update this test", old)
-		}
-		s = strings.ReplaceAll(s, old, repl)
-	}
-	file := filepath.Join(t.TempDir(), "java-vs-node.yml")
-	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
+	}))
 }
 
 // outOfOrder is a request whose inner timing exceeds the outer one by delta µs.

@@ -319,37 +319,12 @@ func buildPushed(t *testing.T, root string) string {
 	return dir
 }
 
-// writeSpec copies examples/stub-on-cf.yml and manifests/stub.yml next to each other in
-// a temp dir, the manifest pointing at the freshly built stub, the router logs at the
-// test foundation's access log, and the steps long enough for a cf scale by hand to
-// land inside one.
+// writeSpec copies examples/stub-on-cf.yml beside manifests/stub.yml (writeExample),
+// the router logs at the test foundation's access log, and the steps long enough for a
+// cf scale by hand to land inside one.
 func writeSpec(t *testing.T, root, bins, accessLog string) string {
-	t.Helper()
-	dir := t.TempDir()
-	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
-	if m == string(manifest) {
-		t.Fatal("manifests/stub.yml has no 'path: ../bin/stub' to point at the test's build")
-	}
-	sp, err := os.ReadFile(filepath.Join(root, "examples", "stub-on-cf.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(sp), "../manifests/stub.yml", "stub.yml")
-	s = strings.Replace(s, "hold: 5s", "hold: 8s", 1)
-	s = strings.Replace(s, "path: ../.cfbench/foundation/access.log", "path: "+accessLog, 1)
-	if !strings.Contains(s, "hold: 8s") || !strings.Contains(s, "manifest: stub.yml") || !strings.Contains(s, accessLog) {
-		t.Fatal("examples/stub-on-cf.yml changed shape: update this test")
-	}
-	for name, text := range map[string]string{"stub.yml": m, "stub-on-cf.yml": s} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dir, "stub-on-cf.yml")
+	return writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{"hold: 5s": "hold: 8s",
+		"path: ../.cfbench/foundation/access.log": "path: " + accessLog})
 }
 
 // writeRepeatsSpec copies examples/repeats.yml into a temp dir beside manifests/stub.yml
@@ -360,33 +335,50 @@ func writeRepeatsSpec(t *testing.T, root, bins string) string {
 }
 
 // writeExample copies examples/NAME into a temp dir beside manifests/stub.yml pointing
-// at the freshly built stub, with each of edits (old: new) applied; an example that
-// lacks an old text fails the test, saying to update it.
+// at the freshly built stub, with edits applied (editedExample).
 func writeExample(t *testing.T, root, bins, name string, edits map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
 	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := writeTemp(t, name, strings.ReplaceAll(editedExample(t, root, name, edits), "../manifests/stub.yml", "stub.yml"))
+	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
+	if m == string(manifest) {
+		t.Fatal("manifests/stub.yml has no 'path: ../bin/stub' to point at the test's build")
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(spec), "stub.yml"), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// editedExample is examples/NAME with each of edits (old: new) applied; an example that
+// lacks an old text fails the test, saying to update it.
+func editedExample(t *testing.T, root, name string, edits map[string]string) string {
+	t.Helper()
 	sp, err := os.ReadFile(filepath.Join(root, "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.ReplaceAll(string(sp), "../manifests/stub.yml", "stub.yml")
+	s := string(sp)
 	for old, repl := range edits {
 		if !strings.Contains(s, old) {
 			t.Fatalf("examples/%s has no %q: update this test", name, old)
 		}
 		s = strings.ReplaceAll(s, old, repl)
 	}
-	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
-	for file, text := range map[string]string{"stub.yml": m, name: s} {
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	return s
+}
+
+// writeTemp writes text as NAME into a temp dir of its own and returns its path.
+func writeTemp(t *testing.T, name, text string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(dir, name)
+	return file
 }
 
 // assertNoDrain checks that no drain of stub-drain is left: no service instance of
@@ -418,30 +410,7 @@ func assertNoDrain(t *testing.T, cl *client.Client) {
 // writeDrainSpec copies examples/stub-drain.yml into a temp dir beside manifests/stub.yml
 // pointing at the freshly built stub, with steps of 2 s.
 func writeDrainSpec(t *testing.T, root, bins string) string {
-	t.Helper()
-	dir := t.TempDir()
-	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "stub.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := os.ReadFile(filepath.Join(root, "examples", "stub-drain.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(sp)
-	for old, repl := range map[string]string{"../manifests/stub.yml": "stub.yml", "  hold: 5s\n  warmup: 1s\n": "  hold: 2s\n  warmup: 500ms\n"} {
-		if !strings.Contains(s, old) {
-			t.Fatalf("examples/stub-drain.yml has no %q: update this test", old)
-		}
-		s = strings.ReplaceAll(s, old, repl)
-	}
-	m := strings.ReplaceAll(string(manifest), "path: ../bin/stub", "path: "+filepath.Join(bins, "stub"))
-	for name, text := range map[string]string{"stub.yml": m, "stub-drain.yml": s} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dir, "stub-drain.yml")
+	return writeExample(t, root, bins, "stub-drain.yml", map[string]string{"  hold: 5s\n  warmup: 1s\n": "  hold: 2s\n  warmup: 500ms\n"})
 }
 
 // cfProcess is a cf command running in the background whose output is read line by line.
