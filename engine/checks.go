@@ -250,7 +250,8 @@ func CheckContention(c spec.Contention, m resultsdb.StepSummary) (f *Finding, no
 }
 
 // CheckPoolExhaustion reports a step whose requests spent at least c.WaitShare of their
-// app time waiting for a database connection (app timings), or in which the apps'
+// app time, and at least c.MinWait on average, waiting for a database connection (app
+// timings), or in which the apps'
 // database server had at least c.ConnectionsShare of its max_connections in use (where
 // the run watched it). Without either there is nothing to judge. poolSize is the app's
 // connection pool per instance where its environment says (PoolSizeEnv), else 0; it is
@@ -264,7 +265,7 @@ func CheckPoolExhaustion(c spec.PoolExhaustion, m resultsdb.StepSummary, poolSiz
 	if m.AppTimed > 0 && m.AppTotal != nil && m.AppPoolWait != nil && *m.AppTotal > 0 {
 		share := float64(*m.AppPoolWait) / float64(*m.AppTotal)
 		ev["pool_wait_mean_ms"], ev["app_mean_ms"], ev["pool_wait_share"], ev["requests"] = ms(*m.AppPoolWait), ms(*m.AppTotal), share, m.AppTimed
-		if share >= c.WaitShare {
+		if share >= c.WaitShare && *m.AppPoolWait >= c.MinWait {
 			pool := "a database connection"
 			if poolSize > 0 {
 				pool = fmt.Sprintf("one of the %d pooled connections per instance", poolSize)

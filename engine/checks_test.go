@@ -187,6 +187,11 @@ func TestCheckPoolExhaustion(t *testing.T) {
 		"waited 6.000ms on average for a database connection, 60% of their 10.0ms")
 	wantFinding(t, CheckPoolExhaustion(c, m(10*time.Millisecond, time.Millisecond), 2), "", "")
 	wantFinding(t, CheckPoolExhaustion(c, resultsdb.StepSummary{}, 2), "", "")
+	// A clean java-vs-node run on a busy host: node waited 0.404 ms of 1.895 ms (21%) with
+	// 18 of 200 server connections in use, its pool of 30 far from full.
+	clean := m(1895*time.Microsecond, 404*time.Microsecond)
+	clean.DBConnections, clean.DBMaxConnections = n(18), n(200)
+	wantFinding(t, CheckPoolExhaustion(c, clean, 30), "", "")
 
 	// examples/confounders/pool.yml: 2 connections, 4 users, 20 ms of pg_sleep each.
 	pool := m(40*time.Millisecond, 20*time.Millisecond)

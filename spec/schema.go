@@ -464,6 +464,7 @@ func (d *decoder) checks(c *Checks) func(value) {
 				optional("load_growth_min", share(&c.Plateau.LoadGrowthMin)))),
 			optional("pool_exhaustion", d.check(&c.PoolExhaustion.Level, warn,
 				optional("wait_share", share(&c.PoolExhaustion.WaitShare)),
+				optional("min_wait", d.duration(&c.PoolExhaustion.MinWait, 0)),
 				optional("connections_share", share(&c.PoolExhaustion.ConnectionsShare)))),
 			optional("contention", d.check(&c.Contention.Level, warn,
 				optional("wait_share", share(&c.Contention.WaitShare)),

@@ -300,12 +300,14 @@ type Plateau struct {
 }
 
 // PoolExhaustion trips when, in a step's app timings, the apps spent at least WaitShare
-// of their time waiting for a database connection, or when the apps' database server
-// (where the run can reach it) had at least ConnectionsShare of its max_connections in
-// use.
+// of their time waiting for a database connection and at least MinWait on average (a
+// fast app's sub-millisecond waits for a connection being opened are no queue), or when
+// the apps' database server (where the run can reach it) had at least ConnectionsShare
+// of its max_connections in use.
 type PoolExhaustion struct {
 	Level            CheckLevel
 	WaitShare        float64
+	MinWait          time.Duration
 	ConnectionsShare float64
 }
 
@@ -348,7 +350,7 @@ func DefaultChecks() Checks {
 		Colocation:          CheckFail,
 		GeneratorSaturation: GeneratorSaturation{Level: CheckWarn, SendLagShare: 0.1, SendLagMin: 500 * time.Microsecond, CPUShare: 0.9},
 		Plateau:             Plateau{Level: CheckWarn, ServedBelow: 0.25, AppCPUBelow: 0.5, LoadGrowthMin: 0.1},
-		PoolExhaustion:      PoolExhaustion{Level: CheckWarn, WaitShare: 0.2, ConnectionsShare: 0.9},
+		PoolExhaustion:      PoolExhaustion{Level: CheckWarn, WaitShare: 0.2, MinWait: time.Millisecond, ConnectionsShare: 0.9},
 		Contention:          Contention{Level: CheckWarn, WaitShare: 0.5, WaitedCores: 0.5, CPUShare: 0.8},
 		Stall:               Stall{Level: CheckWarn, Longest: time.Second, OmittedShare: 0.01},
 		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
