@@ -92,6 +92,7 @@ func (s *Server) routes() {
 	s.userProvidedRoutes()
 	s.routesRoutes()
 	s.roleRoutes()
+	s.featureFlagRoutes()
 }
 
 func (s *Server) emptyList(c *call) error {

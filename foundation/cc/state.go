@@ -32,6 +32,8 @@ type State struct {
 	SecurityGroups    map[string]*SecurityGroup    `json:"security_groups"`
 	Roles             map[string]*Role             `json:"roles"`
 	AuditEvents       []*AuditEvent                `json:"audit_events,omitempty"` // oldest first
+	// FeatureFlags are the flags an operator set; the rest have their defaults.
+	FeatureFlags map[string]*FeatureFlag `json:"feature_flags,omitempty"`
 }
 
 func newState() *State {
