@@ -137,9 +137,13 @@ type Droplet struct {
 
 // Domain is a shared domain for routes.
 type Domain struct {
-	GUID    string    `json:"guid"`
-	Name    string    `json:"name"`
-	Created time.Time `json:"created_at"`
+	GUID string `json:"guid"`
+	Name string `json:"name"`
+	// OrgGUID owns a private domain ("" = shared); SharedOrgs may use it too.
+	OrgGUID    string    `json:"org_guid,omitempty"`
+	SharedOrgs []string  `json:"shared_orgs,omitempty"`
+	Internal   bool      `json:"internal,omitempty"`
+	Created    time.Time `json:"created_at"`
 }
 
 // Route maps host.domain to apps.

@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.routesRoutes()
 	s.roleRoutes()
 	s.featureFlagRoutes()
+	s.domainRoutes()
 }
 
 func (s *Server) emptyList(c *call) error {
@@ -144,7 +145,10 @@ func (s *Server) defaultDomain(c *call) error {
 	return c.json(http.StatusOK, s.renderDomain(d))
 }
 
-func (s *Server) listDomains(c *call) error {
+func (s *Server) listDomains(c *call) error { return s.domains(c, "") }
+
+// domains lists the domains (those org may use, when set).
+func (s *Server) domains(c *call, org string) error {
 	q, err := c.query()
 	if err != nil {
 		return err
@@ -152,7 +156,10 @@ func (s *Server) listDomains(c *call) error {
 	var out []*Domain
 	s.st.read(func(st *State) {
 		for _, d := range sorted(st.Domains, func(d *Domain) time.Time { return d.Created }, func(d *Domain) string { return d.GUID }) {
-			if q.match("names", d.Name) && q.match("guids", d.GUID) {
+			// organization_guids: the domains these orgs own.
+			orgs := q.list("organization_guids")
+			if q.match("names", d.Name) && q.match("guids", d.GUID) && (orgs == nil || slices.Contains(orgs, d.OrgGUID)) &&
+				(org == "" || d.visibleTo(org)) {
 				out = append(out, clone(d))
 			}
 		}
@@ -247,7 +254,8 @@ func (s *Server) createSpace(c *call) error {
 			return nil, unprocessable("Invalid organization. Ensure the organization exists and you have access to it.")
 		}
 		if st.spaceByName(org.GUID, body.Name) != nil {
-			return nil, unprocessable("Organization '%s' already contains a space with name '%s'.", org.Name, body.Name)
+			// CC's words, which the cf CLI matches to say "Space X already exists" and exit 0.
+			return nil, unprocessable("Name must be unique per organization")
 		}
 		now := time.Now().UTC()
 		sp := &Space{GUID: newGUID(), Name: body.Name, OrgGUID: org.GUID, Created: now, Updated: now}

@@ -200,11 +200,20 @@ func (s *Server) renderRoute(r *Route, url string) any {
 }
 
 func (s *Server) renderDomain(d *Domain) any {
+	shared := []obj{}
+	for _, o := range d.SharedOrgs {
+		shared = append(shared, obj{"guid": o})
+	}
+	links := obj{"self": link(s, "/v3/domains/"+d.GUID), "route_reservations": link(s, "/v3/domains/"+d.GUID+"/route_reservations")}
+	if d.OrgGUID != "" {
+		links["organization"] = link(s, "/v3/organizations/"+d.OrgGUID)
+		links["shared_organizations"] = link(s, "/v3/domains/"+d.GUID+"/relationships/shared_organizations")
+	}
 	return obj{
-		"guid": d.GUID, "name": d.Name, "internal": false, "router_group": nil, "supported_protocols": []string{"http"},
+		"guid": d.GUID, "name": d.Name, "internal": d.Internal, "router_group": nil, "supported_protocols": []string{"http"},
 		"created_at": ts(d.Created), "updated_at": ts(d.Created), "metadata": metadata(),
-		"relationships": obj{"organization": rel(""), "shared_organizations": obj{"data": []obj{}}},
-		"links":         obj{"self": link(s, "/v3/domains/"+d.GUID), "route_reservations": link(s, "/v3/domains/"+d.GUID+"/route_reservations")},
+		"relationships": obj{"organization": rel(d.OrgGUID), "shared_organizations": obj{"data": shared}},
+		"links":         links,
 	}
 }
 

@@ -224,12 +224,13 @@ func (s *Server) getDomain(c *call) error {
 	return c.json(http.StatusOK, s.renderDomain(d))
 }
 
-// orgDomains lists the domains an org may use: every domain here is shared.
+// orgDomains lists the domains an org may use: the shared ones, its private ones and
+// those shared with it.
 func (s *Server) orgDomains(c *call) error {
 	var found bool
 	s.st.read(func(st *State) { found = st.Orgs[c.r.PathValue("guid")] != nil })
 	if !found {
 		return notFound("Organization")
 	}
-	return s.listDomains(c)
+	return s.domains(c, c.r.PathValue("guid"))
 }

@@ -470,6 +470,7 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "POST", path: "/v3/roles", body: map[string]any{"type": "organization_user", "relationships": map[string]any{"user": map[string]any{"data": map[string]any{"username": "admin"}},
 			"organization": map[string]any{"data": map[string]any{"guid": guids["{org}"]}}}}, status: 201, shape: "role"},
 		{method: "GET", path: "/v3/roles", shape: "role", list: true},
+		{method: "POST", path: "/v3/domains", body: map[string]any{"name": "shapes.example.com"}, status: 201, shape: "domain"},
 		{method: "GET", path: "/v3/feature_flags", shape: "feature_flag", list: true},
 		{method: "PATCH", path: "/v3/feature_flags/diego_docker", body: map[string]any{"enabled": true, "custom_error_message": "ask the operator"}, shape: "feature_flag"},
 		{method: "GET", path: "/v3/feature_flags/diego_docker", shape: "feature_flag"},
