@@ -426,6 +426,15 @@ func (q *query) match(key, value string) bool {
 	return l == nil || slices.Contains(l, value)
 }
 
+// nameLess orders names as CC's database collation does, case-insensitively (ABC,
+// ghi, XYZ), so that `cf orgs` lists as on CF.
+func nameLess(a, b string) bool {
+	if la, lb := strings.ToLower(a), strings.ToLower(b); la != lb {
+		return la < lb
+	}
+	return a < b
+}
+
 // paginate sorts items by order_by (name, created_at, updated_at; "-" for descending)
 // and answers one page in the CC list envelope.
 func paginate[T any](c *call, q *query, items []T, name func(T) string, created func(T) time.Time, render func(T) any, included map[string]any) error {
@@ -434,9 +443,9 @@ func paginate[T any](c *call, q *query, items []T, name func(T) string, created 
 	case "-created_at":
 		sort.SliceStable(items, func(i, j int) bool { return created(items[i]).After(created(items[j])) })
 	case "name":
-		sort.SliceStable(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
+		sort.SliceStable(items, func(i, j int) bool { return nameLess(name(items[i]), name(items[j])) })
 	case "-name":
-		sort.SliceStable(items, func(i, j int) bool { return name(items[i]) > name(items[j]) })
+		sort.SliceStable(items, func(i, j int) bool { return nameLess(name(items[j]), name(items[i])) })
 	case "updated_at", "-updated_at":
 		// Updates are rare here: creation order is a fair stand-in.
 		if q.orderBy[0] == '-' {
@@ -480,4 +489,21 @@ func paginate[T any](c *call, q *query, items []T, name func(T) string, created 
 		body["included"] = included
 	}
 	return c.json(http.StatusOK, body)
+}
+
+// v2 answers the CC v2 API, which this foundation does not serve (the root document
+// says so: cloud_controller_v2 is null), as CC answers any request: authentication
+// first, then an unknown request, in v2's error shape ({description, error_code,
+// code}), which `cf curl /v2/...` prints.
+func (s *Server) v2(w http.ResponseWriter, r *http.Request) {
+	e := s.authenticate(r)
+	if e == nil {
+		e = errUnknownRequest
+	}
+	var ce *Error
+	if !errors.As(e, &ce) {
+		ce = errInvalidToken
+	}
+	c := &call{s: s, w: w, r: r}
+	c.json(ce.status, map[string]any{"description": ce.Detail, "error_code": ce.Title, "code": ce.Code})
 }

@@ -16,6 +16,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /info", s.loginInfo)
 	s.mux.HandleFunc("GET /v3", func(w http.ResponseWriter, r *http.Request) { s.v3root(&call{s: s, w: w, r: r}) })
 	s.handle("/v3/", func(c *call) error { return errUnknownRequest })
+	s.mux.HandleFunc("/v2/", s.v2)
 
 	s.handle("GET /v3/organizations", s.listOrgs)
 	s.handle("GET /v3/organizations/{guid}", s.getOrg)
