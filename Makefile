@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 export CGO_ENABLED := 0
 PUSHED    := GOOS=linux GOARCH=amd64
 
-.PHONY: build demo gallery check lint test bench deps clean
+.PHONY: build demo gallery check lint test bench deps clean cf-cli-suite
 
 build:
 	$(GO) build $(GOFLAGS_B) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/cf-benchmark ./plugin
@@ -65,6 +65,12 @@ test: deps build lint
 	wait $$race && exit $$e2e
 	$(GO) test -count=1 -timeout 20m -run '$(MEASURED)' ./e2e
 	scripts/test-apps.sh
+
+# The cf CLI's own integration specs (the selection of foundation/clisuite) against a
+# fresh local foundation: specs passed / run per file and in total. `make test` runs a
+# quick subset of them (TestCFCLISpecsQuickSubset).
+cf-cli-suite: deps
+	scripts/cf-cli-suite.sh $(CF_CLI_SUITE_FLAGS)
 
 # The load-generator benchmark (cmd/cfbench-bench; BENCH_FLAGS="-seconds 3 -repeat 1" for
 # a quick trial), then the hot-path micro-benchmarks.

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds what running the cf CLI's own integration suites needs, into a cache dir, and
+# prints one NAME=PATH line each on stdout (progress goes to stderr):
+#   cf=       the cf CLI (scripts/install-cf-cli.sh)
+#   ginkgo=   the ginkgo v2 CLI, at the version the cf CLI's go.mod pins
+#   suites=   the dir holding SUITE/SUITE.test, the compiled Ginkgo suites of
+#             integration/v7 (push, isolated, global); Ginkgo runs each in its own dir,
+#             where ../../assets is the release's integration/assets, as the specs
+#             expect
+#   source=   the cf CLI module's source (read-only, in the Go module cache)
+# A second run finds everything cached and returns at once.
+#
+#   CFBENCH_CACHE   cache root (default: $HOME/.cache/cf-benchmark)
+#
+# The suites come from the same release the cf CLI is built from, fetched the same way
+# (scripts/lib/gomod-build.sh): ginkgo and the test dependencies resolve from the
+# release's own go.sum.
+set -euo pipefail
+
+readonly cli_module=code.cloudfoundry.org/cli/v8
+readonly cli_version=v8.18.0
+readonly suites=(push isolated global)
+TAG=build-cf-cli-suite
+# shellcheck source=lib/gomod-build.sh
+. "$(dirname "$0")/lib/gomod-build.sh"
+
+cf=$("$(dirname "$0")/install-cf-cli.sh")
+cache_root=${CFBENCH_CACHE:-${HOME:?HOME or CFBENCH_CACHE must be set}/.cache/cf-benchmark}
+dir=$cache_root/cf-cli-suite/$cli_version
+v7=$dir/integration/v7
+
+# The module's source dir, without a download when it is cached.
+source_dir=$(cd /tmp && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$cli_module@$cli_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+
+missing=
+[ -x "$dir/ginkgo" ] && [ -d "$dir/integration/assets" ] || missing=1
+for s in "${suites[@]}"; do
+	[ -x "$v7/$s/$s.test" ] || missing=1
+done
+if [ -n "$missing" ]; then
+	gomod_fetch "$cli_module" "$cli_version"
+	ginkgo_version=$(sed -n 's/^[[:space:]]*github.com\/onsi\/ginkgo\/v2 \(v[^ ]*\)$/\1/p' "$GOMOD_SRC/go.mod" | head -n 1)
+	log "building ginkgo $ginkgo_version (the version $cli_module $cli_version pins)"
+	mkdir -p "$dir"
+	(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go build -mod=mod -o "$dir/.ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo) && mv -f "$dir/.ginkgo.tmp" "$dir/ginkgo"
+	for s in "${suites[@]}"; do
+		log "compiling the $s suite"
+		mkdir -p "$v7/$s"
+		(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go test -mod=mod -c -o "$v7/$s/.$s.tmp" "$cli_module/integration/v7/$s") && mv -f "$v7/$s/.$s.tmp" "$v7/$s/$s.test"
+	done
+	ln -sfn "$GOMOD_SRC/integration/assets" "$dir/integration/assets"
+fi
+printf 'cf=%s\nginkgo=%s\nsuites=%s\nsource=%s\n' "$cf" "$dir/ginkgo" "$v7" "$source_dir"
