@@ -40,10 +40,10 @@ var Selection = []Suite{
 	{Name: "global", Files: testFiles("_command", "env"), Serial: true},
 }
 
-// Quick is the subset `make test` runs: a few files that exercise login, orgs, spaces,
-// targeting and the API passthrough in well under a minute.
+// Quick is the subset `make test` runs: a few files that exercise auth, targeting,
+// orgs, spaces, domains and isolation segments, without pushing an app.
 var Quick = []Suite{
-	{Name: "isolated", Files: testFiles("_command", "orgs", "spaces", "target", "curl")},
+	{Name: "isolated", Files: testFiles("_command", "target", "create_org", "create_space", "org")},
 }
 
 func testFiles(suffix string, names ...string) []string {
