@@ -2,7 +2,6 @@ package clisuite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -149,7 +148,7 @@ func runSuite(ctx context.Context, o Options, suite Suite, excl []Exclusion) ([]
 		return nil, fmt.Errorf("%s suite: %w (ginkgo: %v; see %s)", suite.Name, err, runErr, log.Name())
 	}
 	if ctx.Err() != nil {
-		return reports, errors.Join(fmt.Errorf("%s suite: %w", suite.Name, ctx.Err()))
+		return reports, fmt.Errorf("%s suite: %w", suite.Name, ctx.Err())
 	}
 	return reports, nil
 }
