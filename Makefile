@@ -47,24 +47,9 @@ lint:
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
 
-# Everything, as CI runs it (.ci/run). Never -short: a test whose program is missing
-# fails here instead of skipping. The end-to-end runs that judge their own measurements
-# (a clean run must trip no check) go last, alone: beside the Elasticsearch and
-# OpenSearch suites a 2-core host is contended, and the contention and plateau checks
-# would rightly say so.
-#
-# The e2e package runs without the race detector, beside the others: in its own process
-# it runs only the local foundation, whose packages' own tests run under the detector;
-# the plugin, workers and apps it drives are binaries built without it. Under it the
-# foundation's staging and router took several times the CPU (a push 4.5 s instead of
-# 0.5 s), which slowed every run and took CPU from the apps whose figures e2e judges.
-MEASURED := ^(TestJavaVsNodeOnLocalFoundation|TestConfounders)$$
+# Everything, as CI runs it (.ci/run): the stages and why are in scripts/test.sh.
 test: deps build lint
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '$(MEASURED)' $$($(GO) list ./... | grep -v '/e2e$$') & race=$$!; \
-	$(GO) test -count=1 -timeout 20m -skip '$(MEASURED)' ./e2e; e2e=$$?; \
-	wait $$race && exit $$e2e
-	$(GO) test -count=1 -timeout 20m -run '$(MEASURED)' ./e2e
-	scripts/test-apps.sh
+	GO=$(GO) scripts/test.sh
 
 # The cf CLI's own integration specs (the selection of foundation/clisuite) against a
 # fresh local foundation: specs passed / run per file and in total. `make test` runs a
