@@ -14,10 +14,12 @@ import (
 )
 
 // appLogs puts the lines instances write into their log files (the cells' LogDir:
-// PROCESS/INDEX.log) into the Log Cache as LOG envelopes, as Loggregator carries an
-// app's output, so that `cf logs` shows them: the cell's own lines ([CELL/N] …) as
-// source type CELL, the app's output as APP/PROC/WEB (stdout and stderr share the
-// file, so both are OUT). A file is read from where it ended when first seen, so a
+// PROCESS/INDEX.log for stdout and the cell's lines, PROCESS/INDEX.err for stderr) into
+// the Log Cache as LOG envelopes, as Loggregator carries an app's output, so that
+// `cf logs` shows them: the cell's own lines ([CELL/N] …) as source type CELL, the
+// app's output as APP/PROC/WEB, stdout as OUT and stderr as ERR. Lines of one scan
+// carry the scan's time, so the order between an instance's stdout and stderr within
+// one scan is not kept (nor does Loggregator promise it). A file is read from where it ended when first seen, so a
 // restarted foundation does not replay old output; a line is sent once complete. Only
 // web processes are read: their guid is their app's, the Log Cache source.
 type appLogs struct {
@@ -42,7 +44,7 @@ const maxLogRead = 1 << 20
 // router's access log.
 func newAppLogs(dir, accessLog string, store *logcache.Store, appOf func(string) (string, bool)) *appLogs {
 	a := &appLogs{dir: dir, accessLog: accessLog, store: store, appOf: appOf, offsets: map[string]int64{}, partial: map[string][]byte{}}
-	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	files := instanceLogs(dir)
 	if accessLog != "" {
 		files = append(files, accessLog)
 	}
@@ -57,10 +59,10 @@ func newAppLogs(dir, accessLog string, store *logcache.Store, appOf func(string)
 // scan sends the complete lines written since the previous scan, stamped now.
 func (a *appLogs) scan(now time.Time) {
 	a.scanAccessLog(now)
-	files, _ := filepath.Glob(filepath.Join(a.dir, "*", "*.log"))
-	for _, path := range files {
+	for _, path := range instanceLogs(a.dir) {
 		process := filepath.Base(filepath.Dir(path))
-		index, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(path), ".log"))
+		name, stderr := strings.CutSuffix(filepath.Base(path), ".err")
+		index, err := strconv.Atoi(strings.TrimSuffix(name, ".log"))
 		if err != nil {
 			continue
 		}
@@ -70,10 +72,23 @@ func (a *appLogs) scan(now time.Time) {
 		}
 		var envs []logcache.Envelope
 		for _, line := range a.lines(path) {
-			envs = append(envs, logEnvelope(app, index, string(line), now))
+			if stderr {
+				e := appLogEnvelope(app, "APP/PROC/WEB", strconv.Itoa(index), string(line), now)
+				e.Log.Type = "ERR"
+				envs = append(envs, e)
+			} else {
+				envs = append(envs, logEnvelope(app, index, string(line), now))
+			}
 		}
 		a.put(envs)
 	}
+}
+
+// instanceLogs lists the instances' stdout (.log) and stderr (.err) files under dir.
+func instanceLogs(dir string) []string {
+	out, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	errs, _ := filepath.Glob(filepath.Join(dir, "*", "*.err"))
+	return append(out, errs...)
 }
 
 // put stores envelopes and hands them to the drains.

@@ -12,8 +12,8 @@ import (
 )
 
 // Instance output becomes LOG envelopes of the app: new lines only, complete lines
-// only, the cell's own lines as CELL without their time stamp, files of processes that
-// are no app's web process skipped.
+// only, stdout as OUT and stderr (the .err file) as ERR, the cell's own lines as CELL
+// without their time stamp, files of processes that are no app's web process skipped.
 func TestAppLogs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -31,22 +31,26 @@ func TestAppLogs(t *testing.T) {
 		f.Close()
 	}
 	appendTo("app-1/0.log", "from before the foundation started\n")
+	appendTo("app-1/0.err", "stderr from before\n")
 	store := logcache.NewStore(0)
 	a := newAppLogs(dir, "", store, func(p string) (string, bool) { return p, p == "app-1" })
 	appendTo("app-1/0.log", "[CELL/0] 2026-11-24T10:00:00Z Container became healthy\nhello\nhalf a li")
 	appendTo("app-1/1.log", "instance one\n")
+	appendTo("app-1/1.err", "[CELL/1] 2026-11-24T10:00:00Z not a cell line on stderr\n")
 	appendTo("worker-9/0.log", "not an app's web process\n")
 	now := time.Unix(0, 1000)
 	a.scan(now)
 	appendTo("app-1/0.log", "ne\n")
+	appendTo("app-1/0.err", "panic: boom\n")
 	a.scan(now.Add(time.Second))
 
 	got := []string{}
 	for _, e := range store.Read(logcache.Query{SourceID: "app-1", End: 1 << 62, Limit: 100, Types: []string{logcache.TypeLog}}) {
-		got = append(got, fmt.Sprintf("%d %s/%s %s", e.Timestamp, e.Tags["source_type"], e.InstanceID, e.Log.Payload))
+		got = append(got, fmt.Sprintf("%d %s/%s %s %s", e.Timestamp, e.Tags["source_type"], e.InstanceID, e.Log.Type, e.Log.Payload))
 	}
-	want := []string{"1000 CELL/0 Container became healthy", "1000 APP/PROC/WEB/0 hello", "1000 APP/PROC/WEB/1 instance one",
-		"1000001000 APP/PROC/WEB/0 half a line"}
+	want := []string{"1000 CELL/0 OUT Container became healthy", "1000 APP/PROC/WEB/0 OUT hello", "1000 APP/PROC/WEB/1 OUT instance one",
+		"1000 APP/PROC/WEB/1 ERR [CELL/1] 2026-11-24T10:00:00Z not a cell line on stderr",
+		"1000001000 APP/PROC/WEB/0 OUT half a line", "1000001000 APP/PROC/WEB/0 ERR panic: boom"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("envelopes:\n got  %q\n want %q", got, want)
 	}

@@ -85,7 +85,7 @@ type ProcessSpec struct {
 // Config configures Cells. Zero values take the defaults in the field comments.
 type Config struct {
 	Host      string        // address instances listen on / report, default 127.0.0.1
-	LogDir    string        // per-instance stdout/stderr files: LogDir/<process guid>/<index>.log (append); "" discards output
+	LogDir    string        // per-instance output, appended: LogDir/<process guid>/<index>.log (stdout and the cell's [CELL/N] lines) and <index>.err (stderr); "" discards it
 	StopGrace time.Duration // SIGTERM → wait → SIGKILL, default 10s
 	// StatsInterval is how often CPU, memory and disk are sampled, default 15s (Diego's
 	// metrics interval).

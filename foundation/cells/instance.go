@@ -142,8 +142,10 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	c.mu.Unlock()
 	containerDir := filepath.Join(tmpRoot, in.spec.ProcessGUID, fmt.Sprintf("%d-%s", in.index, guid))
 	defer os.RemoveAll(containerDir)
-	logw, closeLog := in.openLog()
+	logw, closeLog := in.openLog(".log")
 	defer closeLog()
+	errw, closeErr := in.openLog(".err")
+	defer closeErr()
 	workDir, tmpDir, err := c.prepareContainer(containerDir, in.spec.Dir)
 	if err != nil {
 		d := "failed to create container: " + err.Error()
@@ -180,8 +182,12 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	spec.Dir = workDir
 	cmd.Dir = workDir
 	cmd.Env = instanceEnv(spec, c.path, c.cfg.Host, in.cell.addr, in.index, guid, port, tmpDir)
+	// Two files, as Diego streams stdout and stderr apart (OUT and ERR in cf logs).
 	if f, ok := logw.(*os.File); ok {
-		cmd.Stdout, cmd.Stderr = f, f
+		cmd.Stdout = f
+	}
+	if f, ok := errw.(*os.File); ok {
+		cmd.Stderr = f
 	}
 	// Own process group: stop signals reach every child (npm → sh → node). The first
 	// process dies with this one (see sandbox.go for the rest).
@@ -399,9 +405,10 @@ func (in *instance) setState(update func(*Instance)) {
 	}
 }
 
-// openLog opens LogDir/<process guid>/<index>.log for appending; without a LogDir the
+// openLog opens LogDir/<process guid>/<index><suffix> for appending: ".log" for the
+// instance's stdout and the cell's lines, ".err" for its stderr. Without a LogDir the
 // output is discarded.
-func (in *instance) openLog() (io.Writer, func()) {
+func (in *instance) openLog(suffix string) (io.Writer, func()) {
 	if in.c.cfg.LogDir == "" {
 		return io.Discard, func() {}
 	}
@@ -410,7 +417,7 @@ func (in *instance) openLog() (io.Writer, func()) {
 		in.c.log.Warn("create instance log dir", "dir", dir, "err", err)
 		return io.Discard, func() {}
 	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(in.index)+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(in.index)+suffix), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		in.c.log.Warn("open instance log", "dir", dir, "err", err)
 		return io.Discard, func() {}
