@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need on a fresh Debian machine, and nothing
-# that is already there: PostgreSQL server binaries, a JDK, Maven, Node.js and Chromium (Debian packages),
+# that is already there: PostgreSQL server binaries, a JDK, Maven, Node.js, nginx and Chromium (Debian packages),
 # the Go modules, the real cf CLI, OpenTofu and the bosh CLI (built from the Go module
 # proxy into a cache dir, once per machine: about 3, 5 and 2 minutes on 2 cores), and
 # Elasticsearch and OpenSearch for tests (scripts/install-es.sh, install-opensearch.sh).
@@ -25,6 +25,8 @@ missing=()
 have_pg_server || missing+=(postgresql)
 command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# The local foundation serves Staticfile apps with nginx, as CF's staticfile buildpack does.
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 # Maven builds the Java sample app and fetches the search engines' test distributions.
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # The report's browser test renders the HTML report in headless Chromium.

@@ -1,7 +1,8 @@
 // Package staging turns uploaded app bits into a runnable droplet for the local
 // foundation, standing in for Cloud Foundry's buildpacks: it unpacks the package
-// safely, picks the binary, Java or Node.js lifecycle (named or detected), prepares the
-// app (npm install, executable bits) and works out the start command.
+// safely, picks the binary, Java, Node.js or Staticfile lifecycle (named or detected),
+// prepares the app (npm install, executable bits, nginx configuration) and works out
+// the start command.
 //
 // A droplet is a directory: DropletDir/app holds the app, to be run with
 // `sh -c StartCommand` from there (see package cells).
@@ -24,14 +25,16 @@ const (
 	buildpackBinary = "binary_buildpack"
 	buildpackJava   = "java_buildpack"
 	buildpackNode   = "nodejs_buildpack"
+	buildpackStatic = "staticfile_buildpack"
 )
 
 // ErrUnsupported marks an app no buildpack of the local foundation can stage, or a
 // buildpack it does not have. Its message names what is supported.
 var ErrUnsupported = errors.New("unsupported app: the local foundation stages " +
 	"binary_buildpack (named in the manifest; runs the manifest command), " +
-	"java_buildpack (named, or detected by exactly one executable *.jar at the top of the app or an exploded jar whose META-INF/MANIFEST.MF names a Main-Class) and " +
-	"nodejs_buildpack (named, or detected by package.json at the top of the app)")
+	"java_buildpack (named, or detected by exactly one executable *.jar at the top of the app or an exploded jar whose META-INF/MANIFEST.MF names a Main-Class), " +
+	"nodejs_buildpack (named, or detected by package.json at the top of the app) and " +
+	"staticfile_buildpack (named, or detected by a Staticfile at the top of the app; served with nginx)")
 
 // ErrNoStartCommand marks an app whose lifecycle cannot find anything to run.
 var ErrNoStartCommand = errors.New("no start command")
@@ -118,6 +121,8 @@ func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Resu
 		res, err = stageJava(req, appDir, log)
 	case buildpackNode:
 		res, err = stageNode(ctx, req, appDir, log)
+	case buildpackStatic:
+		res, err = stageStaticfile(ctx, req, appDir, log)
 	}
 	if err != nil {
 		return Result{}, err
@@ -131,7 +136,7 @@ func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Resu
 }
 
 // chooseBuildpack maps the manifest's buildpacks to a local one, or detects one in
-// Cloud Foundry's default order (java before nodejs; binary is never detected).
+// Cloud Foundry's default order (staticfile, java, nodejs; binary is never detected).
 func chooseBuildpack(names []string, appDir string) (string, error) {
 	var named []string
 	for _, n := range names {
@@ -142,6 +147,8 @@ func chooseBuildpack(names []string, appDir string) (string, error) {
 	switch len(named) {
 	case 0:
 		switch {
+		case fileExists(filepath.Join(appDir, "Staticfile")):
+			return buildpackStatic, nil
 		case detectJava(appDir):
 			return buildpackJava, nil
 		case fileExists(filepath.Join(appDir, "package.json")):
@@ -168,7 +175,7 @@ func canonicalBuildpack(name string) (string, bool) {
 	n = path.Base(strings.TrimSuffix(strings.TrimSuffix(n, "/"), ".git"))
 	n = strings.TrimSuffix(strings.ReplaceAll(n, "-", "_"), "_offline")
 	switch n {
-	case buildpackBinary, buildpackJava, buildpackNode:
+	case buildpackBinary, buildpackJava, buildpackNode, buildpackStatic:
 		return n, true
 	}
 	return "", false
