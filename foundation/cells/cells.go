@@ -264,6 +264,10 @@ var _ lifecycle.Part = (*Cells)(nil)
 type process struct {
 	spec  ProcessSpec
 	insts map[int]*instance
+	// surge holds the instances a roll started beside those of insts they are to
+	// replace; they join insts once RUNNING (see Roll).
+	surge map[int]*instance
+	roll  *Rollout // the roll under way, if any
 }
 
 type instanceKey struct {
@@ -388,7 +392,7 @@ func (c *Cells) start() error {
 	c.started = true
 	if !c.closed { // else a Close came during Start: the supervisor stops at once
 		for _, p := range c.procs {
-			c.convergeLocked(p, false)
+			c.convergeLocked(p)
 		}
 	}
 	c.bg.Add(1)
@@ -408,12 +412,13 @@ func (c *Cells) Orphans() int {
 }
 
 // Desire converges a process to spec: it starts missing indexes 0..Instances-1 and
-// stops extra ones, highest first. A changed command, env, dir, memory, disk or
-// isolation segment restarts every instance (each new one starts once the old one is gone); other
-// changes apply to instances started later. Stops are graceful and happen in the
+// stops extra ones, highest first. An instance whose command, env, dir, memory, disk or
+// isolation segment differ from spec's is restarted (the new one starts once the old
+// one is gone); other changes apply to instances started later. It ends a Roll of the
+// process under way (ErrSuperseded). Stops are graceful and happen in the
 // background; Close waits for them. Before Start the spec is only recorded.
 func (c *Cells) Desire(spec ProcessSpec) {
-	if spec.ProcessGUID == "" || strings.ContainsAny(spec.ProcessGUID, `/\`) || !filepath.IsLocal(spec.ProcessGUID) {
+	if !validGUID(spec.ProcessGUID) {
 		c.log.Error("ignoring process with an unusable guid", "process_guid", spec.ProcessGUID)
 		return
 	}
@@ -430,16 +435,27 @@ func (c *Cells) Desire(spec ProcessSpec) {
 		c.log.Warn("no cell for the isolation segment, using the first cell", "process_guid", spec.ProcessGUID,
 			"isolation_segment", seg, "cell", c.cells[0].name)
 	}
-	p, ok := c.procs[spec.ProcessGUID]
-	if !ok {
-		p = &process{insts: map[int]*instance{}}
-		c.procs[spec.ProcessGUID] = p
-	}
-	restart := ok && needsRestart(p.spec, spec)
+	p := c.processLocked(spec.ProcessGUID)
+	p.endRoll(ErrSuperseded)
 	p.spec = spec
 	if c.started {
-		c.convergeLocked(p, restart)
+		c.convergeLocked(p)
 	}
+}
+
+// processLocked returns the process of guid, made if new.
+func (c *Cells) processLocked(guid string) *process {
+	p, ok := c.procs[guid]
+	if !ok {
+		p = &process{insts: map[int]*instance{}, surge: map[int]*instance{}}
+		c.procs[guid] = p
+	}
+	return p
+}
+
+// validGUID reports whether guid can name a process's directories.
+func validGUID(guid string) bool {
+	return guid != "" && !strings.ContainsAny(guid, `/\`) && filepath.IsLocal(guid)
 }
 
 func needsRestart(old, cur ProcessSpec) bool {
@@ -447,29 +463,41 @@ func needsRestart(old, cur ProcessSpec) bool {
 		old.DiskMB != cur.DiskMB || !maps.Equal(old.Env, cur.Env) || old.IsolationSegment != cur.IsolationSegment
 }
 
-func (c *Cells) convergeLocked(p *process, restart bool) {
-	n := p.spec.Instances
-	for _, i := range slices.Backward(slices.Sorted(maps.Keys(p.insts))) {
-		if i >= n {
-			p.insts[i].requestStop()
-			delete(p.insts, i)
-		}
-	}
-	for i := range n {
+// convergeLocked stops indexes beyond the spec's count, highest first, and starts each
+// missing index and each whose instance runs an older spec (needsRestart).
+func (c *Cells) convergeLocked(p *process) {
+	c.scaleLocked(p)
+	for i := range p.spec.Instances {
 		old := p.insts[i]
-		if old != nil && !restart {
+		if old != nil && !needsRestart(old.spec, p.spec) {
 			continue
 		}
 		if old != nil {
 			old.requestStop()
 		}
-		key := instanceKey{p.spec.ProcessGUID, i}
-		in := newInstance(c, p.spec, i, c.lastDone[key])
-		c.lastDone[key] = in.done
-		p.insts[i] = in
-		c.runners.Add(1)
-		go in.run()
+		c.startLocked(p, i)
 	}
+}
+
+// scaleLocked stops the instances of indexes beyond the spec's count, highest first.
+func (c *Cells) scaleLocked(p *process) {
+	for _, i := range slices.Backward(slices.Sorted(maps.Keys(p.insts))) {
+		if i >= p.spec.Instances {
+			p.insts[i].requestStop()
+			delete(p.insts, i)
+		}
+	}
+}
+
+// startLocked starts index i of p's spec in its slot, once the slot's previous
+// instance is gone.
+func (c *Cells) startLocked(p *process, i int) {
+	key := instanceKey{p.spec.ProcessGUID, i}
+	in := newInstance(c, p.spec, i, c.lastDone[key])
+	c.lastDone[key] = in.done
+	p.insts[i] = in
+	c.runners.Add(1)
+	go in.run()
 }
 
 // Remove stops every instance of the process gracefully, in the background, and
@@ -481,6 +509,7 @@ func (c *Cells) Remove(processGUID string) {
 	if !ok {
 		return
 	}
+	p.endRoll(ErrSuperseded)
 	for _, i := range slices.Backward(slices.Sorted(maps.Keys(p.insts))) {
 		p.insts[i].requestStop()
 	}
@@ -533,6 +562,7 @@ func (c *Cells) shutdown() error {
 	c.mu.Lock()
 	c.closed = true
 	for _, p := range c.procs {
+		p.endRoll(ErrClosed)
 		for _, in := range p.insts {
 			in.requestStop()
 		}
