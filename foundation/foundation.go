@@ -604,10 +604,21 @@ func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResul
 	return cc.StageResult{Buildpack: res.Buildpack, StartCommand: res.StartCommand}, err
 }
 
-func (r *runtime) Run(s cc.RunSpec) {
-	r.cells.Desire(cells.ProcessSpec{ProcessGUID: s.ProcessGUID, AppGUID: s.AppGUID, AppName: s.AppName, ProcessType: s.ProcessType,
+func (r *runtime) Run(s cc.RunSpec) { r.cells.Desire(cellSpec(s)) }
+
+func cellSpec(s cc.RunSpec) cells.ProcessSpec {
+	return cells.ProcessSpec{ProcessGUID: s.ProcessGUID, AppGUID: s.AppGUID, AppName: s.AppName, ProcessType: s.ProcessType,
 		Dir: s.Dir, Command: s.Command, Env: s.Env, Instances: s.Instances, MemoryMB: s.MemoryMB, DiskMB: s.DiskMB,
-		HealthCheck: cells.HealthCheck{Type: s.HealthCheck, Endpoint: s.HealthPath, Timeout: s.Timeout}, IsolationSegment: s.IsolationSegment})
+		HealthCheck: cells.HealthCheck{Type: s.HealthCheck, Endpoint: s.HealthPath, Timeout: s.Timeout}, IsolationSegment: s.IsolationSegment}
+}
+
+func (r *runtime) Roll(s cc.RunSpec, maxInFlight int, done func(error)) {
+	ro := r.cells.Roll(cellSpec(s), maxInFlight)
+	go func() {
+		if err := ro.Err(); !errors.Is(err, cells.ErrClosed) {
+			done(err)
+		}
+	}()
 }
 
 func (r *runtime) Stop(guid string) { r.cells.Remove(guid) }

@@ -333,8 +333,10 @@ func (s *Server) stopProcess(guid string) {
 }
 
 // Reconcile starts the processes of every started app, as after a restart of the
-// foundation (instances get fresh env, like a restart on CF).
+// foundation (instances get fresh env, like a restart on CF), and finalizes the
+// deployments it interrupted.
 func (s *Server) Reconcile() {
+	s.finishInterruptedDeployments()
 	var specs []RunSpec
 	s.st.read(func(st *State) {
 		for _, p := range st.Processes {

@@ -20,9 +20,11 @@ import (
 // anything instantly and reports every desired instance RUNNING. The foundation's
 // integration tests run the real ones.
 type fakeRuntime struct {
-	mu    sync.Mutex
-	specs map[string]RunSpec
-	runs  int
+	mu        sync.Mutex
+	specs     map[string]RunSpec
+	runs      int
+	holdRolls bool
+	rolls     []fakeRoll
 }
 
 func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, error) {
@@ -42,6 +44,24 @@ func (f *fakeRuntime) Run(spec RunSpec) {
 	defer f.mu.Unlock()
 	f.specs[spec.ProcessGUID] = spec
 	f.runs++
+}
+
+// Roll runs spec at once and reports the roll done, unless holdRolls is set: then the
+// test ends it through rolls.
+func (f *fakeRuntime) Roll(spec RunSpec, maxInFlight int, done func(error)) {
+	f.Run(spec)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rolls = append(f.rolls, fakeRoll{spec, maxInFlight, done})
+	if !f.holdRolls {
+		go done(nil)
+	}
+}
+
+type fakeRoll struct {
+	spec        RunSpec
+	maxInFlight int
+	done        func(error)
 }
 
 func (f *fakeRuntime) Stop(guid string) {

@@ -61,7 +61,6 @@ func (s *Server) routes() {
 	s.handle("GET /v3/processes/{guid}/stats", s.processStats)
 	s.handle("GET /v3/processes/{guid}/sidecars", s.emptyList)
 	s.handle("POST /v3/processes/{guid}/actions/scale", s.scaleProcess)
-	s.handle("GET /v3/deployments", s.emptyList)
 	s.handle("GET /v3/packages", s.listPackages)
 	s.handle("POST /v3/packages", s.createPackage)
 	s.handle("GET /v3/packages/{guid}", s.getPackage)
@@ -95,6 +94,7 @@ func (s *Server) routes() {
 	s.roleRoutes()
 	s.featureFlagRoutes()
 	s.domainRoutes()
+	s.deploymentRoutes()
 }
 
 func (s *Server) emptyList(c *call) error {

@@ -31,6 +31,7 @@ type State struct {
 	OrgQuotas         map[string]*OrgQuota         `json:"org_quotas"`
 	SecurityGroups    map[string]*SecurityGroup    `json:"security_groups"`
 	Roles             map[string]*Role             `json:"roles"`
+	Deployments       map[string]*Deployment       `json:"deployments"`
 	AuditEvents       []*AuditEvent                `json:"audit_events,omitempty"` // oldest first
 	// FeatureFlags are the flags an operator set; the rest have their defaults.
 	FeatureFlags map[string]*FeatureFlag `json:"feature_flags,omitempty"`
@@ -44,6 +45,7 @@ func newState() *State {
 		Routes: map[string]*Route{}, ServiceInstances: map[string]*ServiceInstance{}, Bindings: map[string]*Binding{},
 		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{}, OrgQuotas: map[string]*OrgQuota{},
 		SecurityGroups: map[string]*SecurityGroup{}, Roles: map[string]*Role{},
+		Deployments: map[string]*Deployment{},
 	}
 }
 
@@ -87,6 +89,9 @@ func loadStore(path string) (*store, error) {
 	}
 	if st.s.Roles == nil {
 		st.s.Roles = fresh.Roles
+	}
+	if st.s.Deployments == nil {
+		st.s.Deployments = fresh.Deployments
 	}
 	return st, nil
 }

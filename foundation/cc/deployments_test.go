@@ -1,0 +1,156 @@
+package cc
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A deployment rolls the web process onto the droplet and reports ACTIVE/DEPLOYING
+// until the roll ends, then FINALIZED/DEPLOYED; a newer one supersedes it; a cancel
+// rolls back to the previous droplet (ACTIVE/CANCELING, then FINALIZED/CANCELED).
+func TestDeploymentLifecycle(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	e.rt.holdRolls = true
+	space := e.space("apps")
+	app := e.push(space, "applications:\n- name: rolled\n  instances: 3\n  buildpacks: [binary_buildpack]\n  command: ./run\n")
+	first := get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid").(string)
+	second := e.stageAgain(app)
+	body := func(droplet string, maxInFlight int) map[string]any {
+		return map[string]any{"droplet": map[string]any{"guid": droplet}, "strategy": "rolling", "options": map[string]any{"max_in_flight": maxInFlight},
+			"relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}}
+	}
+	status := func(d string) string {
+		got := e.must(200, "GET", "/v3/deployments/"+d, nil)
+		return get(got, "status", "value").(string) + "/" + get(got, "status", "reason").(string) + " " + got["state"].(string)
+	}
+	roll := func(i int) fakeRoll {
+		e.rt.mu.Lock()
+		defer e.rt.mu.Unlock()
+		if len(e.rt.rolls) <= i {
+			t.Fatalf("%d rolls, want roll %d", len(e.rt.rolls), i+1)
+		}
+		return e.rt.rolls[i]
+	}
+	webDir := func(droplet string) string { return e.srv.dropletDir(droplet) + "/app" }
+
+	d1 := e.must(201, "POST", "/v3/deployments", body(second, 2))
+	g1 := d1["guid"].(string)
+	if got := get(d1, "status", "value").(string) + "/" + get(d1, "status", "reason").(string); got != "ACTIVE/DEPLOYING" {
+		t.Errorf("new deployment: %s", got)
+	}
+	if get(d1, "previous_droplet", "guid") != first || get(d1, "droplet", "guid") != second {
+		t.Errorf("droplets: %v -> %v, want %s -> %s", get(d1, "previous_droplet", "guid"), get(d1, "droplet", "guid"), first, second)
+	}
+	if r := roll(0); r.maxInFlight != 2 || r.spec.Dir != webDir(second) || r.spec.Instances != 3 {
+		t.Errorf("roll: max in flight %d, dir %s, instances %d", r.maxInFlight, r.spec.Dir, r.spec.Instances)
+	}
+	if cur := get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid"); cur != second {
+		t.Errorf("current droplet %v, want the deployment's %s", cur, second)
+	}
+	if n := len(e.must(200, "GET", "/v3/deployments?app_guids="+app+"&status_values=ACTIVE", nil)["resources"].([]any)); n != 1 {
+		t.Errorf("%d active deployments, want 1", n)
+	}
+	roll(0).done(nil)
+	if got := status(g1); got != "FINALIZED/DEPLOYED DEPLOYED" {
+		t.Errorf("after its roll: %s", got)
+	}
+
+	// A second deployment supersedes a third's predecessor; its cancel rolls back.
+	g2 := e.must(201, "POST", "/v3/deployments", body(first, 1))["guid"].(string)
+	g3 := e.must(201, "POST", "/v3/deployments", body(second, 1))["guid"].(string)
+	if got := status(g2); got != "FINALIZED/SUPERSEDED DEPLOYED" {
+		t.Errorf("superseded: %s", got)
+	}
+	roll(1).done(errors.New("superseded")) // g2's roll, taken over by g3's: changes nothing
+	if got := status(g2); got != "FINALIZED/SUPERSEDED DEPLOYED" {
+		t.Errorf("superseded, after its roll ended: %s", got)
+	}
+	e.must(200, "POST", "/v3/deployments/"+g3+"/actions/cancel", nil)
+	if got := status(g3); got != "ACTIVE/CANCELING CANCELING" {
+		t.Errorf("cancelled: %s", got)
+	}
+	if r := roll(3); r.spec.Dir != webDir(first) {
+		t.Errorf("roll back to %s, want the previous droplet's %s", r.spec.Dir, webDir(first))
+	}
+	if cur := get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid"); cur != first {
+		t.Errorf("current droplet after cancel %v, want the previous %s", cur, first)
+	}
+	roll(2).done(errors.New("superseded")) // the forward roll, taken over by the roll back
+	if got := status(g3); got != "ACTIVE/CANCELING CANCELING" {
+		t.Errorf("cancelling, after the forward roll ended: %s", got)
+	}
+	roll(3).done(nil)
+	if got := status(g3); got != "FINALIZED/CANCELED CANCELED" {
+		t.Errorf("after the roll back: %s", got)
+	}
+	if _, b, _ := e.do("POST", "/v3/deployments/"+g3+"/actions/cancel", nil); !strings.Contains(errDetail(b), "Cannot cancel a deployment with status: FINALIZED") {
+		t.Errorf("second cancel: %v", b)
+	}
+	if _, b, _ := e.do("POST", "/v3/deployments/"+g3+"/actions/continue", nil); !strings.Contains(errDetail(b), "Cannot continue a deployment") {
+		t.Errorf("continue: %v", b)
+	}
+	events := e.must(200, "GET", "/v3/audit_events?target_guids="+app+"&types=audit.app.deployment.create,audit.app.deployment.cancel", nil)
+	if n := len(events["resources"].([]any)); n != 4 {
+		t.Errorf("%d deployment audit events, want 3 creates and 1 cancel", n)
+	}
+
+	// A stopped app is started on the droplet, its deployment DEPLOYED at once.
+	e.must(200, "POST", "/v3/apps/"+app+"/actions/stop", nil)
+	rolls := len(e.rt.rolls)
+	g4 := e.must(201, "POST", "/v3/deployments", body(second, 1))
+	if got := get(g4, "status", "value").(string) + "/" + get(g4, "status", "reason").(string); got != "FINALIZED/DEPLOYED" {
+		t.Errorf("deployment of a stopped app: %s", got)
+	}
+	if st := e.must(200, "GET", "/v3/apps/"+app, nil)["state"]; st != "STARTED" || len(e.rt.rolls) != rolls {
+		t.Errorf("stopped app after a deployment: %v, %d new rolls", st, len(e.rt.rolls)-rolls)
+	}
+
+	for _, bad := range []map[string]any{
+		{"relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": "nope"}}}},
+		{"strategy": "blue-green", "relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}},
+		{"options": map[string]any{"max_in_flight": 0}, "relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}},
+		{"revision": map[string]any{"guid": "r"}, "relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}},
+		{"droplet": map[string]any{"guid": "nope"}, "relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}},
+	} {
+		if code, b, _ := e.do("POST", "/v3/deployments", bad); code != 422 {
+			t.Errorf("POST /v3/deployments %v = %d %v, want 422", bad, code, b)
+		}
+	}
+	e.must(404, "GET", "/v3/deployments/nope", nil)
+
+	// A restarted foundation finds nothing ACTIVE.
+	g5 := e.must(201, "POST", "/v3/deployments", body(first, 1))["guid"].(string)
+	e.srv.Reconcile()
+	if got := status(g5); got != "FINALIZED/DEPLOYED DEPLOYED" {
+		t.Errorf("after Reconcile: %s", got)
+	}
+}
+
+func errDetail(b map[string]any) string {
+	errs, _ := b["errors"].([]any)
+	if len(errs) == 0 {
+		return ""
+	}
+	d, _ := errs[0].(map[string]any)["detail"].(string)
+	return d
+}
+
+// stageAgain uploads a new package of the app and stages it, returning the droplet.
+func (e *env) stageAgain(app string) string {
+	e.t.Helper()
+	pkg := e.must(201, "POST", "/v3/packages", map[string]any{"type": "bits", "relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}})["guid"].(string)
+	body, ctype := zipUpload(e.t)
+	e.upload("/v3/packages/"+pkg+"/upload", body, ctype)
+	build := e.must(201, "POST", "/v3/builds", map[string]any{"package": map[string]any{"guid": pkg}})["guid"].(string)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b := e.must(200, "GET", "/v3/builds/"+build, nil)
+		if b["state"] == "STAGED" {
+			return get(b, "droplet", "guid").(string)
+		}
+		if b["state"] == "FAILED" || time.Now().After(deadline) {
+			e.t.Fatalf("build state %v", b["state"])
+		}
+	}
+}
