@@ -18,6 +18,9 @@ var (
 type Rollout struct {
 	done chan struct{}
 	err  error // set before done is closed
+	// old are the instances it replaces: those in place when it began. Guarded by
+	// Cells.mu.
+	old map[*instance]bool
 }
 
 // Done is closed when the roll has ended.
@@ -51,7 +54,8 @@ func (p *process) endRoll(err error) {
 
 // Roll brings a process to spec the way Cloud Foundry's rolling deployment does:
 // indexes beyond spec's count stop and missing ones start at once, and every instance
-// that runs an older spec is replaced, at most maxInFlight at a time (at least one),
+// in place when it begins is replaced (a restart, even with an unchanged spec), at
+// most maxInFlight at a time (at least one),
 // by a new one started beside it; the old one stops once its successor is RUNNING.
 // The router sees an index's old instance until the new one takes its place, so a
 // process of any size keeps serving while it rolls. A new instance that crashes is
@@ -83,9 +87,12 @@ func (c *Cells) Roll(spec ProcessSpec, maxInFlight int) *Rollout {
 		return r
 	}
 	c.scaleLocked(p)
+	r.old = map[*instance]bool{}
 	for i := range spec.Instances {
 		if p.insts[i] == nil {
 			c.startLocked(p, i)
+		} else {
+			r.old[p.insts[i]] = true
 		}
 	}
 	p.roll = r
@@ -98,7 +105,7 @@ func (c *Cells) Roll(spec ProcessSpec, maxInFlight int) *Rollout {
 }
 
 // rollLoop puts new instances in place as they become RUNNING and starts the next
-// ones, until no instance runs an older spec. It checks every HealthCheckInterval.
+// ones, until none of the old instances is left. It checks every HealthCheckInterval.
 func (c *Cells) rollLoop(p *process, r *Rollout, maxInFlight int) {
 	for {
 		c.mu.Lock()
@@ -121,7 +128,7 @@ func (c *Cells) rollLoop(p *process, r *Rollout, maxInFlight int) {
 		stale := 0
 		for i := range p.spec.Instances {
 			old := p.insts[i]
-			if old == nil || !needsRestart(old.spec, p.spec) || p.surge[i] != nil {
+			if old == nil || !r.old[old] || p.surge[i] != nil {
 				continue
 			}
 			stale++

@@ -70,9 +70,19 @@ func TestRollKeepsEveryIndexRunning(t *testing.T) {
 	if _, crashed := oldDown(); crashed != 0 {
 		t.Errorf("%d crashes during the roll", crashed)
 	}
-	// A roll to the spec that already runs ends at once.
-	if err := e.c.Roll(fixtureSpec("p-roll", n, map[string]string{"V": "2"}), 1).Err(); err != nil {
-		t.Errorf("a roll with nothing to replace: %v", err)
+	// A roll to the spec that already runs restarts every instance all the same, as a
+	// rolling restart must.
+	rolled := map[string]bool{}
+	for _, in := range e.c.Instances("p-roll") {
+		rolled[in.GUID] = true
+	}
+	if err := e.c.Roll(fixtureSpec("p-roll", n, map[string]string{"V": "2"}), n).Err(); err != nil {
+		t.Errorf("a rolling restart: %v", err)
+	}
+	for _, in := range e.c.Instances("p-roll") {
+		if rolled[in.GUID] || in.State != StateRunning {
+			t.Errorf("after a rolling restart index %d is %s %s", in.Index, in.GUID, in.State)
+		}
 	}
 }
 
