@@ -592,6 +592,10 @@ func (s *Server) processOf(guid, typ string) (*Process, string, bool) {
 			cp := *p
 			p = &cp
 			a := st.Apps[p.AppGUID]
+			// CC shows the specified or else the detected command (cf app's start command).
+			if d := st.Droplets[a.DropletGUID]; p.Command == "" && d != nil {
+				p.Command = d.StartCommand
+			}
 			seg = st.segmentOf(a.SpaceGUID)
 			state = a.State == AppStarted
 		}
