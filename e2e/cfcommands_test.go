@@ -14,7 +14,8 @@ import (
 // cfEverydayCommands is what a newcomer types first, with the real cf CLI against the
 // running local foundation (cf logged in with cf auth): cf push by flags and with a
 // manifest of two apps, cf logs --recent with staging output and a crash's reason,
-// cf routes, cf events and cf login. It pushes the stub (bins/stub) into space apps.
+// cf routes, cf events and cf login; then a Staticfile app and rolling deployments
+// (cfdeploy_test.go). It pushes the stub (bins/stub) into space apps.
 func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins string) {
 	stub := filepath.Join(bins, "stub")
 	cf.mustRun(t, "target", "-o", "cfbench", "-s", "apps")
@@ -27,7 +28,7 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 	}
 	// An app that crashes at once: the push fails, and the logs and events say why.
 	if res := cf.run(t, "push", "cli-crash", "-p", stub, "-b", "binary_buildpack", "-m", "64M", "-k", "64M", "--no-route", "-u", "process",
-		"-c", "echo crash reason follows; exit 3"); res.code == 0 {
+		"-c", "echo crash reason follows; echo and this on stderr >&2; exit 3"); res.code == 0 {
 		t.Errorf("cf push of an app that exits at once exits 0:\n%s", res.stdout)
 	}
 
@@ -59,6 +60,7 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`\[STG/0\]\s+OUT -----> Binary Buildpack`),
 		regexp.MustCompile(`\[APP/PROC/WEB/0\]\s+OUT crash reason follows`),
+		regexp.MustCompile(`\[APP/PROC/WEB/0\]\s+ERR and this on stderr`),
 		regexp.MustCompile(`\[CELL/0\]\s+OUT Exited: exited with status 3`),
 		regexp.MustCompile(`\[API/0\]\s+OUT App instance exited .*"reason"=>"CRASHED", "exit_description"=>"exited with status 3"`),
 	} {
@@ -87,6 +89,8 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 	}
 	// A failed login logs cf out: log back in for what follows.
 	cf.mustRun(t, "login", "-a", info.APIURL, "-u", info.User, "-p", info.Password, "-o", "cfbench", "-s", "apps")
+	t.Run("a Staticfile app", func(t *testing.T) { cfStaticfileApp(t, cf, info) })
+	t.Run("rolling deployments", func(t *testing.T) { cfRollingDeployments(t, cf, info, "cli-a", "cli-a-home.apps.localhost", stub) })
 	// delete -r takes the app's routes with it.
 	cf.mustRun(t, "delete", "-f", "-r", "cli-a")
 	if routes := cf.mustRun(t, "routes"); strings.Contains(routes, "cli-a-home") {
