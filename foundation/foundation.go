@@ -601,6 +601,9 @@ func newRuntime(c *cells.Cells) *runtime {
 func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResult, error) {
 	res, err := staging.Stage(ctx, staging.Request{PackageZip: req.PackageZip, DropletDir: req.DropletDir, Buildpacks: req.Buildpacks,
 		Command: req.Command, MemoryMB: req.MemoryMB, Env: req.Env, Log: req.Log})
+	if errors.Is(err, staging.ErrNotDetected) {
+		err = fmt.Errorf("%w: %w", cc.ErrNoAppDetected, err)
+	}
 	return cc.StageResult{Buildpack: res.Buildpack, StartCommand: res.StartCommand}, err
 }
 

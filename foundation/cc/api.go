@@ -49,6 +49,10 @@ type Runtime interface {
 	Instances(processGUID string) []Instance
 }
 
+// ErrNoAppDetected, wrapped in what Runtime.Stage returns, fails the build as CC's
+// NoAppDetectedError does: no buildpack was named and none detected the app.
+var ErrNoAppDetected = errors.New("NoAppDetectedError - An app was not successfully detected by any available buildpack")
+
 // StageRequest asks the runtime to stage PackageZip into DropletDir.
 type StageRequest struct {
 	PackageZip string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -30,6 +31,9 @@ type fakeRuntime struct {
 func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, error) {
 	if slices.Contains(req.Buildpacks, "php_buildpack") {
 		return StageResult{}, errUnsupportedForTest
+	}
+	if slices.Contains(req.Buildpacks, "undetected_for_test") {
+		return StageResult{}, fmt.Errorf("%w: no lifecycle fits", ErrNoAppDetected)
 	}
 	if req.Log != nil {
 		io.WriteString(req.Log, "-----> fake staging\n")

@@ -315,7 +315,11 @@ func (s *Server) stage(buildGUID, appGUID string, req StageRequest) {
 		}
 		now := time.Now().UTC()
 		b.Updated = now
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNoAppDetected): // the staging log says which lifecycles there are
+			b.State, b.Error = BuildFailed, ErrNoAppDetected.Error()
+			return nil
+		case err != nil:
 			b.State, b.Error = BuildFailed, "StagingError - Staging error: "+err.Error()
 			return nil
 		}

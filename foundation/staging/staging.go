@@ -36,6 +36,10 @@ var ErrUnsupported = errors.New("unsupported app: the local foundation stages " 
 	"nodejs_buildpack (named, or detected by package.json at the top of the app) and " +
 	"staticfile_buildpack (named, or detected by a Staticfile at the top of the app; served with nginx)")
 
+// ErrNotDetected marks an app that names no buildpack and that no lifecycle detects.
+// It wraps ErrUnsupported.
+var ErrNotDetected = fmt.Errorf("no buildpack detected the app: %w", ErrUnsupported)
+
 // ErrNoStartCommand marks an app whose lifecycle cannot find anything to run.
 var ErrNoStartCommand = errors.New("no start command")
 
@@ -154,7 +158,7 @@ func chooseBuildpack(names []string, appDir string) (string, error) {
 		case fileExists(filepath.Join(appDir, "package.json")):
 			return buildpackNode, nil
 		}
-		return "", fmt.Errorf("no buildpack detected the app: %w", ErrUnsupported)
+		return "", ErrNotDetected
 	case 1:
 		if bp, ok := canonicalBuildpack(named[0]); ok {
 			return bp, nil

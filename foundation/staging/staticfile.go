@@ -132,9 +132,6 @@ func stageStaticfile(ctx context.Context, req Request, appDir string, log io.Wri
 	if len(opts.ignoredNames) > 0 {
 		fmt.Fprintf(log, "       Ignoring Staticfile options the local foundation does not implement: %s\n", strings.Join(opts.ignoredNames, ", "))
 	}
-	if req.Command != "" {
-		fmt.Fprintf(log, "       Ignoring the start command %q: static files are served by nginx\n", req.Command)
-	}
 
 	// The app moves to public/, as the buildpack moves it, so that the buildpack's
 	// own files (boot.sh, nginx/) sit beside it and are never served.
