@@ -60,6 +60,16 @@ func cfStaticfileApp(t *testing.T, cf *cfCLI, info foundation.Info) {
 			t.Errorf("GET %s%s = %d %q %q, want %d %q %q", host, c.path, resp.StatusCode, resp.Header.Get("Content-Type"), b, c.status, c.ctype, c.body)
 		}
 	}
+	// nginx logs each request on stdout, as the buildpack's does, though it runs as the
+	// instance's user and opens /dev/stdout itself.
+	access := regexp.MustCompile(`\[APP/PROC/WEB/0\]\s+OUT .*"GET /site.css HTTP/1.1" 200 4`)
+	var logs string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !access.MatchString(logs); time.Sleep(500 * time.Millisecond) {
+		logs = cf.mustRun(t, "logs", "cli-static", "--recent")
+	}
+	if !access.MatchString(logs) {
+		t.Errorf("cf logs --recent cli-static has no access line matching %s:\n%s", access, logs)
+	}
 	cf.mustRun(t, "delete", "-f", "-r", "cli-static")
 }
 

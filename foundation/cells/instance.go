@@ -422,6 +422,14 @@ func (in *instance) openLog(suffix string) (io.Writer, func()) {
 		in.c.log.Warn("open instance log", "dir", dir, "err", err)
 		return io.Discard, func() {}
 	}
+	// The instance's user owns its output, so that it may open /dev/stdout and
+	// /dev/stderr (as nginx and many log configurations do), which re-open these files;
+	// their directory stays closed to it.
+	if in.c.cred != nil {
+		if err := f.Chown(int(in.c.cred.Uid), int(in.c.cred.Gid)); err != nil {
+			in.c.log.Warn("give an instance its log file", "dir", dir, "err", err)
+		}
+	}
 	return f, func() { f.Close() }
 }
 

@@ -22,8 +22,8 @@ import (
 // public/, an nginx configuration template under nginx/conf/ and boot.sh, the start
 // command ($HOME/boot.sh, the buildpack's own). boot.sh fills in the instance's port,
 // address, HOME and TMPDIR and runs nginx in the foreground as the instance's user:
-// one worker, errors to stderr, pid and temp files in TMPDIR, no access log (the
-// router's RTR lines have every request).
+// one worker, an access line per request on stdout and errors on stderr (as the
+// buildpack logs them), pid and temp files in TMPDIR.
 
 // staticfileOptions are the Staticfile settings this lifecycle honours.
 type staticfileOptions struct {
@@ -287,7 +287,8 @@ http {
   charset_types text/html text/xml text/plain text/css text/javascript text/markdown text/csv application/javascript application/json application/xml image/svg+xml;
   include @HOME@/nginx/conf/mime.types;
   default_type application/octet-stream;
-  access_log off;
+  log_format cloudfoundry '$http_x_forwarded_for - $http_referer - [$time_local] "$request" $status $body_bytes_sent';
+  access_log /dev/stdout cloudfoundry;
   server_tokens off;
   sendfile on;
   tcp_nopush on;
