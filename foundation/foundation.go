@@ -292,7 +292,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The Log Cache is served on the API's own address (its paths, /api/v1/…, are
 	// not CC's), so it needs no port of its own.
 	apiURL := "http://" + f.apiLn.Addr().String()
-	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells), Broker: broker,
+	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
 		AppLog: f.appLog, Logger: cfg.Logger})
@@ -583,6 +583,9 @@ func randomHex(n int) string {
 // runtime runs the API's apps with staging and cells.
 type runtime struct {
 	cells *cells.Cells
+	// scratch is where apps are staged as the instances' user (the instances' dirs'
+	// root, which that user may enter; the state dir is closed to it).
+	scratch string
 	// noIsolation, when set, goes into every instance's stats details, so that a user
 	// reading cf app sees that the figures come from an unisolated machine.
 	noIsolation string
@@ -590,8 +593,8 @@ type runtime struct {
 
 var _ cc.Runtime = (*runtime)(nil)
 
-func newRuntime(c *cells.Cells) *runtime {
-	r := &runtime{cells: c}
+func newRuntime(c *cells.Cells, scratch string) *runtime {
+	r := &runtime{cells: c, scratch: scratch}
 	if ok, reason := c.Isolation(); !ok {
 		r.noIsolation = "no cgroup isolation: " + reason
 	}
@@ -600,7 +603,7 @@ func newRuntime(c *cells.Cells) *runtime {
 
 func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResult, error) {
 	res, err := staging.Stage(ctx, staging.Request{PackageZip: req.PackageZip, DropletDir: req.DropletDir, Buildpacks: req.Buildpacks,
-		Command: req.Command, MemoryMB: req.MemoryMB, Env: req.Env, Log: req.Log})
+		Command: req.Command, MemoryMB: req.MemoryMB, Env: req.Env, Log: req.Log, User: r.cells.User(), ScratchDir: r.scratch})
 	if errors.Is(err, staging.ErrNotDetected) {
 		err = fmt.Errorf("%w: %w", cc.ErrNoAppDetected, err)
 	}

@@ -3,8 +3,6 @@ package cells
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -13,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/fstree"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 )
 
@@ -68,6 +67,14 @@ func sandboxUser(name string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
+// User is whom instances run as, once started: nil for this process's user. Staging
+// runs the buildpack's commands as it too.
+func (c *Cells) User() *syscall.Credential {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred
+}
+
 // Sandbox says whom instances run as and what they share with this process.
 func (c *Cells) Sandbox() string {
 	c.mu.Lock()
@@ -105,7 +112,7 @@ func (c *Cells) prepareContainer(dir, appDir string) (workDir, tmpDir string, er
 	if err := c.mkdirOwned(tmpDir); err != nil {
 		return "", "", err
 	}
-	if err := copyTree(appDir, workDir, c.cred); err != nil {
+	if err := fstree.Copy(appDir, workDir, c.cred); err != nil {
 		return "", "", fmt.Errorf("copy the droplet: %w", err)
 	}
 	return workDir, tmpDir, nil
@@ -115,73 +122,7 @@ func (c *Cells) mkdirOwned(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	return chown(dir, c.cred)
-}
-
-func chown(path string, cred *syscall.Credential) error {
-	if cred == nil {
-		return nil
-	}
-	return os.Lchown(path, int(cred.Uid), int(cred.Gid))
-}
-
-// copyTree copies the directory src to dst (which must not exist): directories,
-// regular files (their permission bits; the copy goes through copy_file_range, which
-// shares blocks where the file system can) and symbolic links, owned by cred's user.
-func copyTree(src, dst string, cred *syscall.Credential) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			// Writable by its owner whatever the droplet said, as a container's app dir is.
-			if err := os.Mkdir(target, info.Mode().Perm()|0o700); err != nil {
-				return err
-			}
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(link, target); err != nil {
-				return err
-			}
-		case d.Type().IsRegular():
-			if err := copyFile(path, target, info.Mode().Perm()|0o600); err != nil {
-				return err
-			}
-		default:
-			return nil // sockets, devices, fifos: not part of an app
-		}
-		return chown(target, cred)
-	})
-}
-
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return fstree.Chown(dir, c.cred)
 }
 
 // An instance's record in Config.RecordDir is a file named after its process group

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/fstree"
 )
 
 func stageNode(ctx context.Context, req Request, appDir string, log io.Writer) (Result, error) {
@@ -55,17 +57,41 @@ func stageNode(ctx context.Context, req Request, appDir string, log io.Writer) (
 // npmInstall installs production dependencies: `npm ci` when a lockfile pins them,
 // else `npm install`. npm runs in its own process group so cancelling ctx also ends
 // install scripts it started. Its cache and HOME live beside the app and are removed
-// afterwards, so the droplet holds only the app.
+// afterwards, so the droplet holds only the app. With req.User, npm runs as that user
+// in a copy of the app it owns (see Request), and the installed app is copied back as
+// this process's.
 func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) error {
 	args := []string{"install", "--omit=dev", "--no-audit", "--no-fund"}
 	if fileExists(filepath.Join(appDir, "package-lock.json")) {
 		args = []string{"ci", "--omit=dev", "--no-audit", "--no-fund"}
 	}
-	work := filepath.Join(req.DropletDir, ".staging")
-	if err := os.MkdirAll(filepath.Join(work, "tmp"), 0o755); err != nil {
-		return fmt.Errorf("nodejs_buildpack: %w", err)
+	root := req.DropletDir
+	if req.User != nil {
+		scratch, err := os.MkdirTemp(req.ScratchDir, "staging-")
+		if err != nil {
+			return fmt.Errorf("nodejs_buildpack: %w", err)
+		}
+		defer os.RemoveAll(scratch)
+		if err := fstree.Chown(scratch, req.User); err != nil {
+			return fmt.Errorf("nodejs_buildpack: %w", err)
+		}
+		root = scratch
+	}
+	dir, work := filepath.Join(root, "app"), filepath.Join(root, ".staging")
+	if req.User != nil {
+		if err := fstree.Copy(appDir, dir, req.User); err != nil {
+			return fmt.Errorf("nodejs_buildpack: copy the app to stage it: %w", err)
+		}
 	}
 	defer os.RemoveAll(work)
+	for _, d := range []string{work, filepath.Join(work, "tmp")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("nodejs_buildpack: %w", err)
+		}
+		if err := fstree.Chown(d, req.User); err != nil {
+			return fmt.Errorf("nodejs_buildpack: %w", err)
+		}
+	}
 
 	env := map[string]string{
 		"PATH":                       hostPath(),
@@ -80,10 +106,10 @@ func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) 
 	}
 	fmt.Fprintf(log, "       Installing node modules (npm %s)\n", args[0])
 	cmd := exec.CommandContext(ctx, "npm", args...)
-	cmd.Dir = appDir
+	cmd.Dir = dir
 	cmd.Env = envList(env)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: req.User}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
@@ -91,6 +117,15 @@ func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) 
 			return fmt.Errorf("nodejs_buildpack: npm %s: %w", args[0], ctx.Err())
 		}
 		return fmt.Errorf("nodejs_buildpack: npm %s failed (see staging log): %w", args[0], err)
+	}
+	if req.User == nil {
+		return nil
+	}
+	if err := os.RemoveAll(appDir); err != nil {
+		return fmt.Errorf("nodejs_buildpack: %w", err)
+	}
+	if err := fstree.Copy(dir, appDir, nil); err != nil {
+		return fmt.Errorf("nodejs_buildpack: copy the staged app into the droplet: %w", err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Buildpack names a Result can carry.
@@ -52,6 +53,12 @@ type Request struct {
 	MemoryMB   int               // the process memory limit (Java heap is derived from it)
 	Env        map[string]string // app env (e.g. for npm)
 	Log        io.Writer         // staging output, like `cf push` shows
+	// User, if set, is whom the buildpack's commands run as (npm, and the install
+	// scripts of the app and its dependencies), as a cell stages in a container: the
+	// instances' user. They then run in a copy of the app in ScratchDir ("": the
+	// system's temp dir), a dir User may enter, never in DropletDir.
+	User       *syscall.Credential
+	ScratchDir string
 }
 
 // Result is a staged droplet.

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -424,5 +426,66 @@ func TestNodeInstallFailureIsReported(t *testing.T) {
 		DropletDir: droplet, Log: &log, Env: map[string]string{"npm_config_update_notifier": "false"}})
 	if err == nil || !strings.Contains(err.Error(), "npm install failed") || !strings.Contains(log.String(), "boom") {
 		t.Errorf("err = %v; log:\n%s", err, log.String())
+	}
+}
+
+// With Request.User, npm and the app's install scripts run as that user, in a scratch
+// copy: they cannot read what only the foundation may (a root-only file here), and the
+// droplet they leave is the foundation's again.
+func TestNodeInstallRunsAsTheInstancesUser(t *testing.T) {
+	t.Parallel()
+	nodeTools(t)
+	if os.Geteuid() != 0 {
+		t.Skip("staging as another user needs root (the foundation runs as root to sandbox its apps)")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("the foundation's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Not under t.TempDir(), whose parent only root may enter.
+	scratch, err := os.MkdirTemp("", "cfbench-staging-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	if err := os.Chmod(scratch, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	script := "id -u > uid.txt; (cat " + secret + " || echo refused) > leak.txt"
+	_, droplet := dropletDir(t)
+	var log bytes.Buffer
+	_, err = Stage(context.Background(), Request{
+		PackageZip: writeZip(t, false, entry{name: "package.json", mode: 0o644,
+			body: `{"name":"x","version":"1.0.0","scripts":{"start":"node s.js","preinstall":"` + script + `"}}`}),
+		DropletDir: droplet, Log: &log, Env: map[string]string{"npm_config_update_notifier": "false"},
+		User: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, ScratchDir: scratch})
+	if err != nil {
+		t.Fatalf("Stage: %v\n%s", err, log.String())
+	}
+	app := filepath.Join(droplet, "app")
+	if b, err := os.ReadFile(filepath.Join(app, "uid.txt")); err != nil || strings.TrimSpace(string(b)) != nobody.Uid {
+		t.Errorf("the install script ran as uid %q (%v), want nobody's %s", b, err, nobody.Uid)
+	}
+	if b, err := os.ReadFile(filepath.Join(app, "leak.txt")); err != nil || strings.TrimSpace(string(b)) != "refused" {
+		t.Errorf("the install script read a root-only file: %q (%v)", b, err)
+	}
+	filepath.WalkDir(droplet, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Errorf("%s is uid %d's, want the foundation's (root)", path, info.Sys().(*syscall.Stat_t).Uid)
+		}
+		return nil
+	})
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("the scratch copy was left: %v", left)
 	}
 }
