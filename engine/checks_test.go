@@ -192,6 +192,19 @@ func TestCheckPoolExhaustion(t *testing.T) {
 	clean := m(1895*time.Microsecond, 404*time.Microsecond)
 	clean.DBConnections, clean.DBMaxConnections = n(18), n(200)
 	wantFinding(t, CheckPoolExhaustion(c, clean, 30), "", "")
+	// Another, on a host at load 3-4: node waited 3.362 ms of 5.860 ms (57%, over 1 ms)
+	// with 22 of 200 server connections in use: fewer than its one pool of 30 holds, so
+	// the pool never filled and the waits were connections being opened.
+	slowOpen := m(5860*time.Microsecond, 3362*time.Microsecond)
+	slowOpen.DBConnections, slowOpen.DBMaxConnections = n(22), n(200)
+	slowOpen.Apps = []resultsdb.AppStepMetrics{appCPU(resultsdb.RoleApp, 0.2, nil)}
+	wantFinding(t, CheckPoolExhaustion(c, slowOpen, 30), "", "")
+	// The same waits with the server at 30 connections: the pool may have been full.
+	slowOpen.DBConnections = n(30)
+	wantFinding(t, CheckPoolExhaustion(c, slowOpen, 30), PoolExhaustionCheck, spec.CheckWarn, "for one of the 30 pooled connections per instance")
+	// Two instances hold up to 60: 30 on the server is under that.
+	slowOpen.Apps[0].Instances = 2
+	wantFinding(t, CheckPoolExhaustion(c, slowOpen, 30), "", "")
 
 	// examples/confounders/pool.yml: 2 connections, 4 users, 20 ms of pg_sleep each.
 	pool := m(40*time.Millisecond, 20*time.Millisecond)
