@@ -51,6 +51,10 @@ type Options struct {
 	// MaxOutage bounds how long the run waits for a results database that went away
 	// (default DefaultMaxOutage); then it fails with ErrOutage.
 	MaxOutage time.Duration
+	// Backend, when set, gives in-process generator instance i its way to the results
+	// database instead of Store (the capacity simulation routes them through a relay,
+	// as generators at scale are); each call makes one instance's.
+	Backend func(i int) worker.Backend
 	// SpillDir holds the spill files of in-process generator instances: samples the
 	// database cannot take wait there (default the system's temporary directory).
 	SpillDir string
@@ -249,7 +253,7 @@ func (r *runner) legs(ctx context.Context) error {
 			// One generator app per variant, as on Cloud Foundry: its instances follow
 			// the newest repeat.
 			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
-				poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, spillDir: r.opts.SpillDir, ctx: fctx}
+				backend: r.opts.Backend, poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, spillDir: r.opts.SpillDir, ctx: fctx}
 		}
 		rv.GeneratorApp, rv.Workload = fleet.App(), wl.Marshal()
 		if err := r.db(ctx, "record the variant", func(ctx context.Context) error { return r.opts.Store.AddRunVariant(ctx, rv) }); err != nil {

@@ -32,6 +32,7 @@ type Fleet interface {
 type localFleet struct {
 	app       string
 	store     *resultsdb.Store
+	backend   func(i int) worker.Backend // nil: store
 	poll      time.Duration
 	log       *slog.Logger
 	lookupEnv func(string) (string, bool)
@@ -46,7 +47,11 @@ func (f *localFleet) App() string { return f.app }
 
 func (f *localFleet) Scale(_ context.Context, n int) error {
 	for len(f.insts) < n {
-		in := worker.New(worker.Config{Store: f.store, App: f.app, Index: len(f.insts), Host: "127.0.0.1",
+		var db worker.Backend = f.store
+		if f.backend != nil {
+			db = f.backend(len(f.insts))
+		}
+		in := worker.New(worker.Config{Store: db, App: f.app, Index: len(f.insts), Host: "127.0.0.1",
 			PollEvery: f.poll, SpillDir: f.spillDir, Logger: f.log, LookupEnv: f.lookupEnv})
 		if err := in.Start(f.ctx); err != nil {
 			return err

@@ -11,6 +11,7 @@ package pgserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -55,6 +56,9 @@ type Options struct {
 	Detach bool
 	// Fast trades crash safety for speed (fsync off), for throwaway test clusters.
 	Fast bool
+	// MaxConnections is the server's max_connections (default 200); a small one plays
+	// a hosted plan's cap (the capacity simulation: 100).
+	MaxConnections int
 }
 
 // Server is a PostgreSQL server on 127.0.0.1. Close and the end of Start's context stop
@@ -486,7 +490,7 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *syscall.C
 func (s *Server) launch(ctx context.Context, binDir string, cred *syscall.Credential, port int, opts Options) error {
 	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-		"-c", "logging_collector=off", "-c", "synchronous_commit=off", "-c", "max_connections=200"}
+		"-c", "logging_collector=off", "-c", "synchronous_commit=off", "-c", "max_connections=" + strconv.Itoa(cmp.Or(opts.MaxConnections, 200))}
 	if opts.Fast {
 		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 )
 
 // Timeouts on every connection to a results database, unless its DSN sets them
@@ -75,4 +79,22 @@ func Transient(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+}
+
+// OpenWaiting opens the store as OpenPool does and, while that fails (a database that
+// comes up after the caller, on a fresh landscape), logs and tries again with backoff
+// until ctx ends; then it returns ctx's error.
+func OpenWaiting(ctx context.Context, dsn string, maxConns int, log *slog.Logger) (*Store, error) {
+	retry := backoff.Backoff{First: 250 * time.Millisecond, Max: 10 * time.Second}
+	for {
+		store, err := OpenPool(ctx, dsn, maxConns)
+		if err == nil {
+			return store, nil
+		}
+		delay := retry.Next()
+		log.Warn("open results db; retrying", "err", err, "retry_in", delay)
+		if !wait.For(ctx, delay) {
+			return nil, ctx.Err()
+		}
+	}
 }

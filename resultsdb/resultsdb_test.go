@@ -193,10 +193,10 @@ func TestSampleWriterRetryDoesNotDuplicate(t *testing.T) {
 	batch := []sample.Sample{{Seq: 1, Status: 200}, {Seq: 2, Status: 200}}
 	// As if the first COPY committed but its acknowledgement was lost: the same rows
 	// arrive again, together with a new one.
-	if err := w.copy(ctx, [][]sample.Sample{batch}); err != nil {
+	if err := s.CopySamples(ctx, w.worker, [][]sample.Sample{batch}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.copy(ctx, [][]sample.Sample{append(batch, sample.Sample{Seq: 3, Status: 503})}); err != nil {
+	if err := s.CopySamples(ctx, w.worker, [][]sample.Sample{append(batch, sample.Sample{Seq: 3, Status: 503})}); err != nil {
 		t.Fatalf("retry of a partly stored batch: %v", err)
 	}
 	conn, err := pgx.Connect(ctx, dsn)

@@ -65,7 +65,7 @@ func (o *WriterOptions) defaults() {
 // never silently. Lifecycle: Start, then Add from any goroutine, then Close, which
 // flushes what is left.
 type SampleWriter struct {
-	store  *Store
+	sink   SampleSink
 	worker int32
 	opts   WriterOptions
 
@@ -86,12 +86,28 @@ type SampleWriter struct {
 	dropped atomic.Uint64
 }
 
-// NewSampleWriter returns a writer for the samples of worker. It fails only when the
-// spill file cannot be created.
+// SampleSink stores one batch of a worker's samples: all of them or none. A batch may
+// be given again after an error (its answer lost in an outage) and must then be stored
+// once. Calls come from one goroutine per writer; a sink serves many writers.
+type SampleSink interface {
+	CopySamples(ctx context.Context, worker int32, batch [][]sample.Sample) error
+}
+
+var _ SampleSink = (*Store)(nil)
+
+// NewSampleWriter returns a writer that stores the samples of worker straight into s.
+// It fails only when the spill file cannot be created.
 func (s *Store) NewSampleWriter(worker int32, opts WriterOptions) (*SampleWriter, error) {
+	return NewSampleWriter(s, worker, opts)
+}
+
+// NewSampleWriter returns a writer for the samples of worker that stores them through
+// sink (a Store, or a relay's client). It fails only when the spill file cannot be
+// created.
+func NewSampleWriter(sink SampleSink, worker int32, opts WriterOptions) (*SampleWriter, error) {
 	opts.defaults()
 	w := &SampleWriter{
-		store: s, worker: worker, opts: opts,
+		sink: sink, worker: worker, opts: opts,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if opts.SpillPath != "" {
@@ -205,7 +221,7 @@ func (w *SampleWriter) Flush(ctx context.Context) error {
 	for w.spill != nil && w.spill.Len() > 0 {
 		batch, err := w.spill.Peek(w.opts.BatchSize)
 		if err == nil {
-			err = w.copy(ctx, [][]sample.Sample{batch})
+			err = w.sink.CopySamples(ctx, w.worker, [][]sample.Sample{batch})
 		}
 		if err != nil {
 			w.spillPending()
@@ -218,7 +234,7 @@ func (w *SampleWriter) Flush(ctx context.Context) error {
 	}
 	for w.pending.Len() > 0 {
 		n := min(w.pending.Len(), w.opts.BatchSize)
-		if err := w.copy(ctx, w.pending.Front(n)); err != nil {
+		if err := w.sink.CopySamples(ctx, w.worker, w.pending.Front(n)); err != nil {
 			w.spillPending()
 			return err
 		}
@@ -280,16 +296,22 @@ func (w *SampleWriter) Unstored() int {
 
 const sampleColumns = "worker_id, seq, step, request, intended_us, start_delay_us, latency_us, status, bytes, error, warmup"
 
-// copy writes one batch. A batch that was partly stored before a lost connection would
-// fail the primary key on retry; then it goes through a staging table and only the
-// missing rows are inserted, so a retry never duplicates and never loses.
-func (w *SampleWriter) copy(ctx context.Context, batch [][]sample.Sample) error {
-	conn, err := w.store.pool.Acquire(ctx)
+// CopySamples writes one batch of worker's samples with binary COPY (SampleSink).
+func (s *Store) CopySamples(ctx context.Context, worker int32, batch [][]sample.Sample) error {
+	return s.copyStream(ctx, func() io.Reader { return newCopyReader(worker, batch) })
+}
+
+// copyStream writes the samples src streams in binary COPY format (src gives the
+// stream afresh on each call). A batch that was partly stored before a lost connection
+// would fail the primary key on retry; then it goes through a staging table and only
+// the missing rows are inserted, so a retry never duplicates and never loses.
+func (s *Store) copyStream(ctx context.Context, src func() io.Reader) error {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("copy samples: %w", err)
 	}
 	defer conn.Release()
-	_, err = conn.Conn().PgConn().CopyFrom(ctx, newCopyReader(w.worker, batch), "COPY samples ("+sampleColumns+") FROM STDIN (FORMAT binary)")
+	_, err = conn.Conn().PgConn().CopyFrom(ctx, src(), "COPY samples ("+sampleColumns+") FROM STDIN (FORMAT binary)")
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		if err != nil {
@@ -301,7 +323,7 @@ func (w *SampleWriter) copy(ctx context.Context, batch [][]sample.Sample) error 
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE samples_retry (LIKE samples) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		if _, err := tx.Conn().PgConn().CopyFrom(ctx, newCopyReader(w.worker, batch), "COPY samples_retry ("+sampleColumns+") FROM STDIN (FORMAT binary)"); err != nil {
+		if _, err := tx.Conn().PgConn().CopyFrom(ctx, src(), "COPY samples_retry ("+sampleColumns+") FROM STDIN (FORMAT binary)"); err != nil {
 			return fmt.Errorf("copy samples (retry): %w", err)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO samples SELECT * FROM samples_retry ON CONFLICT DO NOTHING`)

@@ -26,10 +26,18 @@ type Store struct {
 // Open connects to the results database at dsn and applies pending migrations. Every
 // connection has the default timeouts (DefaultConnectTimeout, DefaultStatementTimeout)
 // unless dsn sets its own; a failed dial names the server's address.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string) (*Store, error) { return OpenPool(ctx, dsn, 0) }
+
+// OpenPool is Open with a pool of at most maxConns connections (0: pgxpool's default,
+// the larger of 4 and the number of CPUs): a relay's budget of the database's
+// connections.
+func OpenPool(ctx context.Context, dsn string, maxConns int) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("results db: %w", errMalformedDSN)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = int32(maxConns)
 	}
 	applyTimeouts(&cfg.ConnConfig.Config)
 	addr := serverAddr(&cfg.ConnConfig.Config)

@@ -25,9 +25,26 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
+// Backend is the instance's way to the results database: the database itself
+// (*resultsdb.Store, one pool per instance) or a relay that many instances share
+// (package relay), which keeps the database's connections few however many instances
+// run. Its methods are called concurrently; an error means the call may be repeated
+// later (the worker retries, a sample writer keeps its samples).
+type Backend interface {
+	Assignment(ctx context.Context, app string) (*resultsdb.Assignment, error)
+	RegisterWorker(ctx context.Context, w resultsdb.Worker) (int32, error)
+	Heartbeat(ctx context.Context, id int32, c resultsdb.WorkerCounters) error
+	JoinStep(ctx context.Context, id int32, st *resultsdb.Step, joined time.Time, late bool) error
+	FinishStep(ctx context.Context, id int32, step int, sent, missed uint64) error
+	StopWorker(ctx context.Context, id int32, c resultsdb.WorkerCounters) error
+	NewSampleWriter(worker int32, opts resultsdb.WriterOptions) (*resultsdb.SampleWriter, error)
+}
+
+var _ Backend = (*resultsdb.Store)(nil)
+
 // Config describes one instance.
 type Config struct {
-	Store *resultsdb.Store
+	Store Backend
 	// App is the generator app name whose plan the instance follows.
 	App string
 	// Index, GUID and Host identify the instance (CF_INSTANCE_INDEX, CF_INSTANCE_GUID,

@@ -3,6 +3,10 @@
 // needs. It finds the results database in VCAP_SERVICES or DATABASE_URL, follows the run
 // planned for its app (package worker) and exits 0 after a graceful stop on SIGTERM.
 //
+// With --relay (CFBENCH_RELAY_URL) and CFBENCH_RELAY_TOKEN it reaches the database
+// through a relay (cmd/cfbench-relay) instead, holding no connection to it: the way to
+// run more instances than the database's connection limit allows.
+//
 // Outside Cloud Foundry the same binary runs with flags:
 //
 //	DATABASE_URL=postgres://… cfbench-worker --app cfbench-loadgen --index 3
@@ -22,8 +26,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
-	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
-	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/worker"
 )
@@ -44,6 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 	index := fs.Int("index", -1, "instance index (default $CF_INSTANCE_INDEX, else 0)")
 	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
 	spillDir := fs.String("spill-dir", "", "directory for the spill file (default $TMPDIR, else /tmp)")
+	relayURL := fs.String("relay", getenv("CFBENCH_RELAY_URL"), "base URL of a relay (cfbench-relay) to reach the results database through (token in $CFBENCH_RELAY_TOKEN)")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often to read the run plan and heartbeat")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cfbench-worker [--app NAME] [--index N] [--service NAME]\n\nExample:\n  DATABASE_URL=postgres://u:p@127.0.0.1:5432/results cfbench-worker --app cfbench-loadgen --index 0\n\nOptions:")
@@ -94,27 +98,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 			*spillDir = "/tmp"
 		}
 	}
-	dsn, err := cfenv.ResultsDSN(getenv, *service)
-	if err != nil {
-		return fail(err)
+	var db worker.Backend
+	if *relayURL != "" {
+		c, err := relay.NewClient(*relayURL, getenv("CFBENCH_RELAY_TOKEN"))
+		if err != nil {
+			return fail(err)
+		}
+		defer c.Close()
+		db = c
+	} else {
+		dsn, err := cfenv.ResultsDSN(getenv, *service)
+		if err != nil {
+			return fail(err)
+		}
+		store, err := resultsdb.OpenWaiting(ctx, dsn, 0, logger)
+		if err != nil {
+			return 0 // stopped while waiting
+		}
+		defer store.Close()
+		db = store
 	}
 
-	// The database may come up after us (a fresh landscape): keep trying until stopped.
-	var store *resultsdb.Store
-	retry := backoff.Backoff{First: 250 * time.Millisecond, Max: 10 * time.Second}
-	for {
-		if store, err = resultsdb.Open(ctx, dsn); err == nil {
-			break
-		}
-		delay := retry.Next()
-		logger.Warn("open results db; retrying", "err", err, "retry_in", delay)
-		if !wait.For(ctx, delay) {
-			return 0
-		}
-	}
-	defer store.Close()
-
-	w := worker.New(worker.Config{Store: store, App: *app, Index: *index, GUID: getenv("CF_INSTANCE_GUID"), Host: host,
+	w := worker.New(worker.Config{Store: db, App: *app, Index: *index, GUID: getenv("CF_INSTANCE_GUID"), Host: host,
 		PollEvery: *poll, SpillDir: *spillDir, Logger: logger})
 	// The worker runs on a context of its own so that the signal stops it gracefully.
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {

@@ -15,6 +15,7 @@ import (
 // Stat is one process's line of /proc/PID/stat.
 type Stat struct {
 	State byte // R, S, D, Z (zombie), X (dead), ...
+	PPID  int
 	PGRP  int
 	// Ticks is utime + stime + cutime + cstime, in clock ticks (USER_HZ).
 	Ticks uint64
@@ -37,6 +38,10 @@ func Parse(b []byte) (Stat, error) {
 		return Stat{}, errors.New("stat: too few fields")
 	}
 	num := func(n int) (uint64, error) { return strconv.ParseUint(string(f[n-3]), 10, 64) }
+	ppid, err := strconv.Atoi(string(f[4-3]))
+	if err != nil {
+		return Stat{}, err
+	}
 	pgrp, err := strconv.Atoi(string(f[5-3]))
 	if err != nil {
 		return Stat{}, err
@@ -62,7 +67,7 @@ func Parse(b []byte) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	return Stat{State: f[0][0], PGRP: pgrp, Ticks: ticks, RSS: uint64(max(rss, 0)), StartTime: start}, nil
+	return Stat{State: f[0][0], PPID: ppid, PGRP: pgrp, Ticks: ticks, RSS: uint64(max(rss, 0)), StartTime: start}, nil
 }
 
 // Read reads the stat of process pid; an error wrapping os.ErrNotExist means there is
@@ -96,4 +101,29 @@ func StartTime(pid int) (uint64, error) {
 func Same(pid int, start uint64) bool {
 	st, err := Read(pid)
 	return err == nil && st.State != 'Z' && st.State != 'X' && st.StartTime == start
+}
+
+// TreeTicks is the CPU ticks of process pid and its live children (see Stat.Ticks):
+// with the ticks of children that exited, which the kernel adds to pid's, it is all
+// the CPU a server that forks a process per client (Postgres) has used.
+func TreeTicks(pid int) (uint64, error) {
+	root, err := Read(pid)
+	if err != nil {
+		return 0, err
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	ticks := root.Ticks
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := Read(child); err == nil && st.PPID == pid {
+			ticks += st.Ticks
+		}
+	}
+	return ticks, nil
 }

@@ -15,7 +15,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != 'S' || st.PGRP != 4242 || st.Ticks != 210 || st.RSS != 321 || st.StartTime != 12345 {
+	if st.State != 'S' || st.PPID != 1 || st.PGRP != 4242 || st.Ticks != 210 || st.RSS != 321 || st.StartTime != 12345 {
 		t.Errorf("Parse = %+v", st)
 	}
 	for _, bad := range []string{"", "1 (x) S 1", "1 x S 1 2 3"} {
@@ -27,7 +27,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc")
 	}
-	if st, err := Parse(self); err != nil || st.PGRP != syscall.Getpgrp() || st.RSS == 0 || st.StartTime == 0 {
+	if st, err := Parse(self); err != nil || st.PPID != os.Getppid() || st.PGRP != syscall.Getpgrp() || st.RSS == 0 || st.StartTime == 0 {
 		t.Errorf("own stat = %+v, %v", st, err)
 	}
 }

@@ -1,0 +1,62 @@
+package capacity
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
+	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
+)
+
+// TestHundredInstancesOnTwentyConnections is the simulation made small: 100 generator
+// instances through a relay of 4 connections on a database that allows 20 (each
+// instance on its own pool would need 100 and more). Every instance joins every step
+// and every sample it sent is stored; no timing is asserted.
+func TestHundredInstancesOnTwentyConnections(t *testing.T) {
+	testtier.External(t, "a real PostgreSQL server")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil { // for the unprivileged server user under root
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var logs testlog.Buffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("warnings:\n%s", tail(logs.String(), 8000))
+		}
+	}()
+	res, err := Run(ctx, Config{Dir: dir, Instances: 100, Steps: 2, Rate: 20, Hold: 3 * time.Second,
+		MaxConnections: 20, RelayConns: 4, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RunErr != nil {
+		t.Fatalf("run: %v", res.RunErr)
+	}
+	if len(res.Steps) != 2 {
+		t.Fatalf("%d steps recorded, want 2: %+v", len(res.Steps), res.Steps)
+	}
+	for i, st := range res.Steps {
+		if want := 50 * (i + 1); st.Planned != want || st.Joined != want || st.Done != want {
+			t.Errorf("step %d: planned %d, joined %d, done %d; want %d each", i+1, st.Planned, st.Joined, st.Done, want)
+		}
+	}
+	if res.Sent == 0 || res.Stored != res.Sent || res.Dropped != 0 {
+		t.Errorf("sent %d, stored %d, dropped %d: want every sample sent stored", res.Sent, res.Stored, res.Dropped)
+	}
+	if res.MaxConns == 0 || res.MaxConns > 20 {
+		t.Errorf("at most %d connections seen in use; want between 1 and max_connections (20)", res.MaxConns)
+	}
+	t.Logf("%+v", *res)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,401 @@
+// Package relay lets many generator instances share a few connections to the results
+// database. A Server (cmd/cfbench-relay, pushed beside the generators) holds a small
+// pool and serves the instances' calls over HTTP: the plan is read once per app however
+// many instances poll it, heartbeats go in one statement per interval, and the samples
+// of all instances that post while a COPY runs go in the next COPY (group commit). A
+// post is answered only once its rows are committed, so an instance keeps its samples
+// (spill file, memory) until then, exactly as against the database itself. Client is
+// the instances' side (a worker.Backend).
+//
+// Protocol (JSON unless said; every request carries "Authorization: Bearer TOKEN"):
+//
+//	GET  /v1/assignment?app=NAME           → resultsdb.Assignment or null
+//	POST /v1/workers                       resultsdb.Worker → {"id": N}
+//	POST /v1/workers/ID/heartbeat          resultsdb.WorkerCounters → 204 (stored within BeatEvery)
+//	POST /v1/workers/ID/steps/IDX/join     {"step": resultsdb.Step, "joined": T, "late": B} → 204
+//	POST /v1/workers/ID/steps/IDX/finish   {"sent": N, "missed": N} → 204
+//	POST /v1/workers/ID/stop               resultsdb.WorkerCounters → 204
+//	POST /v1/workers/ID/samples            binary COPY stream (resultsdb.CopyStream) → 204 once stored
+//
+// A failure is 503 when the database is away (the call may succeed later), else 4xx/500,
+// with the reason as text.
+package relay
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// Config configures a Server. Store and Token are required.
+type Config struct {
+	// Store is the results database; its pool bounds the connections the relay holds.
+	Store *resultsdb.Store
+	// Addr is where to listen (default 127.0.0.1:0; on CF ":$PORT").
+	Addr string
+	// Token is the secret every request must carry.
+	Token string
+	// PlanMaxAge is how old a plan the relay answers with may be (default 100 ms).
+	PlanMaxAge time.Duration
+	// BeatEvery is how often the heartbeats received are written (default 250 ms).
+	BeatEvery time.Duration
+	// Committers is how many COPYs may run at once (default 2).
+	Committers int
+	// MaxBatchBytes bounds one COPY's rows (default 16 MiB).
+	MaxBatchBytes int
+	Logger        *slog.Logger
+}
+
+// maxBody bounds one post of samples (the worker's batch of 32,768 rows is 2.8 MiB).
+const maxBody = 64 << 20
+
+// Stats count what the relay did; the capacity simulation reports them.
+type Stats struct {
+	Requests, PlanQueries, BeatsReceived, BeatStatements, Copies, CopiedRows, Forwarded int64
+}
+
+// Server is a relay. It follows the lifecycle of package lifecycle: Close stops taking
+// requests, lets those in flight finish (their samples committed), writes the last
+// heartbeats and returns.
+type Server struct {
+	cfg  Config
+	life lifecycle.State
+	ln   net.Listener
+
+	plans sync.Map // app → *plan
+
+	beatMu sync.Mutex
+	beats  map[int32]resultsdb.WorkerCounters
+
+	subMu   sync.Mutex
+	subs    []*submission
+	subKick chan struct{}
+
+	requests, planQueries, beatsReceived, beatStatements, copies, copiedRows, forwarded atomic.Int64
+}
+
+var _ lifecycle.Part = (*Server)(nil)
+
+// New returns a relay that is not started yet.
+func New(cfg Config) *Server {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.PlanMaxAge <= 0 {
+		cfg.PlanMaxAge = 100 * time.Millisecond
+	}
+	if cfg.BeatEvery <= 0 {
+		cfg.BeatEvery = 250 * time.Millisecond
+	}
+	if cfg.Committers <= 0 {
+		cfg.Committers = 2
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 16 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, beats: map[int32]resultsdb.WorkerCounters{}, subKick: make(chan struct{}, 1)}
+}
+
+// Start listens and serves in the background.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.life.Begin(); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	if s.cfg.Store == nil || s.cfg.Token == "" {
+		err := errors.New("relay: a results database and a token are required")
+		s.life.Stopped(err)
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		err = fmt.Errorf("relay: listen on %s: %w", s.cfg.Addr, err)
+		s.life.Stopped(err)
+		return err
+	}
+	s.ln = ln
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	for range s.cfg.Committers {
+		bg.Go(func() { s.commit(work) })
+	}
+	bg.Go(func() { s.writeBeats(work) })
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		var err error
+		select {
+		case err = <-served: // the listener died
+		case <-s.life.Stopping():
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if ctx.Err() != nil {
+			cancel()
+			sctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		}
+		srv.Shutdown(sctx) // waits for the posts in flight, whose rows the committers store
+		cancel()
+		stopWork()
+		bg.Wait()
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.life.Stopped(err)
+	}()
+	return nil
+}
+
+// Wait blocks until the relay has stopped.
+func (s *Server) Wait() error { return s.life.Wait() }
+
+// Close stops the relay gracefully.
+func (s *Server) Close() error { return s.life.Close() }
+
+// Run is Start followed by Wait.
+func (s *Server) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
+
+// URL is the relay's base URL once started.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Stats is what the relay did so far.
+func (s *Server) Stats() Stats {
+	return Stats{Requests: s.requests.Load(), PlanQueries: s.planQueries.Load(), BeatsReceived: s.beatsReceived.Load(),
+		BeatStatements: s.beatStatements.Load(), Copies: s.copies.Load(), CopiedRows: s.copiedRows.Load(), Forwarded: s.forwarded.Load()}
+}
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/assignment", s.assignment)
+	mux.HandleFunc("POST /v1/workers", s.register)
+	mux.HandleFunc("POST /v1/workers/{id}/heartbeat", s.heartbeat)
+	mux.HandleFunc("POST /v1/workers/{id}/steps/{idx}/join", s.joinStep)
+	mux.HandleFunc("POST /v1/workers/{id}/steps/{idx}/finish", s.finishStep)
+	mux.HandleFunc("POST /v1/workers/{id}/stop", s.stop)
+	mux.HandleFunc("POST /v1/workers/{id}/samples", s.samples)
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "missing or wrong relay token", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// fail answers err: 503 when the database is away, 400 for a bad request, else 500.
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case resultsdb.Transient(err):
+		code = http.StatusServiceUnavailable
+	case errors.Is(err, errBadRequest), errors.Is(err, resultsdb.ErrBadCopy):
+		code = http.StatusBadRequest
+	}
+	http.Error(w, err.Error(), code)
+}
+
+var errBadRequest = errors.New("bad request")
+
+func workerID(r *http.Request) (int32, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: worker id %q", errBadRequest, r.PathValue("id"))
+	}
+	return int32(id), nil
+}
+
+// decode reads the JSON body into v.
+func decode(r *http.Request, v any) error {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	return nil
+}
+
+// plan is the cached assignment of one app.
+type plan struct {
+	mu      sync.Mutex
+	a       *resultsdb.Assignment
+	fetched time.Time // on our monotonic clock
+}
+
+func (s *Server) assignment(w http.ResponseWriter, r *http.Request) {
+	app := r.URL.Query().Get("app")
+	if app == "" {
+		fail(w, fmt.Errorf("%w: no app", errBadRequest))
+		return
+	}
+	v, _ := s.plans.LoadOrStore(app, &plan{})
+	p := v.(*plan)
+	p.mu.Lock() // one query per app at a time; the other pollers take its answer
+	if p.fetched.IsZero() || time.Since(p.fetched) > s.cfg.PlanMaxAge {
+		a, err := s.cfg.Store.Assignment(r.Context(), app)
+		s.planQueries.Add(1)
+		if err != nil {
+			p.mu.Unlock()
+			fail(w, err)
+			return
+		}
+		p.a, p.fetched = a, time.Now()
+	}
+	var out *resultsdb.Assignment
+	if p.a != nil {
+		c := *p.a
+		// The database's clock now, from its reading then: instances align their steps
+		// on it, so a cached answer must not carry an old time.
+		c.DBNow = c.DBNow.Add(time.Since(p.fetched))
+		out = &c
+	}
+	p.mu.Unlock()
+	json.NewEncoder(w).Encode(out)
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var in resultsdb.Worker
+	if err := decode(r, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	s.forwarded.Add(1)
+	id, err := s.cfg.Store.RegisterWorker(r.Context(), in)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]int32{"id": id})
+}
+
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	id, err := workerID(r)
+	var c resultsdb.WorkerCounters
+	if err == nil {
+		err = decode(r, &c)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.beatsReceived.Add(1)
+	s.beatMu.Lock()
+	s.beats[id] = c
+	s.beatMu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeBeats writes the heartbeats received, every BeatEvery, in one statement; the
+// beats of a failed write wait for the next (newer ones replace them).
+func (s *Server) writeBeats(ctx context.Context) {
+	t := time.NewTicker(s.cfg.BeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.beatMu.Lock()
+		beats := s.beats
+		s.beats = map[int32]resultsdb.WorkerCounters{}
+		s.beatMu.Unlock()
+		if len(beats) == 0 {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := s.cfg.Store.Heartbeats(wctx, beats)
+		cancel()
+		s.beatStatements.Add(1)
+		if err != nil {
+			s.cfg.Logger.Warn("write heartbeats; keeping them for the next write", "workers", len(beats), "err", err)
+			s.beatMu.Lock()
+			for id, c := range beats {
+				if _, newer := s.beats[id]; !newer {
+					s.beats[id] = c
+				}
+			}
+			s.beatMu.Unlock()
+		}
+	}
+}
+
+type joinBody struct {
+	Step   resultsdb.Step `json:"step"`
+	Joined time.Time      `json:"joined"`
+	Late   bool           `json:"late"`
+}
+
+func (s *Server) joinStep(w http.ResponseWriter, r *http.Request) {
+	id, err := workerID(r)
+	var in joinBody
+	if err == nil {
+		err = decode(r, &in)
+	}
+	if err == nil {
+		s.forwarded.Add(1)
+		err = s.cfg.Store.JoinStep(r.Context(), id, &in.Step, in.Joined, in.Late)
+	}
+	done(w, err)
+}
+
+type finishBody struct {
+	Sent   uint64 `json:"sent"`
+	Missed uint64 `json:"missed"`
+}
+
+func (s *Server) finishStep(w http.ResponseWriter, r *http.Request) {
+	id, err := workerID(r)
+	var in finishBody
+	idx, ierr := strconv.Atoi(r.PathValue("idx"))
+	if err == nil && ierr != nil {
+		err = fmt.Errorf("%w: step %q", errBadRequest, r.PathValue("idx"))
+	}
+	if err == nil {
+		err = decode(r, &in)
+	}
+	if err == nil {
+		s.forwarded.Add(1)
+		err = s.cfg.Store.FinishStep(r.Context(), id, idx, in.Sent, in.Missed)
+	}
+	done(w, err)
+}
+
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
+	id, err := workerID(r)
+	var c resultsdb.WorkerCounters
+	if err == nil {
+		err = decode(r, &c)
+	}
+	if err == nil {
+		s.beatMu.Lock()
+		delete(s.beats, id) // an older beat written after this would undo the final counters
+		s.beatMu.Unlock()
+		s.forwarded.Add(1)
+		err = s.cfg.Store.StopWorker(r.Context(), id, c)
+	}
+	done(w, err)
+}
+
+func done(w http.ResponseWriter, err error) {
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
