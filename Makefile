@@ -20,6 +20,7 @@ build:
 	# manifests/stub.yml and manifests/proxy-plateau.yml push.
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-relay ./cmd/cfbench-relay
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-drain ./cmd/cfbench-drain
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/stub/cfbench-stub ./cmd/cfbench-stub
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/proxy/cfbench-proxy ./cmd/cfbench-proxy
@@ -58,9 +59,12 @@ cf-cli-suite: deps
 	scripts/cf-cli-suite.sh $(CF_CLI_SUITE_FLAGS)
 
 # The load-generator benchmark (cmd/cfbench-bench; BENCH_FLAGS="-seconds 3 -repeat 1" for
-# a quick trial), then the hot-path micro-benchmarks.
+# a quick trial), the capacity simulation (cmd/cfbench-capacity: 1,000 instances on
+# max_connections = 100; CAPACITY_FLAGS="-instances 200 -hold 3s" for a quick trial),
+# then the hot-path micro-benchmarks.
 bench: deps build
 	$(GO) run ./cmd/cfbench-bench $(BENCH_FLAGS)
+	$(GO) run ./cmd/cfbench-capacity -relay-bin $(BIN)/cfbench-relay $(CAPACITY_FLAGS)
 	scripts/bench-go.sh
 	scripts/bench-routerlogs.sh
 

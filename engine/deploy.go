@@ -24,6 +24,32 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
+// RelayURLEnv and RelayTokenEnv, set where the CLI runs, make the pushed generators
+// reach the results database through that relay (cmd/cfbench-relay,
+// manifests/relay.yml) with that token instead of a pool each; cfbench-worker reads
+// the same names.
+const (
+	RelayURLEnv   = "CFBENCH_RELAY_URL"
+	RelayTokenEnv = "CFBENCH_RELAY_TOKEN"
+)
+
+// generatorEnv is the environment of the pushed generator apps: the results
+// database's service, the header values' variables, and a relay when RelayURLEnv is set.
+func generatorEnv(sp *spec.Spec, lookup func(string) (string, bool)) (map[string]string, error) {
+	env := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
+	for _, name := range sp.Workload.HeaderVars() {
+		env[name], _ = lookup(name)
+	}
+	if u, ok := lookup(RelayURLEnv); ok && u != "" {
+		tok, _ := lookup(RelayTokenEnv)
+		if len(tok) < 16 {
+			return nil, fmt.Errorf("%s is set but %s is not a secret of at least 16 characters", RelayURLEnv, RelayTokenEnv)
+		}
+		env[RelayURLEnv], env[RelayTokenEnv] = u, tok
+	}
+	return env, nil
+}
+
 // DeployConfig says what Deploy pushes besides the apps under test.
 type DeployConfig struct {
 	CF *platform.CF
@@ -154,9 +180,9 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if usesDrain(sp) && cfg.DrainBin == "" {
 		return nil, errors.New("router logs from a drain need the cfbench-drain binary to push")
 	}
-	genEnv := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
-	for _, name := range sp.Workload.HeaderVars() {
-		genEnv[name], _ = cfg.LookupEnv(name)
+	genEnv, err := generatorEnv(sp, cfg.LookupEnv)
+	if err != nil {
+		return nil, err
 	}
 	cf, note := cfg.CF, cfg.Reporter.Note
 	land, err := platform.EnsureLandscape(ctx, cf.Client(), sp.Landscape)

@@ -18,9 +18,11 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
+	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // faultSpec is an open loop (a bounded number of samples whatever the machine's load)
@@ -97,6 +99,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 		at, for_  time.Duration // the fault, from the first step's plan
 		mode      string        // "proxy" (Postgres behind a proxy that is cut), "restart", "tunnel"
 		spillMust bool          // the outage outlasts the writers' flush period: samples went to disk
+		relay     bool          // the generators go through a relay, whose database is what the fault hits
 	}{
 		{name: "outage 2s mid-step", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 2 * time.Second, mode: "proxy"},
 		{name: "outage 10s mid-step", max: 1, hold: 14 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
@@ -104,6 +107,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 		{name: "outage 10s across a step boundary", max: 2, hold: 4 * time.Second, at: 2500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
 		{name: "postgres restart on its port", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, mode: "restart"},
 		{name: "tunnel drops 5s", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 5 * time.Second, mode: "tunnel", spillMust: true},
+		{name: "relay loses the database 5s mid-step", max: 2, hold: 6 * time.Second, at: 1500 * time.Millisecond, for_: 5 * time.Second, mode: "proxy", spillMust: true, relay: true},
 	}
 	// Every case is set up here, then all run at once: as parallel subtests only
 	// GOMAXPROCS of them would run together, and they mostly wait.
@@ -125,6 +129,11 @@ func TestFaultsLoseNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		direct, runDSN, fault := faultSetup(t, c.mode, c.for_)
+		var backend func(int) worker.Backend
+		if c.relay {
+			backend = relayed(t, runDSN)
+			runDSN = direct // the engine's own path stays up; the relay's goes down
+		}
 		store, err := resultsdb.Open(context.Background(), runDSN)
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +149,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 				faulted <- fault()
 			}()
 			o := outcome{rep: rep, direct: direct}
-			o.res, o.err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill})
+			o.res, o.err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill, Backend: backend})
 			if o.err == nil {
 				o.faultErr = <-faulted
 			}
@@ -186,6 +195,28 @@ func TestFaultsLoseNothing(t *testing.T) {
 				t.Errorf("%d steps ended, want %d", n, c.max)
 			}
 		})
+	}
+}
+
+// relayed starts a relay on dsn and returns the backends of instances that use it.
+func relayed(t *testing.T, dsn string) func(int) worker.Backend {
+	t.Helper()
+	store, err := resultsdb.OpenPool(context.Background(), dsn, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "faults-relay-token"
+	rel := relay.New(relay.Config{Store: store, Token: token})
+	if err := rel.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rel.Close(); store.Close() }) // after the runs: cleanups run last-in first-out
+	return func(int) worker.Backend {
+		c, err := relay.NewClient(rel.URL(), token)
+		if err != nil {
+			panic(err) // the URL and token above are well-formed
+		}
+		return c
 	}
 }
 

@@ -34,7 +34,8 @@ func NewClient(base, token string) (*Client, error) {
 		return nil, fmt.Errorf("relay %s: no token", u.Host)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4 // the plan poll, a step record and a flush may overlap
+	// The plan poll, a step record and a flush may overlap; more waits for a connection.
+	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 4, 4
 	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}, nil
 }
 
@@ -126,4 +127,11 @@ func (c *Client) CopySamples(ctx context.Context, worker int32, batch [][]sample
 // NewSampleWriter returns a writer whose batches go through the relay.
 func (c *Client) NewSampleWriter(worker int32, opts resultsdb.WriterOptions) (*resultsdb.SampleWriter, error) {
 	return resultsdb.NewSampleWriter(c, worker, opts)
+}
+
+// Stats reads what the relay did so far.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := c.do(ctx, http.MethodGet, "/v1/stats", nil, "", &st)
+	return st, err
 }

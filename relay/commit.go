@@ -38,6 +38,7 @@ func (s *Server) samples(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	s.samplePosts.Add(1)
 	sub := &submission{rows: rows, n: n, done: make(chan error, 1)}
 	s.subMu.Lock()
 	s.subs = append(s.subs, sub)

@@ -16,6 +16,7 @@
 //	POST /v1/workers/ID/steps/IDX/finish   {"sent": N, "missed": N} → 204
 //	POST /v1/workers/ID/stop               resultsdb.WorkerCounters → 204
 //	POST /v1/workers/ID/samples            binary COPY stream (resultsdb.CopyStream) → 204 once stored
+//	GET  /v1/stats                         Stats (what the relay did so far)
 //
 // A failure is 503 when the database is away (the call may succeed later), else 4xx/500,
 // with the reason as text.
@@ -64,7 +65,7 @@ const maxBody = 64 << 20
 
 // Stats count what the relay did; the capacity simulation reports them.
 type Stats struct {
-	Requests, PlanQueries, BeatsReceived, BeatStatements, Copies, CopiedRows, Forwarded int64
+	Requests, Polls, PlanQueries, BeatsReceived, BeatStatements, SamplePosts, Copies, CopiedRows, Forwarded int64
 }
 
 // Server is a relay. It follows the lifecycle of package lifecycle: Close stops taking
@@ -84,7 +85,7 @@ type Server struct {
 	subs    []*submission
 	subKick chan struct{}
 
-	requests, planQueries, beatsReceived, beatStatements, copies, copiedRows, forwarded atomic.Int64
+	requests, polls, planQueries, beatsReceived, beatStatements, samplePosts, copies, copiedRows, forwarded atomic.Int64
 }
 
 var _ lifecycle.Part = (*Server)(nil)
@@ -176,8 +177,9 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
 // Stats is what the relay did so far.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.requests.Load(), PlanQueries: s.planQueries.Load(), BeatsReceived: s.beatsReceived.Load(),
-		BeatStatements: s.beatStatements.Load(), Copies: s.copies.Load(), CopiedRows: s.copiedRows.Load(), Forwarded: s.forwarded.Load()}
+	return Stats{Requests: s.requests.Load(), Polls: s.polls.Load(), PlanQueries: s.planQueries.Load(), BeatsReceived: s.beatsReceived.Load(),
+		BeatStatements: s.beatStatements.Load(), SamplePosts: s.samplePosts.Load(), Copies: s.copies.Load(), CopiedRows: s.copiedRows.Load(),
+		Forwarded: s.forwarded.Load()}
 }
 
 func (s *Server) handler() http.Handler {
@@ -189,6 +191,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /v1/workers/{id}/steps/{idx}/finish", s.finishStep)
 	mux.HandleFunc("POST /v1/workers/{id}/stop", s.stop)
 	mux.HandleFunc("POST /v1/workers/{id}/samples", s.samples)
+	mux.HandleFunc("GET /v1/stats", func(w http.ResponseWriter, r *http.Request) { json.NewEncoder(w).Encode(s.Stats()) })
 	want := []byte("Bearer " + s.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
@@ -243,6 +246,7 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: no app", errBadRequest))
 		return
 	}
+	s.polls.Add(1)
 	v, _ := s.plans.LoadOrStore(app, &plan{})
 	p := v.(*plan)
 	p.mu.Lock() // one query per app at a time; the other pollers take its answer

@@ -150,7 +150,11 @@ func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 		if err == nil {
 			failures = 0
 			if a != nil && cur == nil && a.RunID != broken {
-				if cur, err = w.join(ctx, a, offset); err != nil {
+				var again *retryJoin
+				if cur, err = w.join(ctx, a, offset); errors.As(err, &again) {
+					// The database (or relay) did not answer: the next poll tries again.
+					w.cfg.Logger.Warn("join run; retrying", "run", a.RunID, "err", err)
+				} else if err != nil {
 					w.cfg.Logger.Error("join run; waiting for the next one", "run", a.RunID, "err", err)
 					broken = a.RunID
 				}
@@ -187,6 +191,13 @@ func (w *Worker) poll(ctx context.Context) (*resultsdb.Assignment, time.Duration
 	return a, a.DBNow.Sub(before.Add(after.Sub(before) / 2)), nil
 }
 
+// retryJoin is a join that failed on the way to the database, not on the run's plan:
+// the instance tries again at its next poll.
+type retryJoin struct{ err error }
+
+func (e *retryJoin) Error() string { return e.err.Error() }
+func (e *retryJoin) Unwrap() error { return e.err }
+
 // membership is the instance's part in one run.
 type membership struct {
 	w        *Worker
@@ -213,10 +224,12 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 	if err != nil {
 		return nil, err
 	}
-	id, err := w.cfg.Store.RegisterWorker(ctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
+	rctx, cancel := context.WithTimeout(ctx, dbCallTimeout)
+	id, err := w.cfg.Store.RegisterWorker(rctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
 		InstanceIndex: w.cfg.Index, InstanceGUID: w.cfg.GUID, Host: w.cfg.Host})
+	cancel()
 	if err != nil {
-		return nil, err
+		return nil, &retryJoin{err}
 	}
 	opts := w.cfg.Writer
 	if opts.Logger == nil {

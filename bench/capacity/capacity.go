@@ -40,21 +40,29 @@ type Config struct {
 	// Instances is the generator instances at the last step; the ramp starts at
 	// Instances/Steps and adds as many each step.
 	Instances, Steps int
-	// Rate is each instance's open-loop rate (req/s).
-	Rate float64
-	Hold time.Duration
+	// Rate is each instance's open-loop rate (req/s); 0 makes each instance a closed
+	// loop of one user pausing ThinkTime between requests (no schedule to miss: what a
+	// busy machine cannot send is simply not sent).
+	Rate      float64
+	ThinkTime time.Duration
+	Hold      time.Duration
 	// MaxConnections is the database's max_connections.
 	MaxConnections int
 	// Direct makes each instance open its own pool to the database, as cfbench-worker
 	// does without --relay; otherwise they go through one relay holding RelayConns.
 	Direct     bool
 	RelayConns int
-	Logger     *slog.Logger
+	// RelayBin, when set, is a cfbench-relay binary the relay runs as, in a process of
+	// its own (its CPU is then measured); otherwise the relay runs in this process.
+	RelayBin string
+	Logger   *slog.Logger
 }
 
 // Step is what one step's instances did.
 type Step struct {
 	Index, Planned, Joined, Late, Done int
+	// Stored is the step's samples stored (its rate: Stored over the hold).
+	Stored int64
 	// SkewP50 and SkewP99 are how late instances began the step after its planned
 	// start (the database's clock), in milliseconds.
 	SkewP50, SkewP99 float64
@@ -64,8 +72,11 @@ type Step struct {
 type Result struct {
 	Steps []Step
 	// Sent is what the instances counted (final counters), Stored the rows in
-	// samples, Dropped what they counted as lost.
-	Sent, Stored, Dropped int64
+	// samples, Dropped what they counted as lost, Missed the open loop's slots that
+	// never went out (the instances could not keep up).
+	Sent, Stored, Dropped, Missed int64
+	// DiskPerSample is the samples table with its indexes over its rows, in bytes.
+	DiskPerSample float64
 	// LoadSeconds is the time under load (steps × hold); SamplesPerSec is Stored over it.
 	LoadSeconds, SamplesPerSec float64
 	// MaxConns and MaxActive are the most client connections open and running a
@@ -76,9 +87,11 @@ type Result struct {
 	// XactPerSec is the database's committed transactions a second (every statement
 	// outside a transaction is one); WALPerSample its WAL bytes per stored sample.
 	XactPerSec, WALPerSample float64
-	// Relay is what the relay did (zero in Direct mode); Seconds the run's wall time.
-	Relay   relay.Stats
-	Seconds float64
+	// Relay is what the relay did (zero in Direct mode), RelayCores its CPU when it ran
+	// in a process of its own (RelayBin); Seconds the run's wall time.
+	Relay      relay.Stats
+	RelayCores float64
+	Seconds    float64
 	// Load1 is the machine's load average (1 min) at the start and the end.
 	Load1 [2]string
 	// RunErr is the engine's error, if any (a check that tripped is not one).
@@ -117,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	var (
 		backend func(int) worker.Backend
-		rel     *relay.Server
+		rel     *runningRelay
 		mu      sync.Mutex
 		closers []func()
 	)
@@ -139,18 +152,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return s
 		}
 	} else {
-		rstore, err := resultsdb.OpenPool(ctx, dsn, cfg.RelayConns)
+		var stop func() error
+		rel, stop, err = startRelay(ctx, cfg, dsn)
 		if err != nil {
 			return nil, err
 		}
-		defer rstore.Close()
-		rel = relay.New(relay.Config{Store: rstore, Token: token, Logger: cfg.Logger})
-		if err := rel.Start(ctx); err != nil {
-			return nil, err
-		}
-		defer rel.Close()
+		defer stop()
 		backend = func(int) worker.Backend {
-			c, err := relay.NewClient(rel.URL(), token)
+			c, err := relay.NewClient(rel.url, token)
 			if err != nil {
 				return failing{err}
 			}
@@ -188,23 +197,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.LoadSeconds = float64(cfg.Steps) * cfg.Hold.Seconds()
 	res.SamplesPerSec = float64(res.Stored) / res.LoadSeconds
 	if rel != nil {
-		res.Relay = rel.Stats()
+		if res.Relay, err = rel.stats(ctx); err != nil {
+			return nil, fmt.Errorf("read the relay's figures: %w", err)
+		}
+		res.RelayCores = rel.cores()
 	}
 	res.Seconds, res.Load1[1] = time.Since(began).Seconds(), load1()
 	return res, nil
 }
 
-// simSpec is an open loop against target ramping to cfg.Instances in cfg.Steps steps.
+// simSpec is the workload against target ramping to cfg.Instances in cfg.Steps steps.
 func simSpec(cfg Config, target string) (*spec.Spec, string, error) {
 	per := max(cfg.Instances/cfg.Steps, 1)
+	// A few sockets per instance, so that thousands fit in one process.
+	model := fmt.Sprintf("model: open\n  rate: %g\n  max_in_flight: 4", cfg.Rate)
+	if cfg.Rate <= 0 {
+		model = fmt.Sprintf("model: closed\n  users: 1\n  think_time: %s", cfg.ThinkTime)
+	}
 	text := fmt.Sprintf(`version: 1
 name: capacity
 variants:
   - name: sim
     url: %s
 workload:
-  model: open
-  rate: %g
+  %s
   requests:
     - name: hello
       path: /hello
@@ -214,7 +230,7 @@ ramp:
   max: %d
   hold: %s
   warmup: 0s
-`, target, cfg.Rate, per, per, per*cfg.Steps, cfg.Hold)
+`, target, model, per, per, per*cfg.Steps, cfg.Hold)
 	sp, err := spec.Parse("capacity.yml", []byte(text), ".")
 	return sp, text, err
 }
@@ -224,25 +240,31 @@ func measure(ctx context.Context, store *resultsdb.Store, run string, res *Resul
 	rows, err := store.Pool().Query(ctx, `
 SELECT st.idx, st.instances, count(ws.worker_id), count(*) FILTER (WHERE ws.late_join), count(ws.done_at),
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ws.skew_us), 0) / 1000,
-       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ws.skew_us), 0) / 1000
+       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ws.skew_us), 0) / 1000,
+       (SELECT count(*) FROM samples s JOIN workers w2 ON w2.id = s.worker_id WHERE w2.run_id = st.run_id AND s.step = st.idx)
 FROM steps st JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
 LEFT JOIN worker_steps ws ON ws.worker_id = w.id AND ws.step = st.idx
-WHERE st.run_id = $1 GROUP BY st.idx, st.instances ORDER BY st.idx`, run)
+WHERE st.run_id = $1 GROUP BY st.run_id, st.idx, st.instances ORDER BY st.idx`, run)
 	if err != nil {
 		return fmt.Errorf("read the steps: %w", err)
 	}
 	res.Steps, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (s Step, err error) {
-		err = r.Scan(&s.Index, &s.Planned, &s.Joined, &s.Late, &s.Done, &s.SkewP50, &s.SkewP99)
+		err = r.Scan(&s.Index, &s.Planned, &s.Joined, &s.Late, &s.Done, &s.SkewP50, &s.SkewP99, &s.Stored)
 		return s, err
 	})
 	if err != nil {
 		return fmt.Errorf("read the steps: %w", err)
 	}
-	err = store.Pool().QueryRow(ctx, `SELECT coalesce(sum(sent), 0), coalesce(sum(dropped), 0),
-		(SELECT count(*) FROM samples s JOIN workers w2 ON w2.id = s.worker_id WHERE w2.run_id = $1)
-		FROM workers WHERE run_id = $1`, run).Scan(&res.Sent, &res.Dropped, &res.Stored)
+	var disk int64
+	err = store.Pool().QueryRow(ctx, `SELECT coalesce(sum(sent), 0)::int8, coalesce(sum(dropped), 0)::int8, coalesce(sum(missed), 0)::int8,
+		(SELECT count(*) FROM samples s JOIN workers w2 ON w2.id = s.worker_id WHERE w2.run_id = $1),
+		pg_total_relation_size('samples')
+		FROM workers WHERE run_id = $1`, run).Scan(&res.Sent, &res.Dropped, &res.Missed, &res.Stored, &disk)
 	if err != nil {
 		return fmt.Errorf("count the samples: %w", err)
+	}
+	if res.Stored > 0 {
+		res.DiskPerSample = float64(disk) / float64(res.Stored)
 	}
 	return nil
 }

@@ -1,0 +1,136 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/worker"
+)
+
+var _ worker.Backend = (*Client)(nil)
+
+func TestMain(m *testing.M) { testpg.Main(m) }
+
+func newRelay(t *testing.T) (*Server, *resultsdb.Store) {
+	t.Helper()
+	store, err := resultsdb.OpenPool(context.Background(), testpg.DSN(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return New(Config{Store: store, Token: "test-token-0123456789"}), store
+}
+
+func TestLifecycle(t *testing.T) {
+	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
+		s, _ := newRelay(t)
+		return lifecycletest.Subject{Part: s, NoFailure: "database errors are answered with 503, never the end of the relay"}
+	})
+}
+
+// TestRelay runs an instance's calls through a relay: a wrong token is refused; the
+// plan, the registration, a step's records, heartbeats and samples arrive, the samples
+// of two instances in COPYs the relay shares, each stored once.
+func TestRelay(t *testing.T) {
+	s, store := newRelay(t)
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	bad, _ := NewClient(s.URL(), "wrong-token")
+	if _, err := bad.Assignment(ctx, "app"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("a wrong token: %v, want 401", err)
+	}
+	resp, err := http.Get(s.URL() + "/v1/assignment?app=x")
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %v %v, want 401", resp, err)
+	}
+
+	c, err := NewClient(s.URL(), "test-token-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := c.Assignment(ctx, "app"); err != nil || a != nil {
+		t.Fatalf("no run: Assignment = %v, %v; want nil, nil", a, err)
+	}
+	run, err := store.CreateRun(ctx, "r", "r.yml", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AddRunVariant(ctx, resultsdb.RunVariant{RunID: run.ID, Variant: "v", GeneratorApp: "app", TargetURL: "http://127.0.0.1:1", Workload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Assignment(ctx, "app")
+	if err != nil || a == nil || a.RunID != run.ID || a.Variant != "v" || string(a.Workload) != `{}` {
+		t.Fatalf("Assignment = %+v, %v; want run %s variant v", a, err, run.ID)
+	}
+	var ids [2]int32
+	for i := range ids {
+		if ids[i], err = c.RegisterWorker(ctx, resultsdb.Worker{RunID: run.ID, Variant: "v", AppName: "app", InstanceIndex: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now, _ := store.Now(ctx)
+	st := resultsdb.Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 2, Started: now, WarmupUntil: now, Ends: now.Add(time.Minute)}
+	if err := store.StartStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	for _, id := range ids {
+		go func() {
+			if err := c.JoinStep(ctx, id, &st, now, false); err != nil {
+				done <- err
+				return
+			}
+			batch := [][]sample.Sample{{{Seq: 1, Status: 200}, {Seq: 2, Status: 200}}}
+			if err := c.CopySamples(ctx, id, batch); err != nil {
+				done <- err
+				return
+			}
+			// An answer lost in an outage: the same rows again, and one more.
+			batch[0] = append(batch[0], sample.Sample{Seq: 3, Status: 200})
+			if err := c.CopySamples(ctx, id, batch); err != nil {
+				done <- err
+				return
+			}
+			done <- c.Heartbeat(ctx, id, resultsdb.WorkerCounters{Sent: 3, Stored: 3})
+		}()
+	}
+	for range ids {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.FinishStep(ctx, ids[0], 0, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopWorker(ctx, ids[1], resultsdb.WorkerCounters{Sent: 3, Stored: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // writes the last heartbeats
+		t.Fatal(err)
+	}
+	var rows, beats, stopped int
+	var done0 bool
+	err = store.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM samples WHERE worker_id = ANY($1)),
+		(SELECT count(*) FROM workers WHERE id = ANY($1) AND sent = 3 AND stored = 3),
+		(SELECT count(*) FROM workers WHERE id = ANY($1) AND stopped_at IS NOT NULL),
+		(SELECT done_at IS NOT NULL FROM worker_steps WHERE worker_id = $2 AND step = 0)`, ids[:], ids[0]).Scan(&rows, &beats, &stopped, &done0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 6 || beats != 2 || stopped != 1 || !done0 {
+		t.Errorf("rows %d (want 6), workers with the heartbeat's counters %d (want 2), stopped %d (want 1), step done %t",
+			rows, beats, stopped, done0)
+	}
+	t.Logf("stats %+v", s.Stats()) // how the posts shared COPYs depends on timing: logged, not asserted
+}
