@@ -1,6 +1,6 @@
 // Package lifecycle states the one lifecycle every long-running part of cf-benchmark
 // follows — the worker, the container-metrics poller, the router, the cells, the log
-// shipper, the tunnel server and client, the local foundation and pgserver — and gives
+// shipper, the tunnel server and client, the relay, the local foundation and pgserver — and gives
 // their implementations the bookkeeping (State). Package lifecycletest checks a part
 // against it.
 //

@@ -18,19 +18,39 @@ var _ worker.Backend = (*Client)(nil)
 
 func TestMain(m *testing.M) { testpg.Main(m) }
 
-func newRelay(t *testing.T) (*Server, *resultsdb.Store) {
+func newRelay(t *testing.T, planMaxAge time.Duration) (*Server, *resultsdb.Store) {
 	t.Helper()
 	store, err := resultsdb.OpenPool(context.Background(), testpg.DSN(t), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	return New(Config{Store: store, Token: "test-token-0123456789"}), store
+	return New(Config{Store: store, Token: "test-token-0123456789", PlanMaxAge: planMaxAge}), store
+}
+
+// TestPlanIsReadOncePerAge: polls within the plan's age are answered from one query,
+// with the database's clock moving on.
+func TestPlanIsReadOncePerAge(t *testing.T) {
+	s, _ := newRelay(t, time.Hour)
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, _ := NewClient(s.URL(), "test-token-0123456789")
+	for range 5 {
+		if _, err := c.Assignment(ctx, "app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Polls != 5 || st.PlanQueries != 1 {
+		t.Errorf("%d polls made %d plan queries, want 5 and 1", st.Polls, st.PlanQueries)
+	}
 }
 
 func TestLifecycle(t *testing.T) {
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
-		s, _ := newRelay(t)
+		s, _ := newRelay(t, 0)
 		return lifecycletest.Subject{Part: s, NoFailure: "database errors are answered with 503, never the end of the relay"}
 	})
 }
@@ -39,7 +59,7 @@ func TestLifecycle(t *testing.T) {
 // plan, the registration, a step's records, heartbeats and samples arrive, the samples
 // of two instances in COPYs the relay shares, each stored once.
 func TestRelay(t *testing.T) {
-	s, store := newRelay(t)
+	s, store := newRelay(t, time.Nanosecond) // every poll reads the plan
 	ctx := context.Background()
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -304,15 +304,16 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// writeBeats writes the heartbeats received, every BeatEvery, in one statement; the
-// beats of a failed write wait for the next (newer ones replace them).
+// writeBeats writes the heartbeats received, every BeatEvery and once more when ctx
+// ends, in one statement; the beats of a failed write wait for the next (newer ones
+// replace them).
 func (s *Server) writeBeats(ctx context.Context) {
 	t := time.NewTicker(s.cfg.BeatEvery)
 	defer t.Stop()
-	for {
+	for last := false; !last; {
 		select {
-		case <-ctx.Done():
-			return
+		case <-ctx.Done(): // the server has stopped: write what came last
+			last, ctx = true, context.WithoutCancel(ctx)
 		case <-t.C:
 		}
 		s.beatMu.Lock()
