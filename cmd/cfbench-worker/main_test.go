@@ -40,6 +40,8 @@ func TestBadEnvironmentGivesOneClearLine(t *testing.T) {
 		{"two postgres bindings", map[string]string{"VCAP_APPLICATION": app, "VCAP_SERVICES": `{"postgres":[` + pg("a") + `,` + pg("b") + `]}`}, "a, b"},
 		{"named binding missing", map[string]string{"VCAP_APPLICATION": app, "CFBENCH_DB_SERVICE": "c", "VCAP_SERVICES": `{"postgres":[` + pg("a") + `]}`}, `"c"`},
 		{"bad instance index", map[string]string{"VCAP_APPLICATION": app, "CF_INSTANCE_INDEX": "x", "DATABASE_URL": "postgres://u:p@h/r"}, "CF_INSTANCE_INDEX"},
+		{"relay without a token", map[string]string{"VCAP_APPLICATION": app, "CFBENCH_RELAY_URL": "http://relay.internal:8080"}, "no token"},
+		{"relay url not http", map[string]string{"VCAP_APPLICATION": app, "CFBENCH_RELAY_URL": "relay.internal:8080", "CFBENCH_RELAY_TOKEN": "t"}, "want http(s)://host[:port]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
