@@ -55,6 +55,7 @@ func TestMissingConfigurationIsOneClearLine(t *testing.T) {
 
 // TestServesUntilStopped: the relay answers with the token and stops on the signal.
 func TestServesUntilStopped(t *testing.T) {
+	dsn := testpg.DSN(t) // here: under -short it skips, which only the test's goroutine may
 	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +67,14 @@ func TestServesUntilStopped(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--port", strconv.Itoa(port), "--conns", "2"},
-			env(map[string]string{"CFBENCH_RELAY_TOKEN": token, "DATABASE_URL": testpg.DSN(t)}), &stderr, func(s *relay.Server) { up <- s })
+			env(map[string]string{"CFBENCH_RELAY_TOKEN": token, "DATABASE_URL": dsn}), &stderr, func(s *relay.Server) { up <- s })
 	}()
 	select {
 	case <-up:
 	case code := <-done:
 		t.Fatalf("exited %d before serving: %s", code, stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("not serving after 2 minutes: %s", stderr.String())
 	}
 	c, err := relay.NewClient("http://127.0.0.1:"+strconv.Itoa(port), token)
 	if err != nil {
