@@ -25,6 +25,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -46,6 +47,9 @@ type Config struct {
 	Rate      float64
 	ThinkTime time.Duration
 	Hold      time.Duration
+	// LateJoiners are instances started by hand once the last step has begun, as
+	// cf scale does: they join the running step late.
+	LateJoiners int
 	// MaxConnections is the database's max_connections.
 	MaxConnections int
 	// Direct makes each instance open its own pool to the database, as cfbench-worker
@@ -63,8 +67,8 @@ type Step struct {
 	Index, Planned, Joined, Late, Done int
 	// Stored is the step's samples stored (its rate: Stored over the hold).
 	Stored int64
-	// SkewP50 and SkewP99 are how late instances began the step after its planned
-	// start (the database's clock), in milliseconds.
+	// SkewP50 and SkewP99 are how late the instances that had read the plan in time
+	// began the step after its planned start (the database's clock), in milliseconds.
 	SkewP50, SkewP99 float64
 }
 
@@ -178,8 +182,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	lctx, stopLate := context.WithCancel(ctx)
+	late := make(chan []*worker.Worker, 1)
+	go func() { late <- startLate(lctx, store, cfg, backend) }()
 	out, runErr := engine.Run(ctx, sp, text, engine.Options{Store: store, Logger: cfg.Logger, Backend: backend,
 		JoinTimeout: 5 * time.Minute, SpillDir: cfg.Dir})
+	stopLate()
+	for _, w := range <-late {
+		if err := w.Close(); err != nil {
+			cfg.Logger.Error("a late joiner did not store everything", "err", err)
+		}
+	}
 	if runErr != nil && !errors.Is(runErr, engine.ErrCheckFailed) {
 		res.RunErr = runErr
 	}
@@ -204,6 +217,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Seconds, res.Load1[1] = time.Since(began).Seconds(), load1()
 	return res, nil
+}
+
+// startLate starts cfg.LateJoiners instances of the run's generator app once its last
+// step has begun, and returns them (none when ctx ended first).
+func startLate(ctx context.Context, store *resultsdb.Store, cfg Config, backend func(int) worker.Backend) []*worker.Worker {
+	if cfg.LateJoiners == 0 {
+		return nil
+	}
+	var app string
+	for app == "" {
+		if !wait.For(ctx, 50*time.Millisecond) {
+			return nil
+		}
+		store.Pool().QueryRow(ctx, `SELECT rv.generator_app FROM steps st
+			JOIN run_variants rv ON rv.run_id = st.run_id AND rv.variant = st.variant
+			WHERE st.idx = $1 AND st.started_at < clock_timestamp()`, cfg.Steps-1).Scan(&app)
+	}
+	var ws []*worker.Worker
+	for i := range cfg.LateJoiners {
+		w := worker.New(worker.Config{Store: backend(cfg.Instances + i), App: app, Index: cfg.Instances + i, Host: "127.0.0.1",
+			SpillDir: cfg.Dir, Logger: cfg.Logger})
+		if err := w.Start(context.WithoutCancel(ctx)); err == nil {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // simSpec is the workload against target ramping to cfg.Instances in cfg.Steps steps.
@@ -239,8 +278,8 @@ ramp:
 func measure(ctx context.Context, store *resultsdb.Store, run string, res *Result) error {
 	rows, err := store.Pool().Query(ctx, `
 SELECT st.idx, st.instances, count(ws.worker_id), count(*) FILTER (WHERE ws.late_join), count(ws.done_at),
-       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ws.skew_us), 0) / 1000,
-       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ws.skew_us), 0) / 1000,
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ws.skew_us) FILTER (WHERE NOT ws.late_join), 0) / 1000,
+       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ws.skew_us) FILTER (WHERE NOT ws.late_join), 0) / 1000,
        (SELECT count(*) FROM samples s JOIN workers w2 ON w2.id = s.worker_id WHERE w2.run_id = st.run_id AND s.step = st.idx)
 FROM steps st JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
 LEFT JOIN worker_steps ws ON ws.worker_id = w.id AND ws.step = st.idx

@@ -13,8 +13,9 @@ import (
 
 // TestHundredInstancesOnTwentyConnections is the simulation made small: 100 generator
 // instances through a relay of 4 connections on a database that allows 20 (each
-// instance on its own pool would need 100 and more). Every instance joins every step
-// and every sample it sent is stored; no timing is asserted.
+// instance on its own pool would need 100 and more), and 5 more started by hand once
+// the last step runs. Every instance joins every step (the 5 late), and every sample
+// it sent is stored; no timing is asserted.
 func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 	testtier.External(t, "a real PostgreSQL server")
 	dir := t.TempDir()
@@ -29,7 +30,7 @@ func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 			t.Logf("warnings:\n%s", tail(logs.String(), 8000))
 		}
 	}()
-	res, err := Run(ctx, Config{Dir: dir, Instances: 100, Steps: 2, Rate: 20, Hold: 3 * time.Second,
+	res, err := Run(ctx, Config{Dir: dir, Instances: 100, Steps: 2, Rate: 20, Hold: 4 * time.Second, LateJoiners: 5,
 		MaxConnections: 20, RelayConns: 4, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
@@ -41,9 +42,16 @@ func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 		t.Fatalf("%d steps recorded, want 2: %+v", len(res.Steps), res.Steps)
 	}
 	for i, st := range res.Steps {
-		if want := 50 * (i + 1); st.Planned != want || st.Joined != want || st.Done != want {
-			t.Errorf("step %d: planned %d, joined %d, done %d; want %d each", i+1, st.Planned, st.Joined, st.Done, want)
+		planned, joined := 50*(i+1), 50*(i+1)
+		if i == 1 {
+			joined += 5
 		}
+		if st.Planned != planned || st.Joined != joined || st.Done != joined {
+			t.Errorf("step %d: planned %d, joined %d, done %d; want %d planned, %d joined and done", i+1, st.Planned, st.Joined, st.Done, planned, joined)
+		}
+	}
+	if last := res.Steps[len(res.Steps)-1]; last.Late < 5 {
+		t.Errorf("%d late joins in the last step, want the 5 started by hand at least", last.Late)
 	}
 	if res.Sent == 0 || res.Stored != res.Sent || res.Dropped != 0 {
 		t.Errorf("sent %d, stored %d, dropped %d: want every sample sent stored", res.Sent, res.Stored, res.Dropped)

@@ -31,11 +31,15 @@ func Markdown(runs []Report) string {
 			load = fmt.Sprintf("closed loop, one user per instance pausing %s between requests (at most %.0f req/s per instance, %.0f in all at the last step)",
 				c.ThinkTime, 1/c.ThinkTime.Seconds(), float64(c.Instances)/c.ThinkTime.Seconds())
 		}
+		if c.LateJoiners > 0 {
+			load += fmt.Sprintf("; %d more instances started by hand once the last step runs", c.LateJoiners)
+		}
 		fmt.Fprintf(&b, "%d step(s) of %s, %s; load average %s at the start, %s at the end; %.0f s in all.\n\n",
 			c.Steps, c.Hold, load, res.Load1[0], res.Load1[1], res.Seconds)
 		if res.RunErr != nil {
 			fmt.Fprintf(&b, "**The run failed:** %v\n\n", res.RunErr)
 		}
+		b.WriteString("Join skew: how late the instances that read the plan before the step began started it (late joiners excluded).\n\n")
 		b.WriteString("| step | instances | joined | late joins | done | join skew p50 | join skew p99 | samples stored/s |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, st := range res.Steps {
 			fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %.1f ms | %.1f ms | %.0f |\n", st.Index+1, st.Planned, st.Joined, st.Late, st.Done,

@@ -38,6 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&relayed.Rate, "rate", 0, "open-loop rate of each instance, req/s (0: a closed loop of one user and -think-time)")
 	fs.DurationVar(&relayed.ThinkTime, "think-time", 10*time.Millisecond, "the closed loop's pause between requests (about 100 req/s per instance when the machine keeps up)")
 	fs.DurationVar(&relayed.Hold, "hold", 10*time.Second, "length of each step")
+	fs.IntVar(&relayed.LateJoiners, "late", 10, "instances started by hand once the last step runs (they join it late)")
 	fs.IntVar(&relayed.MaxConnections, "max-connections", 100, "the database's max_connections")
 	fs.IntVar(&relayed.RelayConns, "relay-conns", 8, "the relay's connections to the database")
 	fs.StringVar(&relayed.RelayBin, "relay-bin", "", "a cfbench-relay binary to run the relay in a process of its own, whose CPU is measured (default: in this process)")
