@@ -661,8 +661,8 @@ type table struct {
 
 var _ router.Table = (*table)(nil)
 
-func (t *table) Route(host string) (router.Route, bool) {
-	app, ok := t.cc.Lookup(host)
+func (t *table) Route(host, path string) (router.Route, bool) {
+	app, ok := t.cc.Lookup(host, path)
 	if !ok {
 		return router.Route{}, false
 	}

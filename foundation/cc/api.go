@@ -169,9 +169,10 @@ type Server struct {
 	runMu   sync.Mutex
 	running map[string]RunSpec
 
-	// hosts maps each route's host.domain (lowercase) to the app it serves, rebuilt on
-	// every change so that the router looks routes up without a lock.
-	hosts atomic.Pointer[map[string]string]
+	// hosts maps each route's host.domain (lowercase) to the paths routed there and the
+	// app each serves, rebuilt on every change so that the router looks routes up
+	// without a lock.
+	hosts atomic.Pointer[map[string][]pathRoute]
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -856,7 +856,7 @@ func (s *Server) routeList(c *call, q *query, app string) error {
 				appOK = appOK || slices.Contains(r.Apps, g)
 			}
 			if (app == "" || slices.Contains(r.Apps, app)) && appOK && q.match("space_guids", r.SpaceGUID) && q.match("hosts", r.Host) &&
-				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) && q.match("paths", "") {
+				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) && q.match("paths", r.Path) {
 				cp := *r
 				out = append(out, &cp)
 			}
@@ -879,24 +879,50 @@ func (s *Server) getJob(c *call) error {
 	return c.json(http.StatusOK, s.renderJob(j))
 }
 
-// Lookup resolves a route's host (host.domain, no port, any case) to the app whose web
-// process serves it (its guid is the app's). It takes no lock: the router calls it on
-// every request.
-func (s *Server) Lookup(host string) (appGUID string, ok bool) {
+// pathRoute is one route of a host: its path (lowercase, "" for none) and its app.
+type pathRoute struct{ path, app string }
+
+// Lookup resolves a request's host (host.domain, no port, any case) and path to the app
+// whose web process serves it (its guid is the app's), as gorouter does: the route of
+// the host whose path is the longest prefix of the request's path, compared
+// case-insensitively and on whole segments (/foo matches /foo and /foo/bar, not
+// /foobar). It takes no lock: the router calls it on every request.
+func (s *Server) Lookup(host, path string) (appGUID string, ok bool) {
 	m := s.hosts.Load()
 	if m == nil {
 		return "", false
 	}
-	appGUID, ok = (*m)[strings.ToLower(host)]
-	return appGUID, ok
+	routes := (*m)[strings.ToLower(host)]
+	if len(routes) == 0 {
+		return "", false
+	}
+	for _, r := range routes { // longest path first
+		if r.path == "" || prefixSegments(path, r.path) {
+			return r.app, true
+		}
+	}
+	return "", false
+}
+
+// prefixSegments reports whether path (any case) begins with the whole segments of
+// prefix (lowercase, no trailing slash).
+func prefixSegments(path, prefix string) bool {
+	if len(path) < len(prefix) || !strings.EqualFold(path[:len(prefix)], prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || path[len(prefix)] == '/'
 }
 
 func (s *Server) indexRoutes(st *State) {
-	m := make(map[string]string, len(st.Routes))
+	m := make(map[string][]pathRoute, len(st.Routes))
 	for _, r := range sorted(st.Routes, func(r *Route) time.Time { return r.Created }, func(r *Route) string { return r.GUID }) {
 		if len(r.Apps) > 0 {
-			m[strings.ToLower(st.routeURL(r))] = r.Apps[0]
+			host := strings.ToLower(st.routeHost(r))
+			m[host] = append(m[host], pathRoute{path: strings.TrimSuffix(strings.ToLower(r.Path), "/"), app: r.Apps[0]})
 		}
+	}
+	for _, routes := range m {
+		slices.SortStableFunc(routes, func(a, b pathRoute) int { return len(b.path) - len(a.path) })
 	}
 	s.hosts.Store(&m)
 }

@@ -272,7 +272,11 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 	// (the cf CLI asks for default-route itself).
 	hosts := []string{}
 	for _, r := range m.Routes {
-		hosts = append(hosts, strings.ToLower(r.Route))
+		host, path, _ := strings.Cut(r.Route, "/") // the path keeps its case, as on CC
+		if path != "" {
+			path = "/" + path
+		}
+		hosts = append(hosts, strings.ToLower(host)+path)
 	}
 	if len(m.Routes) == 0 && !st.hasRoutes(a.GUID) {
 		d := st.defaultDomain()
@@ -289,14 +293,10 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 		if !ok {
 			return unprocessable("For application '%s': The route '%s' did not match any existing domains.", m.Name, url)
 		}
-		var route *Route
-		for _, r := range st.Routes {
-			if r.Host == host && r.DomainGUID == domain.GUID {
-				route = r
-			}
-		}
+		path := routePath(url)
+		route := st.findRoute(host, domain.GUID, path)
 		if route == nil {
-			route = &Route{GUID: newGUID(), Host: host, DomainGUID: domain.GUID, SpaceGUID: a.SpaceGUID, Created: now, Updated: now}
+			route = &Route{GUID: newGUID(), Host: host, Path: path, DomainGUID: domain.GUID, SpaceGUID: a.SpaceGUID, Created: now, Updated: now}
 			st.Routes[route.GUID] = route
 		}
 		if route.SpaceGUID != a.SpaceGUID {
@@ -326,7 +326,15 @@ func (st *State) defaultDomain() *Domain {
 	return &Domain{Name: "apps.localhost"}
 }
 
-// splitRoute splits host.domain on the longest known domain.
+// routePath is the path of a manifest route, host.domain[/path] ("" for none).
+func routePath(url string) string {
+	if i := strings.IndexByte(url, '/'); i >= 0 {
+		return url[i:]
+	}
+	return ""
+}
+
+// splitRoute splits host.domain[/path] on the longest known domain.
 func (st *State) splitRoute(url string) (host string, d *Domain, ok bool) {
 	url, _, _ = strings.Cut(url, "/")
 	for _, dom := range st.Domains {

@@ -146,10 +146,11 @@ type Domain struct {
 	Created    time.Time `json:"created_at"`
 }
 
-// Route maps host.domain to apps.
+// Route maps host.domain[/path] to apps.
 type Route struct {
 	GUID       string    `json:"guid"`
 	Host       string    `json:"host"`
+	Path       string    `json:"path,omitempty"` // "" or /seg[/seg…]; the router matches it as a prefix
 	DomainGUID string    `json:"domain_guid"`
 	SpaceGUID  string    `json:"space_guid"`
 	Apps       []string  `json:"apps"` // destination app guids (web process)

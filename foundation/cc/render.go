@@ -191,7 +191,7 @@ func (s *Server) renderRoute(r *Route, url string) any {
 			"weight": nil, "port": 8080, "protocol": "http1", "created_at": ts(r.Created), "updated_at": ts(r.Updated)})
 	}
 	return obj{
-		"guid": r.GUID, "protocol": "http", "host": r.Host, "path": "", "port": nil, "url": url,
+		"guid": r.GUID, "protocol": "http", "host": r.Host, "path": r.Path, "port": nil, "url": url,
 		"created_at": ts(r.Created), "updated_at": ts(r.Updated), "destinations": dests, "options": obj{},
 		"relationships": obj{"space": rel(r.SpaceGUID), "domain": rel(r.DomainGUID)}, "metadata": metadata(),
 		"links": obj{"self": link(s, "/v3/routes/"+r.GUID), "space": link(s, "/v3/spaces/"+r.SpaceGUID),

@@ -38,6 +38,9 @@ func (s *Server) getOrgSegment(c *call) error {
 
 func destinationGUID(route, app string) string { return stableGUID("destination", route, app) }
 
+// maxRoutePath is CC's limit on a route's path.
+const maxRoutePath = 128
+
 // hostRE is what CC accepts as a route's host: DNS labels, or "*" for a wildcard.
 var hostRE = regexp.MustCompile(`^(\*|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)$`)
 
@@ -58,8 +61,14 @@ func (s *Server) createRoute(c *call) error {
 	switch {
 	case host != "" && !hostRE.MatchString(host):
 		return unprocessable("Host must be either \"*\" or contain only alphanumeric characters, \"_\", or \"-\"")
-	case body.Path != "":
-		return unprocessable("Path is not supported here: the local router routes by host only")
+	case body.Path != "" && !strings.HasPrefix(body.Path, "/"):
+		return unprocessable("Path must begin with /")
+	case body.Path == "/":
+		return unprocessable("Path cannot be exactly /")
+	case strings.Contains(body.Path, "?"):
+		return unprocessable("Path cannot contain ?")
+	case len(body.Path) > maxRoutePath:
+		return unprocessable("Path is too long (maximum is %d characters)", maxRoutePath)
 	case body.Port != nil:
 		return unprocessable("Port is not supported here: the local foundation has no TCP routing")
 	}
@@ -72,13 +81,14 @@ func (s *Server) createRoute(c *call) error {
 		if d == nil {
 			return nil, unprocessable("Invalid domain. Ensure that the domain exists and you have access to it.")
 		}
-		for _, r := range st.Routes {
-			if r.Host == host && r.DomainGUID == d.GUID {
-				return nil, unprocessable("Route already exists with host '%s' for domain '%s'.", host, d.Name)
+		if st.findRoute(host, d.GUID, body.Path) != nil {
+			if body.Path != "" {
+				return nil, unprocessable("Route already exists with host '%s' and path '%s' for domain '%s'.", host, body.Path, d.Name)
 			}
+			return nil, unprocessable("Route already exists with host '%s' for domain '%s'.", host, d.Name)
 		}
 		now := time.Now().UTC()
-		r := &Route{GUID: newGUID(), Host: host, DomainGUID: d.GUID, SpaceGUID: sp.GUID, Apps: []string{}, Created: now, Updated: now}
+		r := &Route{GUID: newGUID(), Host: host, Path: body.Path, DomainGUID: d.GUID, SpaceGUID: sp.GUID, Apps: []string{}, Created: now, Updated: now}
 		st.Routes[r.GUID] = r
 		return s.renderRoute(r, st.routeURL(r)), nil
 	})

@@ -28,7 +28,7 @@ func TestRoutesAndDestinations(t *testing.T) {
 	if code, _, _ := e.do("POST", "/v3/routes", body("no_underscores!")); code != 422 {
 		t.Errorf("a bad host: status %d, want 422", code)
 	}
-	if _, ok := e.srv.Lookup("extra.apps.localhost"); ok {
+	if _, ok := e.srv.Lookup("extra.apps.localhost", "/"); ok {
 		t.Errorf("an unmapped route routes somewhere")
 	}
 	dests := e.must(200, "POST", "/v3/routes/"+guid+"/destinations", map[string]any{"destinations": []any{map[string]any{"app": map[string]any{"guid": app}}}})
@@ -36,7 +36,7 @@ func TestRoutesAndDestinations(t *testing.T) {
 	if len(list) != 1 || get(list[0], "app", "guid") != app {
 		t.Fatalf("destinations %v", dests)
 	}
-	if got, ok := e.srv.Lookup("EXTRA.apps.localhost"); !ok || got != app {
+	if got, ok := e.srv.Lookup("EXTRA.apps.localhost", "/"); !ok || got != app {
 		t.Errorf("Lookup after map-route: %q %v, want %s", got, ok, app)
 	}
 	if n := len(e.must(200, "GET", "/v3/routes/"+guid+"/destinations", nil)["destinations"].([]any)); n != 1 {
@@ -46,7 +46,7 @@ func TestRoutesAndDestinations(t *testing.T) {
 	if code, _, _ := e.do("DELETE", "/v3/routes/"+guid+"/destinations/"+dest, nil); code != http.StatusNoContent {
 		t.Errorf("unmap: status %d, want 204", code)
 	}
-	if _, ok := e.srv.Lookup("extra.apps.localhost"); ok {
+	if _, ok := e.srv.Lookup("extra.apps.localhost", "/"); ok {
 		t.Errorf("the route still routes after unmap-route")
 	}
 	if code, _, h := e.do("DELETE", "/v3/routes/"+guid, nil); code != http.StatusAccepted || !strings.Contains(h.Get("Location"), "/v3/jobs/") {
@@ -97,5 +97,42 @@ func TestRoles(t *testing.T) {
 	}
 	if e.must(200, "GET", "/v3/info", nil)["name"] != "cf-benchmark" {
 		t.Errorf("/v3/info has no name")
+	}
+}
+
+// TestRoutePaths: routes with a path (cf create-route --path, a manifest's
+// host.domain/path) render, filter and route as CC and gorouter do: the longest
+// path prefix of the request's, on whole segments.
+func TestRoutePaths(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	space := e.space("apps")
+	web := e.push(space, "applications:\n- name: web\n  routes:\n  - route: shop.apps.localhost\n")
+	api := e.push(space, "applications:\n- name: api\n  routes:\n  - route: shop.apps.localhost/API/v1\n")
+	domain := first(e.must(200, "GET", "/v3/domains", nil))["guid"].(string)
+	body := func(path string) map[string]any {
+		return map[string]any{"host": "shop", "path": path, "relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}},
+			"domain": map[string]any{"data": map[string]any{"guid": domain}}}}
+	}
+	for path, want := range map[string]string{"cart": "Path must begin with /", "/": "Path cannot be exactly /",
+		"/a?b": "Path cannot contain ?", "/API/v1": "Route already exists with host 'shop' and path '/API/v1' for domain 'apps.localhost'."} {
+		if code, out, _ := e.do("POST", "/v3/routes", body(path)); code != 422 || get(out["errors"].([]any)[0], "detail") != want {
+			t.Errorf("path %q: %d %v, want 422 %q", path, code, out, want)
+		}
+	}
+	r := e.must(201, "POST", "/v3/routes", body("/cart"))
+	if r["path"] != "/cart" || r["url"] != "shop.apps.localhost/cart" {
+		t.Errorf("route %v: want path /cart, url shop.apps.localhost/cart", r)
+	}
+	list := e.must(200, "GET", "/v3/routes?hosts=shop&paths=/API/v1", nil)["resources"].([]any)
+	if len(list) != 1 || get(list[0], "url") != "shop.apps.localhost/API/v1" {
+		t.Errorf("routes?paths=/API/v1: %v", list)
+	}
+	if n := len(e.must(200, "GET", "/v3/routes?hosts=shop&paths=", nil)["resources"].([]any)); n != 1 {
+		t.Errorf("routes?paths= (the route without a path): %d, want 1", n)
+	}
+	for path, want := range map[string]string{"/": web, "/api": web, "/api/v1": api, "/Api/V1/users": api, "/api/v10": web, "/cart": web} {
+		if got, ok := e.srv.Lookup("shop.apps.localhost", path); !ok || got != want {
+			t.Errorf("Lookup(shop, %s) = %s %v, want %s", path, got, ok, want)
+		}
 	}
 }

@@ -233,8 +233,11 @@ func (s *State) segmentOf(spaceGUID string) string {
 	return ""
 }
 
-// routeURL is host.domain of r.
-func (s *State) routeURL(r *Route) string {
+// routeURL is host.domain[/path] of r, CC's url of a route.
+func (s *State) routeURL(r *Route) string { return s.routeHost(r) + r.Path }
+
+// routeHost is host.domain of r, what the router matches a request's Host with.
+func (s *State) routeHost(r *Route) string {
 	d := s.Domains[r.DomainGUID]
 	if d == nil {
 		return r.Host
@@ -243,6 +246,17 @@ func (s *State) routeURL(r *Route) string {
 		return d.Name
 	}
 	return r.Host + "." + d.Name
+}
+
+// findRoute returns the route of host, domain and path (paths compare as CC's
+// database does: exactly), nil when there is none.
+func (s *State) findRoute(host, domain, path string) *Route {
+	for _, r := range s.Routes {
+		if r.Host == host && r.DomainGUID == domain && r.Path == path {
+			return r
+		}
+	}
+	return nil
 }
 
 // deleteApp removes an app and everything that belongs to it only.

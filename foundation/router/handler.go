@@ -144,7 +144,7 @@ func (rt *Router) route(ex *exchange, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_cf_app_instance_header", "Invalid X-CF-App-Instance Header")
 			return
 		}
-		route, found := rt.cfg.Table.Route(host)
+		route, found := rt.cfg.Table.Route(host, r.URL.EscapedPath())
 		var b Backend
 		if found && route.AppGUID == guid && idx >= 0 {
 			b, found = rt.cfg.Table.Instance(guid, idx)
@@ -159,7 +159,7 @@ func (rt *Router) route(ex *exchange, r *http.Request) {
 		}
 		ex.route, ex.pinned, ex.pin = route, true, b
 	} else {
-		route, found := rt.cfg.Table.Route(host)
+		route, found := rt.cfg.Table.Route(host, r.URL.EscapedPath())
 		if !found {
 			w.Header().Set("Cache-Control", "no-cache, no-store")
 			writeError(w, http.StatusNotFound, "unknown_route", "Requested route ('"+r.Host+"') does not exist.")

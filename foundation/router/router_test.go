@@ -32,7 +32,11 @@ type fakeTable struct {
 
 var _ Table = (*fakeTable)(nil)
 
-func (t *fakeTable) Route(host string) (Route, bool) {
+// Route finds host+path (the escaped path, exactly) first, then host.
+func (t *fakeTable) Route(host, path string) (Route, bool) {
+	if r, ok := t.routes[host+path]; ok {
+		return r, ok
+	}
 	r, ok := t.routes[host]
 	return r, ok
 }
@@ -687,5 +691,24 @@ func TestSpareConnectionsTracked(t *testing.T) {
 	}
 	if _, err := spare.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("spare connection read after Close: %v, want EOF", err)
+	}
+}
+
+// TestRoutePath: the table gets the request's escaped path (no query), so that a
+// route with a path takes its requests, and the access log line is unchanged.
+func TestRoutePath(t *testing.T) {
+	t.Parallel()
+	web := Backend{Addr: startEcho(t, "web"), Index: 0, InstanceGUID: "instance-web"}
+	api := Backend{Addr: startEcho(t, "api"), Index: 0, InstanceGUID: "instance-api"}
+	rt, sink := startRouter(t, newTable(map[string]Route{"app.local": {AppGUID: appGUID, Backends: []Backend{web}},
+		"app.local/api/a%20b": {AppGUID: otherGUID, Backends: []Backend{api}}}), nil)
+	for path, want := range map[string]string{"/api/a%20b?q=1": "api", "/api": "web", "/": "web"} {
+		res, body := do(t, rt, "GET", "app.local:80", path, nil, "")
+		if got := decodeSeen(t, body); res.StatusCode != 200 || got.Backend != want || got.RequestURI != path {
+			t.Errorf("GET %s: %d %+v, want backend %s with the request URI unchanged", path, res.StatusCode, got, want)
+		}
+		if line := sink.next(t); !strings.HasPrefix(line, `app.local:80 - [`) || !strings.Contains(line, `"GET `+path+` HTTP/1.1" 200`) {
+			t.Errorf("access log line %q", line)
+		}
 	}
 }

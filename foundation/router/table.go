@@ -5,15 +5,17 @@ package router
 // must not block on I/O.
 type Table interface {
 	// Route returns the route for a request host (lowercased, port
-	// stripped); ok is false when no route exists.
-	Route(host string) (Route, bool)
+	// stripped) and path (escaped, as received): the route of the host whose
+	// path is the longest prefix of the request's, as gorouter matches; ok is
+	// false when no route exists.
+	Route(host, path string) (Route, bool)
 	// Instance returns one instance of an app, for the X-Cf-App-Instance
 	// header (APP_GUID:INDEX); ok is false when the app or index is unknown
 	// or the instance is not running.
 	Instance(appGUID string, index int) (Backend, bool)
 }
 
-// Route is what a host maps to: one app and its running instances.
+// Route is what a host (and path) maps to: one app and its running instances.
 type Route struct {
 	AppGUID string
 	// Backends holds the running instances only. It may be empty, which
