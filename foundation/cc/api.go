@@ -393,10 +393,11 @@ func link(s *Server, path string) map[string]any { return map[string]any{"href":
 
 // query is a request's list parameters.
 type query struct {
-	v       url.Values
-	page    int
-	perPage int
-	orderBy string
+	v        url.Values
+	page     int
+	perPage  int
+	orderBy  string
+	selector []labelRequirement // label_selector; see labels
 }
 
 func (c *call) query() (*query, error) {
@@ -416,6 +417,12 @@ func (c *call) query() (*query, error) {
 		q.perPage = n
 	}
 	q.orderBy = q.v.Get("order_by")
+	if sel, ok := q.v["label_selector"]; ok {
+		var err error
+		if q.selector, err = parseLabelSelector(strings.Join(sel, ",")); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
 }
 

@@ -25,7 +25,7 @@ func (s *Server) listApps(c *call) error {
 		for _, a := range sorted(st.Apps, func(a *App) time.Time { return a.Created }, func(a *App) string { return a.GUID }) {
 			sp := st.Spaces[a.SpaceGUID]
 			if q.match("names", a.Name) && q.match("guids", a.GUID) && q.match("space_guids", a.SpaceGUID) &&
-				(sp == nil || q.match("organization_guids", sp.OrgGUID)) && q.match("stacks", a.Stack) && q.match("lifecycle_type", "buildpack") {
+				(sp == nil || q.match("organization_guids", sp.OrgGUID)) && q.match("stacks", a.Stack) && q.match("lifecycle_type", "buildpack") && q.labels(a.Metadata) {
 				out = append(out, clone(a))
 			}
 		}
@@ -83,6 +83,7 @@ func (s *Server) getApp(c *call) error {
 // appBody is the request of POST and PATCH /v3/apps.
 type appBody struct {
 	Name          *string           `json:"name"`
+	Metadata      *metadataPatch    `json:"metadata"`
 	Env           map[string]string `json:"environment_variables"`
 	Lifecycle     *lifecycleBody    `json:"lifecycle"`
 	Relationships struct {
@@ -153,6 +154,11 @@ func (s *Server) updateApp(c *call) error {
 	if err := checkLifecycle(body.Lifecycle); err != nil {
 		return err
 	}
+	if body.Metadata != nil {
+		if err := body.Metadata.validate(); err != nil {
+			return err
+		}
+	}
 	return c.change(http.StatusOK, func(st *State) (any, error) {
 		a := st.Apps[c.r.PathValue("guid")]
 		if a == nil {
@@ -167,6 +173,7 @@ func (s *Server) updateApp(c *call) error {
 		if body.Lifecycle != nil {
 			a.Buildpacks = body.Lifecycle.Data.Buildpacks
 		}
+		a.Metadata.apply(body.Metadata)
 		a.Updated = time.Now().UTC()
 		st.audit("audit.app.update", a, nil)
 		return s.renderApp(a), nil
@@ -856,7 +863,7 @@ func (s *Server) routeList(c *call, q *query, app string) error {
 				appOK = appOK || slices.Contains(r.Apps, g)
 			}
 			if (app == "" || slices.Contains(r.Apps, app)) && appOK && q.match("space_guids", r.SpaceGUID) && q.match("hosts", r.Host) &&
-				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) && q.match("paths", r.Path) {
+				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) && q.match("paths", r.Path) && q.labels(r.Metadata) {
 				cp := *r
 				out = append(out, &cp)
 			}

@@ -19,7 +19,8 @@ type Org struct {
 	// DefaultIsolationSegment is the segment of spaces that have none ("" = shared).
 	DefaultIsolationSegment string `json:"default_isolation_segment,omitempty"`
 	// QuotaGUID is the org's quota ("" = the built-in default, quotaGUID).
-	QuotaGUID string `json:"quota_guid,omitempty"`
+	QuotaGUID string   `json:"quota_guid,omitempty"`
+	Metadata  Metadata `json:"metadata"`
 }
 
 func (o *Org) quota() string {
@@ -39,6 +40,7 @@ type Space struct {
 	SSHDisabled      bool      `json:"ssh_disabled,omitempty"`      // CC's allow_ssh, inverted: enabled by default
 	Created          time.Time `json:"created_at"`
 	Updated          time.Time `json:"updated_at"`
+	Metadata         Metadata  `json:"metadata"`
 }
 
 // IsolationSegment is a placement tag; its name is the cell it runs on.
@@ -68,6 +70,7 @@ type App struct {
 	DropletGUID string            `json:"droplet_guid,omitempty"` // current droplet
 	Created     time.Time         `json:"created_at"`
 	Updated     time.Time         `json:"updated_at"`
+	Metadata    Metadata          `json:"metadata"`
 }
 
 // Process is one process type of an app.
@@ -144,6 +147,7 @@ type Domain struct {
 	SharedOrgs []string  `json:"shared_orgs,omitempty"`
 	Internal   bool      `json:"internal,omitempty"`
 	Created    time.Time `json:"created_at"`
+	Metadata   Metadata  `json:"metadata"`
 }
 
 // Route maps host.domain[/path] to apps.
@@ -156,6 +160,7 @@ type Route struct {
 	Apps       []string  `json:"apps"` // destination app guids (web process)
 	Created    time.Time `json:"created_at"`
 	Updated    time.Time `json:"updated_at"`
+	Metadata   Metadata  `json:"metadata"`
 }
 
 // ServiceInstance is a managed service instance.

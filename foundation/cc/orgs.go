@@ -89,6 +89,7 @@ func (s *Server) routes() {
 	s.handle("GET /v3/service_credential_bindings/{guid}/details", s.bindingDetails)
 	s.handle("DELETE /v3/service_credential_bindings/{guid}", s.deleteBinding)
 	s.landscapeRoutes()
+	s.metadataRoutes()
 	s.userProvidedRoutes()
 	s.routesRoutes()
 	s.roleRoutes()
@@ -113,7 +114,7 @@ func (s *Server) listOrgs(c *call) error {
 	var out []*Org
 	s.st.read(func(st *State) {
 		for _, o := range sorted(st.Orgs, func(o *Org) time.Time { return o.Created }, func(o *Org) string { return o.GUID }) {
-			if q.match("names", o.Name) && q.match("guids", o.GUID) {
+			if q.match("names", o.Name) && q.match("guids", o.GUID) && q.labels(o.Metadata) {
 				out = append(out, clone(o))
 			}
 		}
@@ -160,7 +161,7 @@ func (s *Server) domains(c *call, org string) error {
 			// organization_guids: the domains these orgs own.
 			orgs := q.list("organization_guids")
 			if q.match("names", d.Name) && q.match("guids", d.GUID) && (orgs == nil || slices.Contains(orgs, d.OrgGUID)) &&
-				(org == "" || d.visibleTo(org)) {
+				(org == "" || d.visibleTo(org)) && q.labels(d.Metadata) {
 				out = append(out, clone(d))
 			}
 		}
@@ -219,7 +220,7 @@ func (s *Server) listSpaces(c *call) error {
 	var out []*Space
 	s.st.read(func(st *State) {
 		for _, sp := range sorted(st.Spaces, func(s *Space) time.Time { return s.Created }, func(s *Space) string { return s.GUID }) {
-			if q.match("names", sp.Name) && q.match("guids", sp.GUID) && q.match("organization_guids", sp.OrgGUID) {
+			if q.match("names", sp.Name) && q.match("guids", sp.GUID) && q.match("organization_guids", sp.OrgGUID) && q.labels(sp.Metadata) {
 				out = append(out, clone(sp))
 			}
 		}

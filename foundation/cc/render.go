@@ -26,7 +26,7 @@ func (s *Server) renderOrg(o *Org) any {
 		"guid": o.GUID, "name": o.Name, "suspended": false,
 		"created_at": ts(o.Created), "updated_at": ts(o.Updated),
 		"relationships": obj{"quota": obj{"data": obj{"guid": o.quota()}}},
-		"metadata":      metadata(),
+		"metadata":      o.Metadata.render(),
 		"links": obj{"self": link(s, "/v3/organizations/"+o.GUID), "domains": link(s, "/v3/organizations/"+o.GUID+"/domains"),
 			"default_domain": link(s, "/v3/organizations/"+o.GUID+"/domains/default"), "quota": link(s, "/v3/organization_quotas/"+o.quota())},
 	}
@@ -40,7 +40,7 @@ func (s *Server) renderSpace(sp *Space) any {
 		"guid": sp.GUID, "name": sp.Name, "suspended": false,
 		"created_at": ts(sp.Created), "updated_at": ts(sp.Updated),
 		"relationships": obj{"organization": rel(sp.OrgGUID), "quota": rel(sp.QuotaGUID)},
-		"metadata":      metadata(),
+		"metadata":      sp.Metadata.render(),
 		"links": obj{"self": link(s, "/v3/spaces/"+sp.GUID), "organization": link(s, "/v3/organizations/"+sp.OrgGUID),
 			"features": link(s, "/v3/spaces/"+sp.GUID+"/features"), "apply_manifest": obj{"href": s.url("/v3/spaces/" + sp.GUID + "/actions/apply_manifest"), "method": "POST"}},
 	}
@@ -68,7 +68,7 @@ func (s *Server) renderApp(a *App) any {
 		"created_at": ts(a.Created), "updated_at": ts(a.Updated),
 		"lifecycle":     obj{"type": "buildpack", "data": obj{"buildpacks": buildpackList(a.Buildpacks), "stack": a.Stack}},
 		"relationships": obj{"space": rel(a.SpaceGUID), "current_droplet": rel(a.DropletGUID)},
-		"metadata":      metadata(),
+		"metadata":      a.Metadata.render(),
 		"links": obj{
 			"self": link(s, p), "space": link(s, "/v3/spaces/"+a.SpaceGUID), "processes": link(s, p+"/processes"),
 			"packages": link(s, p+"/packages"), "environment_variables": link(s, p+"/environment_variables"),
@@ -193,7 +193,7 @@ func (s *Server) renderRoute(r *Route, url string) any {
 	return obj{
 		"guid": r.GUID, "protocol": "http", "host": r.Host, "path": r.Path, "port": nil, "url": url,
 		"created_at": ts(r.Created), "updated_at": ts(r.Updated), "destinations": dests, "options": obj{},
-		"relationships": obj{"space": rel(r.SpaceGUID), "domain": rel(r.DomainGUID)}, "metadata": metadata(),
+		"relationships": obj{"space": rel(r.SpaceGUID), "domain": rel(r.DomainGUID)}, "metadata": r.Metadata.render(),
 		"links": obj{"self": link(s, "/v3/routes/"+r.GUID), "space": link(s, "/v3/spaces/"+r.SpaceGUID),
 			"domain": link(s, "/v3/domains/"+r.DomainGUID), "destinations": link(s, "/v3/routes/"+r.GUID+"/destinations")},
 	}
@@ -211,7 +211,7 @@ func (s *Server) renderDomain(d *Domain) any {
 	}
 	return obj{
 		"guid": d.GUID, "name": d.Name, "internal": d.Internal, "router_group": nil, "supported_protocols": []string{"http"},
-		"created_at": ts(d.Created), "updated_at": ts(d.Created), "metadata": metadata(),
+		"created_at": ts(d.Created), "updated_at": ts(d.Created), "metadata": d.Metadata.render(),
 		"relationships": obj{"organization": rel(d.OrgGUID), "shared_organizations": obj{"data": shared}},
 		"links":         links,
 	}
