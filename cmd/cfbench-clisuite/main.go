@@ -2,7 +2,7 @@
 // of package clisuite) against a fresh local foundation it starts and stops, and prints
 // specs passed / run per file, per suite and in total.
 //
-//	go run ./cmd/cfbench-clisuite [-quick] [-procs 3] [-timeout 75m] [-json result.json] [-out DIR]
+//	go run ./cmd/cfbench-clisuite [-quick] [-files route,orgs_command] [-procs 3] [-timeout 75m] [-json result.json] [-out DIR]
 //
 // scripts/cf-cli-suite.sh (make cf-cli-suite) runs it. Exit status: 0 when every spec
 // run passed, 1 when some failed, 2 when the run itself could not happen.
@@ -26,6 +26,7 @@ import (
 
 func main() {
 	quick := flag.Bool("quick", false, "run only the quick subset (the one `make test` runs)")
+	files := flag.String("files", "", "run only the selection's files whose names contain one of these comma-separated words")
 	procs := flag.Int("procs", 3, "Ginkgo processes per suite")
 	timeout := flag.Duration("timeout", 75*time.Minute, "bound on each suite's run")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
@@ -34,14 +35,14 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, err := run(ctx, *quick, *procs, *timeout, *jsonOut, *outDir, *dryRun)
+	code, err := run(ctx, *quick, *files, *procs, *timeout, *jsonOut, *outDir, *dryRun)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cfbench-clisuite:", err)
 	}
 	os.Exit(code)
 }
 
-func run(ctx context.Context, quick bool, procs int, timeout time.Duration, jsonOut, outDir string, dryRun bool) (int, error) {
+func run(ctx context.Context, quick bool, files string, procs int, timeout time.Duration, jsonOut, outDir string, dryRun bool) (int, error) {
 	root, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return 2, fmt.Errorf("find the repository: %w", err)
@@ -59,6 +60,11 @@ func run(ctx context.Context, quick bool, procs int, timeout time.Duration, json
 		DryRun: dryRun, Progress: os.Stdout}
 	if quick {
 		o.Suites = clisuite.Quick
+	}
+	if files != "" {
+		if o.Suites, err = clisuite.Only(o.Suites, strings.Split(files, ",")); err != nil {
+			return 2, err
+		}
 	}
 	if !dryRun {
 		state, err := os.MkdirTemp("", "cf-cli-suite-foundation-")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,16 @@ func TestCFCLISpecsQuickSubset(t *testing.T) {
 	if tot := sum.Totals(""); tot.Run() < 10 || tot.Failed > 0 {
 		logs, _ := os.ReadFile(filepath.Join(out, "isolated.log"))
 		t.Fatalf("%d of %d specs passed, want all of at least 10; Ginkgo's output:\n%s", tot.Passed, tot.Run(), logs)
+	}
+}
+
+func TestOnly(t *testing.T) {
+	got, err := Only(Selection, []string{"routes_command", "env_command"})
+	if err != nil || len(got) != 2 || got[0].Name != "isolated" || !slices.Equal(got[0].Files, []string{"routes_command_test.go"}) ||
+		got[1].Name != "global" || !got[1].Serial {
+		t.Errorf("Only(routes_command, env_command) = %+v, %v", got, err)
+	}
+	if _, err := Only(Selection, []string{"routes", "no_such_file"}); err == nil || !strings.Contains(err.Error(), "no_such_file") {
+		t.Errorf("a word matching no file: %v, want an error naming it", err)
 	}
 }

@@ -46,6 +46,36 @@ var Quick = []Suite{
 	{Name: "isolated", Files: testFiles("_command", "target", "create_org", "create_space", "org")},
 }
 
+// Only keeps the files of suites whose base name contains one of words (e.g.
+// "routes_command" or "route"), and the suites that keep any; an error names a word
+// that matches no file.
+func Only(suites []Suite, words []string) ([]Suite, error) {
+	var out []Suite
+	used := map[string]bool{}
+	for _, s := range suites {
+		kept := s
+		kept.Files = nil
+		for _, f := range s.Files {
+			for _, w := range words {
+				if strings.Contains(f, w) {
+					kept.Files = append(kept.Files, f)
+					used[w] = true
+					break
+				}
+			}
+		}
+		if len(kept.Files) > 0 {
+			out = append(out, kept)
+		}
+	}
+	for _, w := range words {
+		if !used[w] {
+			return nil, fmt.Errorf("no spec file of the selection matches %q", w)
+		}
+	}
+	return out, nil
+}
+
 func testFiles(suffix string, names ...string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
