@@ -2,7 +2,7 @@
 // of package clisuite) against a fresh local foundation it starts and stops, and prints
 // specs passed / run per file, per suite and in total.
 //
-//	go run ./cmd/cfbench-clisuite [-quick] [-files route,orgs_command] [-procs 3] [-timeout 75m] [-json result.json] [-out DIR]
+//	go run ./cmd/cfbench-clisuite [-quick] [-files routes,create_] [-procs 3] [-timeout 75m] [-json result.json] [-out DIR]
 //
 // scripts/cf-cli-suite.sh (make cf-cli-suite) runs it. Exit status: 0 when every spec
 // run passed, 1 when some failed, 2 when the run itself could not happen.
@@ -26,7 +26,7 @@ import (
 
 func main() {
 	quick := flag.Bool("quick", false, "run only the quick subset (the one `make test` runs)")
-	files := flag.String("files", "", "run only the selection's files whose names contain one of these comma-separated words")
+	files := flag.String("files", "", "run only the selection's files whose names begin with one of these comma-separated words")
 	procs := flag.Int("procs", 3, "Ginkgo processes per suite")
 	timeout := flag.Duration("timeout", 75*time.Minute, "bound on each suite's run")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")

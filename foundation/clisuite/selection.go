@@ -46,8 +46,8 @@ var Quick = []Suite{
 	{Name: "isolated", Files: testFiles("_command", "target", "create_org", "create_space", "org")},
 }
 
-// Only keeps the files of suites whose base name contains one of words (e.g.
-// "routes_command" or "route"), and the suites that keep any; an error names a word
+// Only keeps the files of suites whose base name begins with one of words (e.g.
+// "routes_command" or "create_"), and the suites that keep any; an error names a word
 // that matches no file.
 func Only(suites []Suite, words []string) ([]Suite, error) {
 	var out []Suite
@@ -57,7 +57,7 @@ func Only(suites []Suite, words []string) ([]Suite, error) {
 		kept.Files = nil
 		for _, f := range s.Files {
 			for _, w := range words {
-				if strings.Contains(f, w) {
+				if strings.HasPrefix(f, w) {
 					kept.Files = append(kept.Files, f)
 					used[w] = true
 					break
