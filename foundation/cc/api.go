@@ -221,7 +221,7 @@ const (
 )
 
 // seed creates what a fresh foundation has: one org, a space per segment, the apps
-// domain and the segments, entitled and assigned. It changes nothing that exists.
+// domain, CC's shared segment and the cells' segments, entitled and assigned. It changes nothing that exists.
 func seed(s *State, cfg Config) {
 	now := time.Now().UTC()
 	org := s.orgByName(DefaultOrg)
@@ -232,6 +232,11 @@ func seed(s *State, cfg Config) {
 	if len(s.Domains) == 0 {
 		d := &Domain{GUID: newGUID(), Name: cfg.AppsDomain, Created: now}
 		s.Domains[d.GUID] = d
+	}
+	if s.IsolationSegments[sharedSegmentGUID] == nil {
+		// CC creates it first, with its database.
+		at := org.Created.Add(-time.Second)
+		s.IsolationSegments[sharedSegmentGUID] = &IsolationSegment{GUID: sharedSegmentGUID, Name: "shared", Created: at, Updated: at}
 	}
 	for _, name := range cfg.Segments {
 		seg := s.segmentByName(name)

@@ -186,6 +186,9 @@ func (s *Server) deleteSegment(c *call) error {
 		if seg == nil {
 			return notFound("Isolation segment")
 		}
+		if guid == sharedSegmentGUID {
+			return unprocessable("Cannot delete the shared isolation segment")
+		}
 		if len(seg.Orgs) > 0 {
 			return unprocessable("Revoke all entitlements to isolation segment '%s' before deleting it.", seg.Name)
 		}

@@ -43,6 +43,10 @@ type Space struct {
 	Metadata         Metadata  `json:"metadata"`
 }
 
+// sharedSegmentGUID is CC's shared isolation segment, which every CC has: spaces
+// placed in it run where spaces without a segment do.
+const sharedSegmentGUID = "933b4c58-120b-499a-b85d-4b6fc9e2903b"
+
 // IsolationSegment is a placement tag; its name is the cell it runs on.
 type IsolationSegment struct {
 	GUID    string    `json:"guid"`

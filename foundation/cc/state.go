@@ -227,7 +227,7 @@ func (s *State) segmentOf(spaceGUID string) string {
 			guid = o.DefaultIsolationSegment
 		}
 	}
-	if seg := s.IsolationSegments[guid]; seg != nil {
+	if seg := s.IsolationSegments[guid]; seg != nil && guid != sharedSegmentGUID {
 		return seg.Name
 	}
 	return ""
