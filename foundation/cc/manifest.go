@@ -295,6 +295,9 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 		}
 		path := routePath(url)
 		route := st.findRoute(host, domain.GUID, path)
+		if route == nil && host == "" && domain.OrgGUID == "" {
+			return errSharedDomainHost()
+		}
 		if route == nil {
 			route = &Route{GUID: newGUID(), Host: host, Path: path, DomainGUID: domain.GUID, SpaceGUID: a.SpaceGUID, Created: now, Updated: now}
 			st.Routes[route.GUID] = route

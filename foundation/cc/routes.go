@@ -38,6 +38,10 @@ func (s *Server) getOrgSegment(c *call) error {
 
 func destinationGUID(route, app string) string { return stableGUID("destination", route, app) }
 
+// errSharedDomainHost is CC's answer to a route without a host in a shared domain:
+// the domain itself is not for one space's apps.
+func errSharedDomainHost() error { return unprocessable("Missing host. Routes in shared domains must have a host defined.") }
+
 // maxRoutePath is CC's limit on a route's path.
 const maxRoutePath = 128
 
@@ -80,6 +84,9 @@ func (s *Server) createRoute(c *call) error {
 		d := st.Domains[body.Relationships.Domain.guid()]
 		if d == nil {
 			return nil, unprocessable("Invalid domain. Ensure that the domain exists and you have access to it.")
+		}
+		if host == "" && d.OrgGUID == "" {
+			return nil, errSharedDomainHost()
 		}
 		if st.findRoute(host, d.GUID, body.Path) != nil {
 			if body.Path != "" {

@@ -119,6 +119,11 @@ func TestRoutePaths(t *testing.T) {
 			t.Errorf("path %q: %d %v, want 422 %q", path, code, out, want)
 		}
 	}
+	noHost := body("")
+	noHost["host"] = ""
+	if code, out, _ := e.do("POST", "/v3/routes", noHost); code != 422 || get(out["errors"].([]any)[0], "detail") != "Missing host. Routes in shared domains must have a host defined." {
+		t.Errorf("a route without a host in the shared domain: %d %v", code, out)
+	}
 	r := e.must(201, "POST", "/v3/routes", body("/cart"))
 	if r["path"] != "/cart" || r["url"] != "shop.apps.localhost/cart" {
 		t.Errorf("route %v: want path /cart, url shop.apps.localhost/cart", r)
