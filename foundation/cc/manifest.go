@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"slices"
@@ -281,7 +282,7 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 	if len(m.Routes) == 0 && !st.hasRoutes(a.GUID) {
 		d := st.defaultDomain()
 		if m.RandomRoute {
-			hosts = append(hosts, strings.ToLower(a.Name)+"-"+newGUID()[:8]+"."+d.Name)
+			hosts = append(hosts, randomHost(a.Name)+"."+d.Name)
 		}
 		if m.DefaultRoute {
 			hosts = append(hosts, strings.ToLower(a.Name)+"."+d.Name)
@@ -327,6 +328,34 @@ func (st *State) defaultDomain() *Domain {
 		return d
 	}
 	return &Domain{Name: "apps.localhost"}
+}
+
+// Words of random routes, as CC makes them: APP-ADJECTIVE-NOUN-XX.
+var (
+	routeAdjectives = strings.Fields("agile brave bright busy calm clever crisp eager fair fast fresh gentle happy keen " +
+		"kind lively lucky merry nimble noble proud quick quiet rapid ready shiny sleek smart steady swift tidy wise")
+	routeNouns = strings.Fields("badger bison cheetah crane dolphin eagle falcon ferret gecko heron ibex jaguar koala " +
+		"lemur lynx marmot newt ocelot otter panda puffin quokka raven salmon tapir turtle walrus wombat yak zebra")
+)
+
+// randomHost is a random route's host for app: its name (lowercase, without what a DNS
+// label may not hold, cut so that the host stays one label), an adjective, a noun and two random characters.
+func randomHost(app string) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	tail := "-" + routeAdjectives[int(b[0])%len(routeAdjectives)] + "-" + routeNouns[int(b[1])%len(routeNouns)] +
+		"-" + string(chars[int(b[2])%len(chars)]) + string(chars[int(b[3])%len(chars)])
+	name := strings.Map(func(r rune) rune { // what a DNS label may hold
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return -1
+	}, strings.ToLower(app))
+	if max := 63 - len(tail); len(name) > max {
+		name = strings.TrimRight(name[:max], "-")
+	}
+	return name + tail
 }
 
 // routePath is the path of a manifest route, host.domain[/path] ("" for none).

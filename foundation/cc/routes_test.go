@@ -2,6 +2,7 @@ package cc
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -139,5 +140,17 @@ func TestRoutePaths(t *testing.T) {
 		if got, ok := e.srv.Lookup("shop.apps.localhost", path); !ok || got != want {
 			t.Errorf("Lookup(shop, %s) = %s %v, want %s", path, got, ok, want)
 		}
+	}
+}
+
+// TestRandomHost: a random route's host is APP-ADJECTIVE-NOUN-XX, as CC makes it, and
+// stays one DNS label whatever the app's name.
+func TestRandomHost(t *testing.T) {
+	form := regexp.MustCompile(`^myapp-[a-z]+-[a-z]+-[a-z0-9]{2}$`)
+	if h := randomHost("My_App"); !form.MatchString(h) {
+		t.Errorf("randomHost(My_App) = %q, want myapp-ADJECTIVE-NOUN-XX", h)
+	}
+	if h := randomHost(strings.Repeat("x", 80)); len(h) > 63 || !hostRE.MatchString(h) {
+		t.Errorf("randomHost of a long name = %q (%d chars), want one DNS label", h, len(h))
 	}
 }
