@@ -273,11 +273,7 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 	// (the cf CLI asks for default-route itself).
 	hosts := []string{}
 	for _, r := range m.Routes {
-		host, path, _ := strings.Cut(r.Route, "/") // the path keeps its case, as on CC
-		if path != "" {
-			path = "/" + path
-		}
-		hosts = append(hosts, strings.ToLower(host)+path)
+		hosts = append(hosts, r.Route) // host and path keep their case, as on CC
 	}
 	if len(m.Routes) == 0 && !st.hasRoutes(a.GUID) {
 		d := st.defaultDomain()
@@ -285,7 +281,7 @@ func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 			hosts = append(hosts, randomHost(a.Name)+"."+d.Name)
 		}
 		if m.DefaultRoute {
-			hosts = append(hosts, strings.ToLower(a.Name)+"."+d.Name)
+			hosts = append(hosts, a.Name+"."+d.Name)
 		}
 	}
 	now := time.Now().UTC()
@@ -369,15 +365,17 @@ func routePath(url string) string {
 // splitRoute splits host.domain[/path] on the longest known domain.
 func (st *State) splitRoute(url string) (host string, d *Domain, ok bool) {
 	url, _, _ = strings.Cut(url, "/")
+	lower := strings.ToLower(url) // domains match in any case; the host keeps its own
 	for _, dom := range st.Domains {
+		name := strings.ToLower(dom.Name)
 		switch {
-		case url == dom.Name:
+		case lower == name:
 			if d == nil || len(dom.Name) > len(d.Name) {
 				host, d = "", dom
 			}
-		case strings.HasSuffix(url, "."+dom.Name):
+		case strings.HasSuffix(lower, "."+name):
 			if d == nil || len(dom.Name) > len(d.Name) {
-				host, d = strings.TrimSuffix(url, "."+dom.Name), dom
+				host, d = url[:len(url)-len(name)-1], dom
 			}
 		}
 	}

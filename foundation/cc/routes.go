@@ -45,8 +45,9 @@ func errSharedDomainHost() error { return unprocessable("Missing host. Routes in
 // maxRoutePath is CC's limit on a route's path.
 const maxRoutePath = 128
 
-// hostRE is what CC accepts as a route's host: DNS labels, or "*" for a wildcard.
-var hostRE = regexp.MustCompile(`^(\*|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)$`)
+// hostRE is what CC accepts as a route's host: up to 63 letters, digits, "-" and "_",
+// or "*" for a wildcard.
+var hostRE = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]{1,63})$`)
 
 func (s *Server) createRoute(c *call) error {
 	var body struct {
@@ -61,7 +62,7 @@ func (s *Server) createRoute(c *call) error {
 	if err := c.decode(&body); err != nil {
 		return err
 	}
-	host := strings.ToLower(body.Host)
+	host := body.Host // CC keeps its case; the router matches any
 	switch {
 	case host != "" && !hostRE.MatchString(host):
 		return unprocessable("Host must be either \"*\" or contain only alphanumeric characters, \"_\", or \"-\"")

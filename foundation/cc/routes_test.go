@@ -20,8 +20,8 @@ func TestRoutesAndDestinations(t *testing.T) {
 	}
 	route := e.must(201, "POST", "/v3/routes", body("Extra"))
 	guid := route["guid"].(string)
-	if route["url"] != "extra.apps.localhost" || route["host"] != "extra" {
-		t.Errorf("route %v: want host extra (lowercased), url extra.apps.localhost", route)
+	if route["url"] != "Extra.apps.localhost" || route["host"] != "Extra" {
+		t.Errorf("route %v: want host Extra (its case kept, as CC does), url Extra.apps.localhost", route)
 	}
 	if code, out, _ := e.do("POST", "/v3/routes", body("extra")); code != 422 || !strings.Contains(get(out["errors"].([]any)[0], "detail").(string), "already exists") {
 		t.Errorf("a second route extra: %d %v, want 422 already exists", code, out)

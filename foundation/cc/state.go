@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -248,11 +249,11 @@ func (s *State) routeHost(r *Route) string {
 	return r.Host + "." + d.Name
 }
 
-// findRoute returns the route of host, domain and path (paths compare as CC's
-// database does: exactly), nil when there is none.
+// findRoute returns the route of host, domain and path, nil when there is none. Hosts
+// compare in any case, as the router matches them; paths exactly.
 func (s *State) findRoute(host, domain, path string) *Route {
 	for _, r := range s.Routes {
-		if r.Host == host && r.DomainGUID == domain && r.Path == path {
+		if strings.EqualFold(r.Host, host) && r.DomainGUID == domain && r.Path == path {
 			return r
 		}
 	}
