@@ -40,7 +40,9 @@ func destinationGUID(route, app string) string { return stableGUID("destination"
 
 // errSharedDomainHost is CC's answer to a route without a host in a shared domain:
 // the domain itself is not for one space's apps.
-func errSharedDomainHost() error { return unprocessable("Missing host. Routes in shared domains must have a host defined.") }
+func errSharedDomainHost() error {
+	return unprocessable("Missing host. Routes in shared domains must have a host defined.")
+}
 
 // maxRoutePath is CC's limit on a route's path.
 const maxRoutePath = 128
