@@ -260,8 +260,17 @@ func seed(s *State, cfg Config) {
 // SetBaseURL is the URL clients reach the API at (http://127.0.0.1:PORT).
 func (s *Server) SetBaseURL(u string) { s.baseURL = strings.TrimRight(u, "/") }
 
-// Handler serves the API.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler serves the API. As CC's router does, it takes a v3 path with a trailing slash
+// (POST /v3/packages/) for the path without it.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > len("/v3/") && strings.HasPrefix(p, "/v3/") && strings.HasSuffix(p, "/") {
+			r.URL.Path = strings.TrimSuffix(p, "/")
+			r.URL.RawPath = ""
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
 
 // Close waits for builds in flight (they are cancelled).
 func (s *Server) Close() error {

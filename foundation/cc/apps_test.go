@@ -201,3 +201,20 @@ func TestRootLinksLogCacheAndCells(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildOfAPackageNotUploaded: cf start of an app whose newest package awaits its
+// bits is CC's 400, which the cf CLI turns into its advice; the package is created at
+// /v3/packages/ as at /v3/packages, as CC's router takes either.
+func TestBuildOfAPackageNotUploaded(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	space := e.space("apps")
+	app := e.must(201, "POST", "/v3/apps", map[string]any{"name": "bare", "relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}}}})["guid"]
+	pkg := e.must(201, "POST", "/v3/packages/", map[string]any{"type": "bits", "relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}})
+	if pkg["state"] != "AWAITING_UPLOAD" {
+		t.Fatalf("package %v", pkg)
+	}
+	code, out, _ := e.do("POST", "/v3/builds", map[string]any{"package": map[string]any{"guid": pkg["guid"]}})
+	if code != 400 || get(out["errors"].([]any)[0], "detail") != "Bad request: Cannot stage package whose state is not ready." {
+		t.Errorf("build of a package awaiting upload: %d %v", code, out)
+	}
+}

@@ -262,7 +262,8 @@ func (s *Server) createBuild(c *call) error {
 			return nil, unprocessable("Unable to use package. Ensure that the package exists and you have access to it.")
 		}
 		if p.State != PackageReady {
-			return nil, unprocessable("Package state must be READY")
+			// CC's words: the cf CLI matches them to say the package must be uploaded.
+			return nil, &Error{Code: 1004, Title: "CF-BadRequest", Detail: "Bad request: Cannot stage package whose state is not ready.", status: http.StatusBadRequest}
 		}
 		a := st.Apps[p.AppGUID]
 		web := st.process(a.GUID, "web")
