@@ -314,19 +314,30 @@ var (
 
 // call is one request being served.
 type call struct {
-	s *Server
-	w http.ResponseWriter
-	r *http.Request
+	s    *Server
+	w    http.ResponseWriter
+	r    *http.Request
+	user *claims // the caller's token
 }
 
 type handlerFunc func(c *call) error
 
-// handle registers an authenticated v3 endpoint.
-func (s *Server) handle(pattern string, h handlerFunc) {
+// handle registers an authenticated v3 endpoint for the admin.
+func (s *Server) handle(pattern string, h handlerFunc) { s.handleFor(pattern, h, false) }
+
+// handleMember registers an endpoint users other than the admin may call too: h shows
+// them only what their roles let them see (users.go).
+func (s *Server) handleMember(pattern string, h handlerFunc) { s.handleFor(pattern, h, true) }
+
+func (s *Server) handleFor(pattern string, h handlerFunc, members bool) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c := &call{s: s, w: w, r: r}
-		err := s.authenticate(r)
+		user, err := s.authenticate(r)
+		if err == nil && !members && !user.admin() {
+			err = errNotAuthorized
+		}
 		if err == nil {
+			c.user = user
 			err = h(c)
 		}
 		if err != nil {
@@ -529,7 +540,7 @@ func paginate[T any](c *call, q *query, items []T, name func(T) string, created 
 // first, then an unknown request, in v2's error shape ({description, error_code,
 // code}), which `cf curl /v2/...` prints.
 func (s *Server) v2(w http.ResponseWriter, r *http.Request) {
-	e := s.authenticate(r)
+	_, e := s.authenticate(r)
 	if e == nil {
 		e = errUnknownRequest
 	}

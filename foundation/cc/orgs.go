@@ -18,13 +18,13 @@ func (s *Server) routes() {
 	s.handle("/v3/", func(c *call) error { return errUnknownRequest })
 	s.mux.HandleFunc("/v2/", s.v2)
 
-	s.handle("GET /v3/organizations", s.listOrgs)
-	s.handle("GET /v3/organizations/{guid}", s.getOrg)
+	s.handleMember("GET /v3/organizations", s.listOrgs)
+	s.handleMember("GET /v3/organizations/{guid}", s.getOrg)
 	s.handle("GET /v3/organizations/{guid}/domains/default", s.defaultDomain)
 	s.handle("PATCH /v3/organizations/{guid}/relationships/default_isolation_segment", s.setOrgSegment)
-	s.handle("GET /v3/spaces", s.listSpaces)
+	s.handleMember("GET /v3/spaces", s.listSpaces)
 	s.handle("POST /v3/spaces", s.createSpace)
-	s.handle("GET /v3/spaces/{guid}", s.getSpace)
+	s.handleMember("GET /v3/spaces/{guid}", s.getSpace)
 	s.handle("GET /v3/spaces/{guid}/relationships/isolation_segment", s.getSpaceSegment)
 	s.handle("PATCH /v3/spaces/{guid}/relationships/isolation_segment", s.setSpaceSegment)
 	s.handle("POST /v3/spaces/{guid}/actions/apply_manifest", s.applyManifest)
@@ -114,7 +114,7 @@ func (s *Server) listOrgs(c *call) error {
 	var out []*Org
 	s.st.read(func(st *State) {
 		for _, o := range sorted(st.Orgs, func(o *Org) time.Time { return o.Created }, func(o *Org) string { return o.GUID }) {
-			if q.match("names", o.Name) && q.match("guids", o.GUID) && q.labels(o.Metadata) {
+			if q.match("names", o.Name) && q.match("guids", o.GUID) && q.labels(o.Metadata) && c.seesOrg(st, o.GUID) {
 				out = append(out, clone(o))
 			}
 		}
@@ -124,7 +124,11 @@ func (s *Server) listOrgs(c *call) error {
 
 func (s *Server) getOrg(c *call) error {
 	var o *Org
-	s.st.read(func(st *State) { o = st.Orgs[c.r.PathValue("guid")] })
+	s.st.read(func(st *State) {
+		if o = st.Orgs[c.r.PathValue("guid")]; o != nil && !c.seesOrg(st, o.GUID) {
+			o = nil
+		}
+	})
 	if o == nil {
 		return notFound("Organization")
 	}
@@ -220,7 +224,7 @@ func (s *Server) listSpaces(c *call) error {
 	var out []*Space
 	s.st.read(func(st *State) {
 		for _, sp := range sorted(st.Spaces, func(s *Space) time.Time { return s.Created }, func(s *Space) string { return s.GUID }) {
-			if q.match("names", sp.Name) && q.match("guids", sp.GUID) && q.match("organization_guids", sp.OrgGUID) && q.labels(sp.Metadata) {
+			if q.match("names", sp.Name) && q.match("guids", sp.GUID) && q.match("organization_guids", sp.OrgGUID) && q.labels(sp.Metadata) && c.seesSpace(st, sp) {
 				out = append(out, clone(sp))
 			}
 		}
@@ -230,7 +234,11 @@ func (s *Server) listSpaces(c *call) error {
 
 func (s *Server) getSpace(c *call) error {
 	var sp *Space
-	s.st.read(func(st *State) { sp = st.Spaces[c.r.PathValue("guid")] })
+	s.st.read(func(st *State) {
+		if sp = st.Spaces[c.r.PathValue("guid")]; sp != nil && !c.seesSpace(st, sp) {
+			sp = nil
+		}
+	})
 	if sp == nil {
 		return notFound("Space")
 	}

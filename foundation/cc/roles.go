@@ -2,13 +2,14 @@ package cc
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
 
 // Roles (cf create-space, set-org-role, set-space-role, space-users) and /v3/info.
-// The foundation has one user, an admin: roles are recorded and listed as CC does,
-// and grant nothing more.
+// Roles are recorded and listed as CC does; for users other than the admin they decide
+// which orgs and spaces the user sees (users.go).
 
 // Role is a user's role in an org or a space.
 type Role struct {
@@ -30,7 +31,8 @@ func (s *Server) roleRoutes() {
 	s.handle("GET /v3/roles", s.listRoles)
 	s.handle("GET /v3/roles/{guid}", s.getRole)
 	s.handle("DELETE /v3/roles/{guid}", s.deleteRole)
-	s.handle("GET /v3/info", s.info)
+	s.handleMember("GET /v3/info", s.info)
+	s.userRoutes()
 }
 
 func (s *Server) renderRole(r *Role) any {
@@ -63,16 +65,29 @@ func (s *Server) createRole(c *call) error {
 		return err
 	}
 	u := body.Relationships.User.Data
-	switch {
-	case u.GUID != "" && u.GUID != userGUID:
-		return unprocessable("Invalid user. Ensure that the user exists and you have access to it.")
-	case u.GUID == "" && (u.Username != s.cfg.User || u.Origin != "" && u.Origin != "uaa"):
-		return unprocessable("No user exists with the username '%s' and origin '%s'.", u.Username, cmpOr(u.Origin, "uaa"))
-	case !orgRoleTypes[body.Type] && !spaceRoleTypes[body.Type]:
+	if !orgRoleTypes[body.Type] && !spaceRoleTypes[body.Type] {
 		return unprocessable("Type must be one of the allowed types")
 	}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
-		r := &Role{GUID: newGUID(), Type: body.Type, UserGUID: userGUID, Created: time.Now().UTC()}
+		var user ccUser
+		if u.GUID != "" {
+			found, ok := s.findCCUser(st, u.GUID)
+			if !ok {
+				return nil, unprocessable("Invalid user. Ensure that the user exists and you have access to it.")
+			}
+			user = found
+		} else {
+			found := false
+			for _, x := range s.ccUsers(st) {
+				if strings.EqualFold(x.name, u.Username) && (u.Origin == "" || u.Origin == x.origin) {
+					user, found = x, true
+				}
+			}
+			if !found {
+				return nil, unprocessable("No user exists with the username '%s' and origin '%s'.", u.Username, cmpOr(u.Origin, "uaa"))
+			}
+		}
+		r := &Role{GUID: newGUID(), Type: body.Type, UserGUID: user.guid, Created: time.Now().UTC()}
 		where, name := "", ""
 		if orgRoleTypes[body.Type] {
 			o := st.Orgs[body.Relationships.Organization.guid()]
@@ -85,11 +100,14 @@ func (s *Server) createRole(c *call) error {
 			if sp == nil {
 				return nil, unprocessable("Invalid space. Ensure that the space exists and you have access to it.")
 			}
+			if user.guid != userGUID && !st.hasOrgRole(user.guid, sp.OrgGUID) {
+				return nil, unprocessable("Users cannot be assigned roles in a space if they do not have a role in that space's organization.")
+			}
 			r.SpaceGUID, where, name = sp.GUID, "space", sp.Name
 		}
 		for _, x := range st.Roles {
-			if x.Type == r.Type && x.OrgGUID == r.OrgGUID && x.SpaceGUID == r.SpaceGUID {
-				return nil, unprocessable("User '%s' already has '%s' role in %s '%s'.", s.cfg.User, r.Type, where, name)
+			if x.UserGUID == r.UserGUID && x.Type == r.Type && x.OrgGUID == r.OrgGUID && x.SpaceGUID == r.SpaceGUID {
+				return nil, unprocessable("User '%s' already has '%s' role in %s '%s'.", user.name, r.Type, where, name)
 			}
 		}
 		st.Roles[r.GUID] = r
@@ -122,17 +140,26 @@ func (s *Server) listRoles(c *call) error {
 	var included obj
 	if strings.Contains(q.v.Get("include"), "user") {
 		users := []any{}
-		if len(out) > 0 {
-			users = append(users, s.renderUser())
-		}
+		s.st.read(func(st *State) {
+			for _, u := range s.ccUsers(st) {
+				if slices.ContainsFunc(out, func(r *Role) bool { return r.UserGUID == u.guid }) {
+					users = append(users, s.renderUser(u))
+				}
+			}
+		})
 		included = obj{"users": users}
 	}
 	return paginate(c, q, out, func(r *Role) string { return r.Type }, func(r *Role) time.Time { return r.Created }, s.renderRole, included)
 }
 
-func (s *Server) renderUser() any {
-	return obj{"guid": userGUID, "username": s.cfg.User, "presentation_name": s.cfg.User, "origin": "uaa",
-		"created_at": ts(epoch), "updated_at": ts(epoch), "metadata": metadata(), "links": obj{"self": link(s, "/v3/users/"+userGUID)}}
+// hasOrgRole reports whether user has any role in org.
+func (st *State) hasOrgRole(user, org string) bool {
+	for _, r := range st.Roles {
+		if r.UserGUID == user && r.OrgGUID == org {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) getRole(c *call) error {

@@ -33,6 +33,7 @@ type State struct {
 	SecurityGroups    map[string]*SecurityGroup    `json:"security_groups"`
 	Roles             map[string]*Role             `json:"roles"`
 	Deployments       map[string]*Deployment       `json:"deployments"`
+	Users             map[string]*User             `json:"users,omitempty"`        // UAA users other than the admin
 	AuditEvents       []*AuditEvent                `json:"audit_events,omitempty"` // oldest first
 	// FeatureFlags are the flags an operator set; the rest have their defaults.
 	FeatureFlags map[string]*FeatureFlag `json:"feature_flags,omitempty"`
@@ -45,7 +46,7 @@ func newState() *State {
 		Builds: map[string]*Build{}, Droplets: map[string]*Droplet{}, Domains: map[string]*Domain{},
 		Routes: map[string]*Route{}, ServiceInstances: map[string]*ServiceInstance{}, Bindings: map[string]*Binding{},
 		Jobs: map[string]*Job{}, SpaceQuotas: map[string]*SpaceQuota{}, OrgQuotas: map[string]*OrgQuota{},
-		SecurityGroups: map[string]*SecurityGroup{}, Roles: map[string]*Role{},
+		SecurityGroups: map[string]*SecurityGroup{}, Roles: map[string]*Role{}, Users: map[string]*User{},
 		Deployments: map[string]*Deployment{},
 	}
 }
@@ -93,6 +94,9 @@ func loadStore(path string) (*store, error) {
 	}
 	if st.s.Deployments == nil {
 		st.s.Deployments = fresh.Deployments
+	}
+	if st.s.Users == nil {
+		st.s.Users = fresh.Users
 	}
 	return st, nil
 }

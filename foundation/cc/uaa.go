@@ -73,28 +73,37 @@ func (s *Server) verify(token string) (*claims, error) {
 	return &c, nil
 }
 
-func (s *Server) authenticate(r *http.Request) error {
+// authenticate returns the claims of a request's valid access token that its scopes
+// allow the request; a user's token stops working once the user is deleted.
+func (s *Server) authenticate(r *http.Request) (*claims, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return errNotAuthenticated
+		return nil, errNotAuthenticated
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return errInvalidToken
+		return nil, errInvalidToken
 	}
 	c, err := s.verify(strings.TrimSpace(token))
 	if err != nil || c.Refresh {
-		return errInvalidToken
+		return nil, errInvalidToken
+	}
+	if !c.admin() {
+		var exists bool
+		s.st.read(func(st *State) { exists = st.Users[c.UserID] != nil })
+		if !exists {
+			return nil, errInvalidToken
+		}
 	}
 	if !allowed(r.Method, c.Scope) {
-		return errNotAuthorized
+		return nil, errNotAuthorized
 	}
-	return nil
+	return c, nil
 }
 
-// userScopes are the one user's scopes: an admin's. A token may carry fewer (the
-// password grant's scope parameter, as UAA narrows a token).
-var userScopes = []string{"openid", "cloud_controller.admin", "cloud_controller.read", "cloud_controller.write"}
+// userScopes are the admin's scopes (CC's and UAA's user management). A token may
+// carry fewer (the password grant's scope parameter, as UAA narrows a token).
+var userScopes = []string{"openid", "cloud_controller.admin", "cloud_controller.read", "cloud_controller.write", "scim.read", "scim.write"}
 
 // allowed applies Cloud Controller's scope rules: reading needs a read, admin,
 // admin_read_only or global_auditor scope; anything else needs write or admin (a
@@ -152,12 +161,17 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scopes := userScopes
+	id, name := userGUID, s.cfg.User
 	switch r.PostForm.Get("grant_type") {
 	case "password":
 		user, pw := r.PostForm.Get("username"), r.PostForm.Get("password")
 		if subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.User)) != 1 || subtle.ConstantTimeCompare([]byte(pw), []byte(s.cfg.Password)) != 1 {
-			fail(http.StatusUnauthorized, "unauthorized", "Bad credentials")
-			return
+			m, ok := s.member(user, pw)
+			if !ok {
+				fail(http.StatusUnauthorized, "unauthorized", "Bad credentials")
+				return
+			}
+			scopes, id, name = memberScopes, m.GUID, m.Name
 		}
 	case "refresh_token":
 		c, err := s.verify(r.PostForm.Get("refresh_token"))
@@ -165,7 +179,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusUnauthorized, "invalid_token", "Invalid refresh token")
 			return
 		}
-		scopes = c.Scope
+		scopes, id, name = c.Scope, c.UserID, c.UserName
 	default:
 		fail(http.StatusBadRequest, "unsupported_grant_type", "Only the password and refresh_token grants are supported")
 		return
@@ -176,7 +190,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	base := claims{Sub: userGUID, UserID: userGUID, UserName: s.cfg.User, Origin: "uaa", ClientID: "cf", CID: "cf",
+	base := claims{Sub: id, UserID: id, UserName: name, Origin: "uaa", ClientID: "cf", CID: "cf",
 		GrantType: "password", Issuer: s.url("/oauth/token"), Audience: []string{"cloud_controller", "openid", "cf"},
 		Scope: scopes, IssuedAt: now.Unix()}
 	access, refresh := base, base
@@ -211,11 +225,13 @@ func (s *Server) loginInfo(w http.ResponseWriter, r *http.Request) {
 const uaaVersion = "77.20.0"
 
 // Authenticated reports whether authorization (an Authorization header value) holds a
-// valid access token of this API that may read, as its endpoints require: for the
-// foundation's other APIs (Log Cache) that accept the same token.
+// valid access token of the admin that may read, as its endpoints require: for the
+// foundation's other APIs (Log Cache, which serves every app's logs) that accept the
+// same token.
 func (s *Server) Authenticated(authorization string) bool {
 	r := &http.Request{Method: http.MethodGet, Header: http.Header{"Authorization": {authorization}}}
-	return s.authenticate(r) == nil
+	c, err := s.authenticate(r)
+	return err == nil && c.admin()
 }
 
 // root answers GET / with the links clients discover the API and UAA by, the Log

@@ -1,0 +1,331 @@
+package cc
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Users other than the admin (cf create-user, delete-user, set-org-role, set-space-role,
+// then cf login as that user): UAA's SCIM /Users and password grant for them, CC's
+// /v3/users, and CC's role-based visibility. A user who is not the admin sees the orgs
+// it has a role in and the spaces it has a role in (all spaces of the orgs it manages),
+// and may call only the endpoints that apply that visibility (registered with
+// handleMember: listing and showing orgs and spaces, what cf login and cf target
+// need); every other endpoint answers it 403, and it reads no logs. Token scopes apply
+// to every user as before.
+
+// User is a UAA user other than the admin.
+type User struct {
+	GUID         string    `json:"guid"`
+	Name         string    `json:"name"`
+	Origin       string    `json:"origin"`
+	PasswordHash []byte    `json:"password_hash"`   // bcrypt
+	InCC         bool      `json:"in_cc,omitempty"` // CC knows it (POST /v3/users)
+	Created      time.Time `json:"created_at"`
+}
+
+// memberScopes are a user's scopes: read and write, no admin.
+var memberScopes = []string{"openid", "cloud_controller.read", "cloud_controller.write"}
+
+// admin reports whether c's token is the admin's (the one user holding the admin
+// scopes): it sees everything its scopes let it read or write.
+func (c *claims) admin() bool { return c.UserID == userGUID }
+
+func (s *Server) userRoutes() {
+	s.mux.HandleFunc("POST /Users", s.scimCreate)
+	s.mux.HandleFunc("GET /Users", s.scimList)
+	s.mux.HandleFunc("DELETE /Users/{id}", s.scimDelete)
+	s.handle("POST /v3/users", s.createUser)
+	s.handle("GET /v3/users", s.listUsers)
+	s.handle("GET /v3/users/{guid}", s.getUser)
+	s.handle("DELETE /v3/users/{guid}", s.deleteUser)
+}
+
+// scim authorizes a SCIM request: an admin token with scope, else UAA's error.
+func (s *Server) scim(w http.ResponseWriter, r *http.Request, scope string) bool {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "bearer ")
+	token, _ = strings.CutPrefix(token, "Bearer ")
+	c, err := s.verify(strings.TrimSpace(token))
+	switch {
+	case err != nil || c.Refresh:
+		scimError(w, http.StatusUnauthorized, "invalid_token", "Invalid token")
+	case !c.admin() || !slices.Contains(c.Scope, scope):
+		scimError(w, http.StatusForbidden, "insufficient_scope", "Insufficient scope for this resource: "+scope)
+	default:
+		return true
+	}
+	return false
+}
+
+func scimError(w http.ResponseWriter, status int, code, desc string) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc, "message": desc})
+}
+
+func (s *Server) renderSCIM(guid, name, origin string, created time.Time) map[string]any {
+	return map[string]any{"id": guid, "userName": name, "origin": origin, "active": true, "verified": true,
+		"name": map[string]string{"familyName": name, "givenName": name}, "emails": []any{map[string]any{"value": name, "primary": true}},
+		"meta":    map[string]any{"version": 0, "created": ts(created), "lastModified": ts(created)},
+		"schemas": []string{"urn:scim:schemas:core:1.0"}, "zoneId": "uaa"}
+}
+
+func (s *Server) scimCreate(w http.ResponseWriter, r *http.Request) {
+	if !s.scim(w, r, "scim.write") {
+		return
+	}
+	var body struct {
+		UserName string `json:"userName"`
+		Password string `json:"password"`
+		Origin   string `json:"origin"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil || body.UserName == "" {
+		scimError(w, http.StatusBadRequest, "invalid_scim_resource", "A username must be provided.")
+		return
+	}
+	switch {
+	case body.Origin != "" && body.Origin != "uaa":
+		scimError(w, http.StatusBadRequest, "invalid_scim_resource", "Origin '"+body.Origin+"' is not an identity provider here: the local UAA has users of origin uaa only")
+		return
+	case body.Password == "":
+		scimError(w, http.StatusBadRequest, "invalid_password", "Password must be at least 1 characters in length.")
+		return
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(body.Password), bcrypt.DefaultCost)
+	if err != nil { // a password over bcrypt's 72 bytes
+		scimError(w, http.StatusBadRequest, "invalid_password", "Password must be no more than 72 characters in length.")
+		return
+	}
+	u := &User{GUID: newGUID(), Name: body.UserName, Origin: "uaa", PasswordHash: hash, Created: time.Now().UTC()}
+	err = s.st.update(func(st *State) error {
+		if strings.EqualFold(u.Name, s.cfg.User) || st.userByName(u.Name) != nil {
+			return errUserExists
+		}
+		st.Users[u.GUID] = u
+		return nil
+	})
+	if err != nil {
+		scimError(w, http.StatusConflict, "scim_resource_already_exists", "Username already in use: "+u.Name)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(s.renderSCIM(u.GUID, u.Name, u.Origin, u.Created))
+}
+
+var errUserExists = unprocessable("user exists")
+
+// scimFilter is the one filter form the cf CLI sends: userName eq "x" [and origin eq "y"].
+var scimFilter = regexp.MustCompile(`^userName eq "([^"]*)"(?: and origin eq "([^"]*)")?$`)
+
+func (s *Server) scimList(w http.ResponseWriter, r *http.Request) {
+	if !s.scim(w, r, "scim.read") {
+		return
+	}
+	filter := r.URL.Query().Get("filter")
+	m := scimFilter.FindStringSubmatch(filter)
+	if filter != "" && m == nil {
+		scimError(w, http.StatusBadRequest, "invalid_filter", "Only filters of the form userName eq \"NAME\" [and origin eq \"ORIGIN\"] are served here")
+		return
+	}
+	resources := []any{}
+	keep := func(name, origin string) bool {
+		return m == nil || strings.EqualFold(name, m[1]) && (m[2] == "" || m[2] == origin)
+	}
+	if keep(s.cfg.User, "uaa") {
+		resources = append(resources, s.renderSCIM(userGUID, s.cfg.User, "uaa", epoch))
+	}
+	s.st.read(func(st *State) {
+		for _, u := range sorted(st.Users, func(u *User) time.Time { return u.Created }, func(u *User) string { return u.GUID }) {
+			if keep(u.Name, u.Origin) {
+				resources = append(resources, s.renderSCIM(u.GUID, u.Name, u.Origin, u.Created))
+			}
+		}
+	})
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	json.NewEncoder(w).Encode(map[string]any{"resources": resources, "startIndex": 1, "itemsPerPage": len(resources),
+		"totalResults": len(resources), "schemas": []string{"urn:scim:schemas:core:1.0"}})
+}
+
+func (s *Server) scimDelete(w http.ResponseWriter, r *http.Request) {
+	if !s.scim(w, r, "scim.write") {
+		return
+	}
+	var u *User
+	s.st.update(func(st *State) error {
+		if u = st.Users[r.PathValue("id")]; u != nil {
+			st.deleteUser(u.GUID)
+		}
+		return nil
+	})
+	if u == nil {
+		scimError(w, http.StatusNotFound, "scim_resource_not_found", "User "+r.PathValue("id")+" does not exist")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	json.NewEncoder(w).Encode(s.renderSCIM(u.GUID, u.Name, u.Origin, u.Created))
+}
+
+// deleteUser removes a user and its roles; its tokens stop working at once.
+func (st *State) deleteUser(guid string) {
+	delete(st.Users, guid)
+	for g, r := range st.Roles {
+		if r.UserGUID == guid {
+			delete(st.Roles, g)
+		}
+	}
+}
+
+func (st *State) userByName(name string) *User {
+	for _, u := range st.Users {
+		if strings.EqualFold(u.Name, name) {
+			return u
+		}
+	}
+	return nil
+}
+
+// ccUser is a user as CC renders it: the admin or one CC knows.
+type ccUser struct{ guid, name, origin string }
+
+func (s *Server) ccUsers(st *State) []ccUser {
+	out := []ccUser{{userGUID, s.cfg.User, "uaa"}}
+	for _, u := range sorted(st.Users, func(u *User) time.Time { return u.Created }, func(u *User) string { return u.GUID }) {
+		if u.InCC {
+			out = append(out, ccUser{u.GUID, u.Name, u.Origin})
+		}
+	}
+	return out
+}
+
+func (s *Server) findCCUser(st *State, guid string) (ccUser, bool) {
+	for _, u := range s.ccUsers(st) {
+		if u.guid == guid {
+			return u, true
+		}
+	}
+	return ccUser{}, false
+}
+
+func (s *Server) renderUser(u ccUser) any {
+	return obj{"guid": u.guid, "username": u.name, "presentation_name": u.name, "origin": u.origin,
+		"created_at": ts(epoch), "updated_at": ts(epoch), "metadata": metadata(), "links": obj{"self": link(s, "/v3/users/"+u.guid)}}
+}
+
+func (s *Server) createUser(c *call) error {
+	var body struct {
+		GUID string `json:"guid"`
+	}
+	if err := c.decode(&body); err != nil {
+		return err
+	}
+	return c.change(http.StatusCreated, func(st *State) (any, error) {
+		u := st.Users[body.GUID]
+		switch {
+		case body.GUID == userGUID || u != nil && u.InCC:
+			return nil, unprocessable("User with guid '%s' already exists.", body.GUID)
+		case u == nil:
+			return nil, unprocessable("No UAA user has the guid '%s': create it with cf create-user", body.GUID)
+		}
+		u.InCC = true
+		return s.renderUser(ccUser{u.GUID, u.Name, u.Origin}), nil
+	})
+}
+
+func (s *Server) listUsers(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var out []*ccUser
+	s.st.read(func(st *State) {
+		for _, u := range s.ccUsers(st) {
+			if q.match("guids", u.guid) && q.match("usernames", u.name) && q.match("origins", u.origin) {
+				out = append(out, &u)
+			}
+		}
+	})
+	return paginate(c, q, out, func(u *ccUser) string { return u.name }, func(*ccUser) time.Time { return epoch },
+		func(u *ccUser) any { return s.renderUser(*u) }, nil)
+}
+
+func (s *Server) getUser(c *call) error {
+	var (
+		u  ccUser
+		ok bool
+	)
+	s.st.read(func(st *State) { u, ok = s.findCCUser(st, c.r.PathValue("guid")) })
+	if !ok {
+		return notFound("User")
+	}
+	return c.json(http.StatusOK, s.renderUser(u))
+}
+
+// deleteUser removes a user from CC (its roles go with it); UAA keeps it until
+// DELETE /Users, as on CF.
+func (s *Server) deleteUser(c *call) error {
+	err := s.st.update(func(st *State) error {
+		u := st.Users[c.r.PathValue("guid")]
+		switch {
+		case c.r.PathValue("guid") == userGUID:
+			return unprocessable("The admin user is the foundation's own and cannot be deleted")
+		case u == nil || !u.InCC:
+			return notFound("User")
+		}
+		u.InCC = false
+		for g, r := range st.Roles {
+			if r.UserGUID == u.GUID {
+				delete(st.Roles, g)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.job("user.delete", nil)
+}
+
+// member checks a password for a user other than the admin.
+func (s *Server) member(name, password string) (*User, bool) {
+	var u *User
+	s.st.read(func(st *State) {
+		if x := st.userByName(name); x != nil {
+			cp := *x
+			u = &cp
+		}
+	})
+	if u == nil {
+		bcrypt.CompareHashAndPassword(dummyHash, []byte(password)) // as long as for a user
+		return nil, false
+	}
+	return u, bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(password)) == nil
+}
+
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a password"), bcrypt.MinCost)
+
+// sees reports whether c's caller may see org (admin: any; a user: one it has a role
+// in, as on CC).
+func (c *call) seesOrg(st *State, org string) bool {
+	return c.user == nil || c.user.admin() || st.hasOrgRole(c.user.UserID, org)
+}
+
+// seesSpace reports whether c's caller may see sp: a user with a role in it, or one
+// managing its org, as on CC.
+func (c *call) seesSpace(st *State, sp *Space) bool {
+	if c.user == nil || c.user.admin() {
+		return true
+	}
+	for _, r := range st.Roles {
+		if r.UserGUID == c.user.UserID && (r.SpaceGUID == sp.GUID || r.OrgGUID == sp.OrgGUID && r.Type == "organization_manager") {
+			return true
+		}
+	}
+	return false
+}
