@@ -353,8 +353,9 @@ func (s *Server) bindingDetails(c *call) error {
 // createBinding binds synchronously and answers 201 with the binding.
 func (s *Server) createBinding(c *call) error {
 	var body struct {
-		Type          string `json:"type"`
-		Name          string `json:"name"`
+		Type          string         `json:"type"`
+		Name          string         `json:"name"`
+		Parameters    map[string]any `json:"parameters"`
 		Relationships struct {
 			App             toOneBody `json:"app"`
 			ServiceInstance toOneBody `json:"service_instance"`
@@ -377,6 +378,8 @@ func (s *Server) createBinding(c *call) error {
 		switch {
 		case si == nil:
 			return unprocessable("The service instance could not be found: %s", inst)
+		case si.UserProvided && body.Parameters != nil:
+			return unprocessable("Binding parameters are not supported for user-provided service instances")
 		case a == nil:
 			return unprocessable("The app could not be found: %s", app)
 		case a.SpaceGUID != si.SpaceGUID:
