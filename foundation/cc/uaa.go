@@ -175,6 +175,13 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 		}
 	case "refresh_token":
 		c, err := s.verify(r.PostForm.Get("refresh_token"))
+		if err == nil && !c.admin() {
+			s.st.read(func(st *State) {
+				if st.Users[c.UserID] == nil { // deleted since
+					err = errInvalidToken
+				}
+			})
+		}
 		if err != nil || !c.Refresh {
 			fail(http.StatusUnauthorized, "invalid_token", "Invalid refresh token")
 			return

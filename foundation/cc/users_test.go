@@ -1,8 +1,11 @@
 package cc
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,13 +78,35 @@ func TestUsers(t *testing.T) {
 		t.Error("the user's token reads the Log Cache (every app's logs)")
 	}
 
-	user := e.token
+	user, refresh := e.token, e.grant(url.Values{"grant_type": {"password"}, "username": {"dev"}, "password": {"s3cret"}})["refresh_token"].(string)
+	if e.grant(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}})["access_token"] == nil {
+		t.Error("the user's refresh token got no access token")
+	}
 	e.token = admin
 	e.must(200, "DELETE", "/Users/"+id, nil)
 	e.token = user
 	if code, _, _ := e.do("GET", "/v3/organizations", nil); code != http.StatusUnauthorized {
 		t.Errorf("a deleted user's token: %d, want 401", code)
 	}
+	if tok := e.grant(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}}); tok["access_token"] != nil {
+		t.Errorf("a deleted user's refresh token got %v", tok)
+	}
+}
+
+// grant posts form to the token endpoint as client cf and returns the answer.
+func (e *env) grant(form url.Values) map[string]any {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.http.URL+"/oauth/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("cf", "")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]any{}
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out
 }
 
 // cfbenchOrg is the seeded org's guid, which the user has no role in.
