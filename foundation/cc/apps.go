@@ -117,6 +117,12 @@ func (s *Server) createApp(c *call) error {
 	if err := checkLifecycle(body.Lifecycle); err != nil {
 		return err
 	}
+	var created string
+	defer func() {
+		if created != "" {
+			s.logCreated(created)
+		}
+	}()
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
 		space := body.Relationships.Space.guid()
 		if st.Spaces[space] == nil {
@@ -126,6 +132,7 @@ func (s *Server) createApp(c *call) error {
 			return nil, unprocessable("App with the name '%s' already exists.", *body.Name)
 		}
 		a := newApp(st, space, *body.Name)
+		created = a.GUID
 		st.audit("audit.app.create", a, map[string]any{"request": map[string]any{"name": a.Name}})
 		a.Env = body.Env
 		if body.Lifecycle != nil {

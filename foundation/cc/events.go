@@ -94,6 +94,10 @@ func (s *Server) getAuditEvent(c *call) error {
 	return c.json(http.StatusOK, s.renderAuditEvent(ev))
 }
 
+// logCreated writes the line CC writes to a new app's log (cf logs --recent shows it).
+// The state must not be locked: the log pipeline looks the app up.
+func (s *Server) logCreated(app string) { s.appLog(app, "API", "0", "Created app with guid "+app) }
+
 // appLog sends one line to app's log, when the foundation takes them.
 func (s *Server) appLog(app, sourceType, instance, line string) {
 	if s.cfg.AppLog != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // TestAuditEventsAndAppLog: what cf events and cf logs show of an app's life — the
-// events CC records, staging output as STG lines, and a crash's reason.
+// events CC records, the app's creation, staging output as STG lines, and a crash's
+// reason.
 func TestAuditEventsAndAppLog(t *testing.T) {
 	e := newEnv(t, t.TempDir())
 	var (
@@ -53,8 +54,9 @@ func TestAuditEventsAndAppLog(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	var stg, api bool
+	var stg, api, created bool
 	for _, l := range lines {
+		created = created || l == "API/0 Created app with guid "+app
 		stg = stg || l == "STG/0 -----> fake staging"
 		api = api || strings.HasPrefix(l, "API/0 ") && strings.Contains(l, `"exit_description"=>"exited with status 3"`)
 	}
@@ -63,6 +65,9 @@ func TestAuditEventsAndAppLog(t *testing.T) {
 	}
 	if !api {
 		t.Errorf("app log has no API line with the crash's reason: %q", lines)
+	}
+	if !created {
+		t.Errorf("app log has no API line of the app's creation (as CC writes it): %q", lines)
 	}
 }
 

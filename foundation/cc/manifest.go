@@ -156,10 +156,13 @@ func (s *Server) applyManifest(c *call) error {
 	if err != nil {
 		return err
 	}
-	var binds []pendingBinding
+	var (
+		binds   []pendingBinding
+		created []string
+	)
 	err = s.st.update(func(st *State) error {
 		for i := range m.Applications {
-			b, err := s.applyApp(st, space, &m.Applications[i])
+			b, err := s.applyApp(st, space, &m.Applications[i], &created)
 			if err != nil {
 				return err
 			}
@@ -170,6 +173,9 @@ func (s *Server) applyManifest(c *call) error {
 	if err != nil {
 		return err
 	}
+	for _, app := range created {
+		s.logCreated(app)
+	}
 	return c.job("app.apply_manifest", s.bindAll(c, binds))
 }
 
@@ -179,11 +185,14 @@ type pendingBinding struct {
 	app, instance, name string
 }
 
-func (s *Server) applyApp(st *State, space string, m *manifestApp) ([]pendingBinding, error) {
+// applyApp applies m to its app in space, creating it (its guid goes to created) when
+// there is none.
+func (s *Server) applyApp(st *State, space string, m *manifestApp, created *[]string) ([]pendingBinding, error) {
 	now := time.Now().UTC()
 	a := st.appByName(space, m.Name)
 	if a == nil {
 		a = newApp(st, space, m.Name)
+		*created = append(*created, a.GUID)
 		st.audit("audit.app.create", a, map[string]any{"request": map[string]any{"name": a.Name}})
 	}
 	if len(m.Buildpacks) > 0 {
