@@ -662,11 +662,11 @@ type table struct {
 var _ router.Table = (*table)(nil)
 
 func (t *table) Route(host, path string) (router.Route, bool) {
-	app, ok := t.cc.Lookup(host, path)
+	app, http2, ok := t.cc.Lookup(host, path)
 	if !ok {
 		return router.Route{}, false
 	}
-	r := router.Route{AppGUID: app}
+	r := router.Route{AppGUID: app, HTTP2: http2}
 	for _, in := range t.cells.Instances(app) { // the web process shares the app's guid
 		if in.State == "RUNNING" {
 			r.Backends = append(r.Backends, router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID})

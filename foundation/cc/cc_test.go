@@ -317,7 +317,7 @@ func TestPushScaleStatsAndDelete(t *testing.T) {
 		vcap["postgres"][0]["name"] != "db" || get(vcap["postgres"][0], "credentials", "uri") == nil {
 		t.Fatalf("VCAP_SERVICES %s", spec.Env["VCAP_SERVICES"])
 	}
-	if app, ok := e.srv.Lookup("WEB.apps.localhost", "/"); !ok || app != spec.AppGUID {
+	if app, _, ok := e.srv.Lookup("WEB.apps.localhost", "/"); !ok || app != spec.AppGUID {
 		t.Fatalf("Lookup = %q, %v", app, ok)
 	}
 

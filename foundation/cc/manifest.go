@@ -273,7 +273,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp, created *[]st
 func (s *Server) applyRoutes(st *State, a *App, m *manifestApp) error {
 	if m.NoRoute {
 		for _, r := range st.Routes {
-			r.Apps = slices.DeleteFunc(r.Apps, func(g string) bool { return g == a.GUID })
+			r.unmap(a.GUID)
 		}
 		return nil
 	}

@@ -3,6 +3,7 @@ package cc
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -130,6 +131,21 @@ type Build struct {
 	Updated     time.Time `json:"updated_at"`
 }
 
+// unmap removes app's destination from r, in new slices: rendered copies share the old.
+func (r *Route) unmap(app string) {
+	other := func(g string) bool { return g == app }
+	r.Apps = slices.DeleteFunc(slices.Clone(r.Apps), other)
+	r.HTTP2Apps = slices.DeleteFunc(slices.Clone(r.HTTP2Apps), other)
+}
+
+// protocol is the destination protocol of app's destination: http1 or http2.
+func (r *Route) protocol(app string) string {
+	if slices.Contains(r.HTTP2Apps, app) {
+		return "http2"
+	}
+	return "http1"
+}
+
 // Droplet is a staged app, ready to run.
 type Droplet struct {
 	GUID         string    `json:"guid"`
@@ -161,7 +177,8 @@ type Route struct {
 	Path       string    `json:"path,omitempty"` // "" or /seg[/seg…]; the router matches it as a prefix
 	DomainGUID string    `json:"domain_guid"`
 	SpaceGUID  string    `json:"space_guid"`
-	Apps       []string  `json:"apps"` // destination app guids (web process)
+	Apps       []string  `json:"apps"`                 // destination app guids (web process)
+	HTTP2Apps  []string  `json:"http2_apps,omitempty"` // those of Apps whose destination protocol is http2
 	Created    time.Time `json:"created_at"`
 	Updated    time.Time `json:"updated_at"`
 	Metadata   Metadata  `json:"metadata"`

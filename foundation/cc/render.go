@@ -188,7 +188,7 @@ func (s *Server) renderRoute(r *Route, url string) any {
 	dests := []obj{}
 	for _, app := range r.Apps {
 		dests = append(dests, obj{"guid": stableGUID("destination", r.GUID, app), "app": obj{"guid": app, "process": obj{"type": "web"}},
-			"weight": nil, "port": 8080, "protocol": "http1", "created_at": ts(r.Created), "updated_at": ts(r.Updated)})
+			"weight": nil, "port": 8080, "protocol": r.protocol(app), "created_at": ts(r.Created), "updated_at": ts(r.Updated)})
 	}
 	return obj{
 		"guid": r.GUID, "protocol": "http", "host": r.Host, "path": r.Path, "port": nil, "url": url,

@@ -180,8 +180,8 @@ func (s *Server) addDestinations(c *call) error {
 			return unprocessable("Process type '%s' cannot be routed to here: only web processes listen", d.App.Process.Type)
 		case d.Port != nil && *d.Port != 8080:
 			return unprocessable("Port %d is not served here: instances listen on 8080 ($PORT) only", *d.Port)
-		case d.Protocol != "" && d.Protocol != "http1":
-			return unprocessable("Protocol '%s' is not served here: http1 only", d.Protocol)
+		case d.Protocol != "" && d.Protocol != "http1" && d.Protocol != "http2":
+			return unprocessable("Destination protocol must be 'http1' or 'http2' here: the local foundation has no TCP routing")
 		}
 	}
 	return c.change(http.StatusOK, func(st *State) (any, error) {
@@ -199,6 +199,9 @@ func (s *Server) addDestinations(c *call) error {
 			}
 			if !slices.Contains(r.Apps, a.GUID) {
 				r.Apps = append(slices.Clone(r.Apps), a.GUID) // a new slice: rendered copies share the old one
+				if d.Protocol == "http2" {
+					r.HTTP2Apps = append(slices.Clone(r.HTTP2Apps), a.GUID)
+				}
 				st.audit("audit.app.map-route", a, map[string]any{"route_guid": r.GUID, "app_port": 8080, "process_type": "web"})
 			}
 		}
@@ -220,7 +223,7 @@ func (s *Server) removeDestination(c *call) error {
 		if a := st.Apps[r.Apps[i]]; a != nil {
 			st.audit("audit.app.unmap-route", a, map[string]any{"route_guid": r.GUID})
 		}
-		r.Apps = slices.Delete(slices.Clone(r.Apps), i, i+1)
+		r.unmap(r.Apps[i])
 		r.Updated = time.Now().UTC()
 		return nil
 	})

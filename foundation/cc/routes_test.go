@@ -29,7 +29,7 @@ func TestRoutesAndDestinations(t *testing.T) {
 	if code, _, _ := e.do("POST", "/v3/routes", body("no_underscores!")); code != 422 {
 		t.Errorf("a bad host: status %d, want 422", code)
 	}
-	if _, ok := e.srv.Lookup("extra.apps.localhost", "/"); ok {
+	if _, _, ok := e.srv.Lookup("extra.apps.localhost", "/"); ok {
 		t.Errorf("an unmapped route routes somewhere")
 	}
 	dests := e.must(200, "POST", "/v3/routes/"+guid+"/destinations", map[string]any{"destinations": []any{map[string]any{"app": map[string]any{"guid": app}}}})
@@ -37,17 +37,29 @@ func TestRoutesAndDestinations(t *testing.T) {
 	if len(list) != 1 || get(list[0], "app", "guid") != app {
 		t.Fatalf("destinations %v", dests)
 	}
-	if got, ok := e.srv.Lookup("EXTRA.apps.localhost", "/"); !ok || got != app {
+	if got, _, ok := e.srv.Lookup("EXTRA.apps.localhost", "/"); !ok || got != app {
 		t.Errorf("Lookup after map-route: %q %v, want %s", got, ok, app)
 	}
 	if n := len(e.must(200, "GET", "/v3/routes/"+guid+"/destinations", nil)["destinations"].([]any)); n != 1 {
 		t.Errorf("GET destinations: %d", n)
 	}
+	if get(list[0], "protocol") != "http1" {
+		t.Errorf("destination %v: want protocol http1", list[0])
+	}
+	other := e.push(space, "applications:\n- name: grpc\n  no-route: true\n")
+	dests = e.must(200, "POST", "/v3/routes/"+guid+"/destinations", map[string]any{"destinations": []any{map[string]any{"app": map[string]any{"guid": other}, "protocol": "http2"}}})
+	if d := dests["destinations"].([]any); len(d) != 2 || get(d[1], "app", "guid") != other || get(d[1], "protocol") != "http2" {
+		t.Errorf("an http2 destination: %v", d)
+	}
+	if code, _, _ := e.do("POST", "/v3/routes/"+guid+"/destinations", map[string]any{"destinations": []any{map[string]any{"app": map[string]any{"guid": other}, "protocol": "tcp"}}}); code != 422 {
+		t.Errorf("a tcp destination: %d, want 422", code)
+	}
+	e.must(204, "DELETE", "/v3/routes/"+guid+"/destinations/"+destinationGUID(guid, other), nil)
 	dest := get(list[0], "guid").(string)
 	if code, _, _ := e.do("DELETE", "/v3/routes/"+guid+"/destinations/"+dest, nil); code != http.StatusNoContent {
 		t.Errorf("unmap: status %d, want 204", code)
 	}
-	if _, ok := e.srv.Lookup("extra.apps.localhost", "/"); ok {
+	if _, _, ok := e.srv.Lookup("extra.apps.localhost", "/"); ok {
 		t.Errorf("the route still routes after unmap-route")
 	}
 	if code, _, h := e.do("DELETE", "/v3/routes/"+guid, nil); code != http.StatusAccepted || !strings.Contains(h.Get("Location"), "/v3/jobs/") {
@@ -136,9 +148,11 @@ func TestRoutePaths(t *testing.T) {
 	if n := len(e.must(200, "GET", "/v3/routes?hosts=shop&paths=", nil)["resources"].([]any)); n != 1 {
 		t.Errorf("routes?paths= (the route without a path): %d, want 1", n)
 	}
-	for path, want := range map[string]string{"/": web, "/api": web, "/api/v1": api, "/Api/V1/users": api, "/api/v10": web, "/cart": web} {
-		if got, ok := e.srv.Lookup("shop.apps.localhost", path); !ok || got != want {
-			t.Errorf("Lookup(shop, %s) = %s %v, want %s", path, got, ok, want)
+	e.must(200, "POST", "/v3/routes/"+r["guid"].(string)+"/destinations", map[string]any{"destinations": []any{map[string]any{"app": map[string]any{"guid": api}, "protocol": "http2"}}})
+	for path, want := range map[string]string{"/": web, "/api": web, "/api/v1": api, "/Api/V1/users": api, "/api/v10": web, "/cart": api, "/cart/x": api} {
+		got, http2, ok := e.srv.Lookup("shop.apps.localhost", path)
+		if !ok || got != want || http2 != strings.HasPrefix(path, "/cart") {
+			t.Errorf("Lookup(shop, %s) = %s http2=%v %v, want %s (http2 for /cart only)", path, got, http2, ok, want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -293,6 +292,6 @@ func (s *State) deleteApp(guid string) {
 		}
 	}
 	for _, r := range s.Routes {
-		r.Apps = slices.DeleteFunc(r.Apps, func(a string) bool { return a == guid })
+		r.unmap(guid)
 	}
 }

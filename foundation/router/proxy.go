@@ -84,6 +84,7 @@ func escapePathAndPreserveSlashes(unescaped string) string {
 type roundTripper struct {
 	rt   *Router
 	base http.RoundTripper
+	h2c  http.RoundTripper // HTTP/2 without TLS, for Route.HTTP2
 }
 
 var _ http.RoundTripper = (*roundTripper)(nil)
@@ -118,8 +119,12 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		ex.set(req.Header, hdrInstanceID, slotInstanceID, id)
 
+		base := t.base
+		if ex.route.HTTP2 {
+			base = t.h2c
+		}
 		var res *http.Response
-		res, err = t.base.RoundTrip(req)
+		res, err = base.RoundTrip(req)
 		if err == nil {
 			// gorouter's SetStatus: a 101 never reaches WriteHeader.
 			ex.w.status = res.StatusCode

@@ -76,6 +76,7 @@ type Router struct {
 	now      func() time.Time
 	logger   *slog.Logger
 	backends *http.Transport
+	h2c      *http.Transport // to routes whose destination protocol is http2
 	proxy    *httputil.ReverseProxy
 	counters counters
 	// listen opens the client-facing listener (tests wrap its connections).
@@ -113,9 +114,12 @@ func New(cfg Config) *Router {
 	rt.listen = new(net.ListenConfig).Listen
 	rt.baseCtx, rt.cancelBase = context.WithCancel(context.Background())
 	rt.backends = newBackendTransport()
+	rt.h2c = newBackendTransport()
+	rt.h2c.Protocols = new(http.Protocols)
+	rt.h2c.Protocols.SetUnencryptedHTTP2(true)
 	rt.proxy = &httputil.ReverseProxy{
 		Director:       rt.director,
-		Transport:      &roundTripper{rt: rt, base: rt.backends},
+		Transport:      &roundTripper{rt: rt, base: rt.backends, h2c: rt.h2c},
 		FlushInterval:  -1, // stream: flush after every write
 		BufferPool:     &copyBuffers{},
 		ModifyResponse: modifyResponse,
@@ -232,6 +236,7 @@ func (rt *Router) shutdown(srv *http.Server) (err error) {
 		rt.logger.Warn("router-closed-with-active-handlers", slog.Int64("handlers", n))
 	}
 	rt.backends.CloseIdleConnections()
+	rt.h2c.CloseIdleConnections()
 	rt.logger.Info("router-stopped")
 	return err
 }

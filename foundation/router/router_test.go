@@ -712,3 +712,26 @@ func TestRoutePath(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP2Destination: a route whose destination protocol is http2 is served over
+// HTTP/2 without TLS (h2c) to the instance, whatever the client spoke.
+func TestHTTP2Destination(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto)
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	b := Backend{Addr: srv.Listener.Addr().String(), Index: 0, InstanceGUID: "instance-h2"}
+	rt, sink := startRouter(t, newTable(map[string]Route{"h2.local": {AppGUID: appGUID, HTTP2: true, Backends: []Backend{b}},
+		"h1.local": {AppGUID: otherGUID, Backends: []Backend{b}}}), nil)
+	if res, body := do(t, rt, "GET", "h2.local", "/", nil, ""); res.StatusCode != 200 || body != "HTTP/2.0" {
+		t.Errorf("an http2 destination: %d %q, want 200 from an HTTP/2.0 request", res.StatusCode, body)
+	}
+	sink.next(t)
+	if res, _ := do(t, rt, "GET", "h1.local", "/", nil, ""); res.StatusCode != http.StatusBadGateway {
+		t.Errorf("an http1 destination served by an h2c-only instance: %d, want 502 (the router spoke HTTP/1.1)", res.StatusCode)
+	}
+}

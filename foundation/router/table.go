@@ -18,6 +18,10 @@ type Table interface {
 // Route is what a host (and path) maps to: one app and its running instances.
 type Route struct {
 	AppGUID string
+	// HTTP2: the app's destination protocol is http2, so the router speaks
+	// HTTP/2 without TLS (h2c) to its instances, as gorouter does for such
+	// destinations; HTTP/1.1 otherwise.
+	HTTP2 bool
 	// Backends holds the running instances only. It may be empty, which
 	// the router answers with 503 and X-Cf-Routererror: no_endpoints. The
 	// router reads it after Route has returned and never modifies it, so
