@@ -41,9 +41,10 @@ var Selection = []Suite{
 }
 
 // Quick is the subset `make test` runs: a few files that exercise auth, targeting,
-// orgs, spaces, domains and isolation segments, without pushing an app.
+// orgs, spaces (and their label filters), domains and isolation segments, without
+// pushing an app.
 var Quick = []Suite{
-	{Name: "isolated", Files: testFiles("_command", "target", "create_org", "create_space", "org")},
+	{Name: "isolated", Files: testFiles("_command", "target", "create_org", "create_space", "org", "orgs", "spaces")},
 }
 
 // Only keeps the files of suites whose base name begins with one of words (e.g.
