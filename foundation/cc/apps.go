@@ -373,10 +373,7 @@ func (s *Server) runSpec(st *State, p *Process) RunSpec {
 	if cmd == "" && d != nil {
 		cmd = d.StartCommand
 	}
-	env := map[string]string{}
-	for k, v := range a.Env {
-		env[k] = v
-	}
+	env := st.groupEnv("running", a.Env)
 	env["VCAP_APPLICATION"] = string(mustJSON(s.vcapApplication(st, a, p)))
 	env["VCAP_SERVICES"] = string(mustJSON(s.vcapServices(st, a.GUID)))
 	timeout := time.Duration(p.Timeout) * time.Second
@@ -461,7 +458,7 @@ func (s *Server) appEnv(c *call) error {
 		if p != nil {
 			vcapApp = s.vcapApplication(st, a, p)
 		}
-		resp = obj{"staging_env_json": obj{}, "running_env_json": obj{}, "environment_variables": env,
+		resp = obj{"staging_env_json": st.envGroupJSON("staging"), "running_env_json": st.envGroupJSON("running"), "environment_variables": env,
 			"system_env_json": obj{"VCAP_SERVICES": s.vcapServices(st, a.GUID)}, "application_env_json": obj{"VCAP_APPLICATION": vcapApp}}
 	})
 	if resp == nil {

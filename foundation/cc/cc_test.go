@@ -26,9 +26,13 @@ type fakeRuntime struct {
 	runs      int
 	holdRolls bool
 	rolls     []fakeRoll
+	stageEnv  map[string]string // of the last Stage
 }
 
 func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, error) {
+	f.mu.Lock()
+	f.stageEnv = req.Env
+	f.mu.Unlock()
 	if slices.Contains(req.Buildpacks, "php_buildpack") {
 		return StageResult{}, errUnsupportedForTest
 	}

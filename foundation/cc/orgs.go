@@ -90,6 +90,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v3/service_credential_bindings/{guid}", s.deleteBinding)
 	s.landscapeRoutes()
 	s.metadataRoutes()
+	s.envGroupRoutes()
 	s.userProvidedRoutes()
 	s.routesRoutes()
 	s.roleRoutes()

@@ -274,7 +274,7 @@ func (s *Server) createBuild(c *call) error {
 		}
 		st.Builds[b.GUID] = b
 		st.audit("audit.app.build.create", a, map[string]any{"build_guid": b.GUID, "package_guid": p.GUID})
-		req = StageRequest{PackageZip: s.packagePath(p.GUID), Buildpacks: b.Buildpacks, Env: a.Env, MemoryMB: defaultMemoryMB}
+		req = StageRequest{PackageZip: s.packagePath(p.GUID), Buildpacks: b.Buildpacks, Env: st.groupEnv("staging", a.Env), MemoryMB: defaultMemoryMB}
 		if web != nil {
 			req.Command, req.MemoryMB = web.Command, web.MemoryMB
 		}

@@ -33,6 +33,7 @@ type State struct {
 	Roles             map[string]*Role             `json:"roles"`
 	Deployments       map[string]*Deployment       `json:"deployments"`
 	Users             map[string]*User             `json:"users,omitempty"`        // UAA users other than the admin
+	EnvGroups         map[string]*EnvGroup         `json:"env_groups,omitempty"`   // running, staging; nil until set
 	AuditEvents       []*AuditEvent                `json:"audit_events,omitempty"` // oldest first
 	// FeatureFlags are the flags an operator set; the rest have their defaults.
 	FeatureFlags map[string]*FeatureFlag `json:"feature_flags,omitempty"`
