@@ -218,3 +218,20 @@ func TestBuildOfAPackageNotUploaded(t *testing.T) {
 		t.Errorf("build of a package awaiting upload: %d %v", code, out)
 	}
 }
+
+// TestDropletLists: an app's droplets, and all droplets by app, as cf curl and the cf
+// CLI's specs read them.
+func TestDropletLists(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	app := e.push(e.space("apps"), "applications:\n- name: web\n")
+	current := get(e.must(200, "GET", "/v3/apps/"+app+"/droplets/current", nil), "guid")
+	for _, path := range []string{"/v3/apps/" + app + "/droplets?order_by=-created_at", "/v3/droplets?app_guids=" + app + "&states=STAGED"} {
+		if list := e.must(200, "GET", path, nil)["resources"].([]any); len(list) != 1 || get(list[0], "guid") != current {
+			t.Errorf("GET %s: %v, want the current droplet %v", path, list, current)
+		}
+	}
+	if n := len(e.must(200, "GET", "/v3/droplets?app_guids=none", nil)["resources"].([]any)); n != 0 {
+		t.Errorf("droplets of no app: %d", n)
+	}
+	e.must(404, "GET", "/v3/apps/none/droplets", nil)
+}

@@ -69,6 +69,8 @@ func (s *Server) routes() {
 	s.handle("GET /v3/apps/{guid}/manifest", s.getAppManifest)
 	s.handle("POST /v3/spaces/{guid}/manifest_diff", s.manifestDiff)
 	s.handle("GET /v3/packages/{guid}/droplets", s.packageDroplets)
+	s.handle("GET /v3/apps/{guid}/droplets", s.appDroplets)
+	s.handle("GET /v3/droplets", s.listDroplets)
 	s.handle("POST /v3/builds", s.createBuild)
 	s.handle("GET /v3/builds/{guid}", s.getBuild)
 	s.handle("GET /v3/droplets/{guid}", s.getDroplet)

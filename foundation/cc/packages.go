@@ -200,26 +200,57 @@ func (s *Server) storePackage(guid, bits string, matched []matchResource) (strin
 }
 
 func (s *Server) packageDroplets(c *call) error {
+	pkg := c.r.PathValue("guid")
+	return s.dropletList(c, func(st *State) error {
+		if st.Packages[pkg] == nil {
+			return notFound("Package")
+		}
+		return nil
+	}, func(_ *State, d *Droplet) bool { return d.PackageGUID == pkg })
+}
+
+func (s *Server) appDroplets(c *call) error {
+	app := c.r.PathValue("guid")
+	return s.dropletList(c, func(st *State) error {
+		if st.Apps[app] == nil {
+			return notFound("App")
+		}
+		return nil
+	}, func(_ *State, d *Droplet) bool { return d.AppGUID == app })
+}
+
+func (s *Server) listDroplets(c *call) error {
 	q, err := c.query()
 	if err != nil {
 		return err
 	}
-	pkg := c.r.PathValue("guid")
-	var (
-		out    []*Droplet
-		exists bool
-	)
+	return s.dropletList(c, func(*State) error { return nil }, func(st *State, d *Droplet) bool {
+		a := st.Apps[d.AppGUID]
+		return q.match("app_guids", d.AppGUID) && q.match("package_guids", d.PackageGUID) && (q.list("space_guids") == nil || a != nil && q.match("space_guids", a.SpaceGUID))
+	})
+}
+
+// dropletList answers a droplet list: those keep takes, filtered by states and guids
+// as every droplet list is; check says whether the parent exists.
+func (s *Server) dropletList(c *call, check func(*State) error, keep func(*State, *Droplet) bool) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var out []*Droplet
 	s.st.read(func(st *State) {
-		exists = st.Packages[pkg] != nil
+		if err = check(st); err != nil {
+			return
+		}
 		for _, d := range sorted(st.Droplets, func(d *Droplet) time.Time { return d.Created }, func(d *Droplet) string { return d.GUID }) {
-			if d.PackageGUID == pkg && q.match("states", d.State) && q.match("guids", d.GUID) {
+			if keep(st, d) && q.match("states", d.State) && q.match("guids", d.GUID) {
 				cp := *d
 				out = append(out, &cp)
 			}
 		}
 	})
-	if !exists {
-		return notFound("Package")
+	if err != nil {
+		return err
 	}
 	return paginate(c, q, out, func(d *Droplet) string { return d.GUID }, func(d *Droplet) time.Time { return d.Created }, s.renderDroplet, nil)
 }

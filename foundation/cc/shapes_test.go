@@ -435,6 +435,8 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "GET", path: "/v3/droplets/{droplet}", shape: "droplet"},
 		{method: "GET", path: "/v3/apps/{app}/droplets/current", shape: "droplet"},
 		{method: "GET", path: "/v3/packages/{package}/droplets", shape: "droplet", list: true},
+		{method: "GET", path: "/v3/apps/{app}/droplets?order_by=-created_at", shape: "droplet", list: true},
+		{method: "GET", path: "/v3/droplets?app_guids={app}&states=STAGED", shape: "droplet", list: true},
 		{method: "GET", path: "/v3/routes", shape: "route", list: true},
 		{method: "GET", path: "/v3/apps/{app}/routes", shape: "route", list: true},
 		{method: "GET", path: "/v3/organizations/{org}/domains/default", shape: "domain"},
