@@ -56,7 +56,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("cf run-benchmark: exit %d\n%s", code, out)
 		}
-		for _, want := range []string{"pushing fast from", "stub-fast", "generator instances changed by hand from 2 to 5 during step 2",
+		for _, want := range []string{"pushing the relay app stub-on-cf-relay", "pushing fast from", "stub-fast", "generator instances changed by hand from 2 to 5 during step 2",
 			"step 3 keeps the 5 generator instances scaled by hand", "run " + runID + " completed", "exported run " + runID} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
@@ -106,6 +106,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if samples["fast"] == 0 || samples["slow"] == 0 {
 			t.Errorf("samples per variant: %v", samples)
 		}
+		checkRelayCarried(t, cf, "stub-on-cf", samples["fast"]+samples["slow"])
 		hosts := map[string]map[string]bool{}
 		for _, m := range readCSV(t, filepath.Join(dir, "container_metrics.csv")) {
 			if m["state"] == "RUNNING" {
@@ -308,7 +309,7 @@ func buildPushed(t *testing.T, root string) string {
 	dir := t.TempDir()
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	for _, b := range []struct{ out, pkg string }{
-		{"cfbench-worker", "./cmd/cfbench-worker"}, {"cfbench-tunnel", "./cmd/cfbench-tunnel"}, {"cfbench-drain", "./cmd/cfbench-drain"},
+		{"cfbench-worker", "./cmd/cfbench-worker"}, {"cfbench-tunnel", "./cmd/cfbench-tunnel"}, {"cfbench-drain", "./cmd/cfbench-drain"}, {"cfbench-relay", "./cmd/cfbench-relay"},
 		{"stub/cfbench-stub", "./cmd/cfbench-stub"},
 	} {
 		res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(dir, b.out), b.pkg)
@@ -320,11 +321,40 @@ func buildPushed(t *testing.T, root string) string {
 }
 
 // writeSpec copies examples/stub-on-cf.yml beside manifests/stub.yml (writeExample),
-// the router logs at the test foundation's access log, and the steps long enough for a
-// cf scale by hand to land inside one.
+// the router logs at the test foundation's access log, the steps long enough for a
+// cf scale by hand to land inside one, and the generators through a relay (which a
+// ramp to 3 instances would not push by itself).
 func writeSpec(t *testing.T, root, bins, accessLog string) string {
 	return writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{"hold: 5s": "hold: 8s",
-		"path: ../.cfbench/foundation/access.log": "path: " + accessLog})
+		"path: ../.cfbench/foundation/access.log": "path: " + accessLog, "  plan: db\n": "  plan: db\n  relay: always\n"})
+}
+
+// checkRelayCarried checks that spec's generators went through its relay app: it is
+// in their environment, it is stopped after the run, and the rows it copied, as it
+// logged on its way down, are the run's samples.
+func checkRelayCarried(t *testing.T, cf *cfCLI, spec string, samples int) {
+	t.Helper()
+	if env := cf.run(t, "env", spec+"-gen-fast"); !strings.Contains(env.stdout, "CFBENCH_RELAY_URL") {
+		t.Errorf("the generator app has no relay in its environment:\n%s", env.stdout)
+	}
+	stopped := regexp.MustCompile(`msg=stopped .*\bcopies=\d+ rows=(\d+)`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		logs := cf.run(t, "logs", spec+"-relay", "--recent")
+		if m := stopped.FindStringSubmatch(logs.stdout); m != nil {
+			if rows := atoi(t, m[1]); rows != samples {
+				t.Errorf("the relay copied %d rows, the run stored %d samples", rows, samples)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay logged no stop within a minute after the run:\n%s", logs.stdout)
+		}
+		time.Sleep(time.Second)
+	}
+	if app := cf.run(t, "app", spec+"-relay"); !regexp.MustCompile(`(?m)^requested state:\s+stopped`).MatchString(app.stdout) {
+		t.Errorf("the relay app is not stopped after the run:\n%s", app.stdout)
+	}
 }
 
 // writeRepeatsSpec copies examples/repeats.yml into a temp dir beside manifests/stub.yml

@@ -24,32 +24,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
-// RelayURLEnv and RelayTokenEnv, set where the CLI runs, make the pushed generators
-// reach the results database through that relay (cmd/cfbench-relay,
-// manifests/relay.yml) with that token instead of a pool each; cfbench-worker reads
-// the same names.
-const (
-	RelayURLEnv   = "CFBENCH_RELAY_URL"
-	RelayTokenEnv = "CFBENCH_RELAY_TOKEN"
-)
-
-// generatorEnv is the environment of the pushed generator apps: the results
-// database's service, the header values' variables, and a relay when RelayURLEnv is set.
-func generatorEnv(sp *spec.Spec, lookup func(string) (string, bool)) (map[string]string, error) {
-	env := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
-	for _, name := range sp.Workload.HeaderVars() {
-		env[name], _ = lookup(name)
-	}
-	if u, ok := lookup(RelayURLEnv); ok && u != "" {
-		tok, _ := lookup(RelayTokenEnv)
-		if len(tok) < 16 {
-			return nil, fmt.Errorf("%s is set but %s is not a secret of at least 16 characters", RelayURLEnv, RelayTokenEnv)
-		}
-		env[RelayURLEnv], env[RelayTokenEnv] = u, tok
-	}
-	return env, nil
-}
-
 // DeployConfig says what Deploy pushes besides the apps under test.
 type DeployConfig struct {
 	CF *platform.CF
@@ -57,10 +31,12 @@ type DeployConfig struct {
 	API string
 	// WorkerBin and TunnelBin are linux/amd64 executables of cmd/cfbench-worker and
 	// cmd/cfbench-tunnel, pushed with the binary buildpack; DrainBin of
-	// cmd/cfbench-drain, needed when the router logs come from a drain.
-	WorkerBin, TunnelBin, DrainBin string
-	Reporter                       Reporter
-	Logger                         *slog.Logger
+	// cmd/cfbench-drain, needed when the router logs come from a drain; RelayBin of
+	// cmd/cfbench-relay, needed when the generators go through a relay
+	// (spec.UsesRelay).
+	WorkerBin, TunnelBin, DrainBin, RelayBin string
+	Reporter                                 Reporter
+	Logger                                   *slog.Logger
 	// StartTimeout bounds the wait for pushed apps to run (default 5 min).
 	StartTimeout time.Duration
 	// LookupEnv gives the ${NAME}s of header values, which are set on the generator
@@ -86,6 +62,8 @@ type Deployment struct {
 	// instances scales an app under test to, to run.
 	drainBin     string
 	startTimeout time.Duration
+	// relay is the run's relay app, when its generators go through one; Close stops it.
+	relay *platform.App
 	// databases are the apps' databases whose connections the run watches.
 	databases []watchedDB
 	// logCache reads container metrics with cumulative counters every metricsEvery,
@@ -180,9 +158,12 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if usesDrain(sp) && cfg.DrainBin == "" {
 		return nil, errors.New("router logs from a drain need the cfbench-drain binary to push")
 	}
-	genEnv, err := generatorEnv(sp, cfg.LookupEnv)
-	if err != nil {
-		return nil, err
+	genEnv := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
+	for _, name := range sp.Workload.HeaderVars() {
+		genEnv[name], _ = cfg.LookupEnv(name)
+	}
+	if sp.UsesRelay() && cfg.RelayBin == "" {
+		return nil, errors.New("generators through a relay (results_db.relay) need the cfbench-relay binary to push")
 	}
 	cf, note := cfg.CF, cfg.Reporter.Note
 	land, err := platform.EnsureLandscape(ctx, cf.Client(), sp.Landscape)
@@ -234,6 +215,15 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			d.Close()
 		}
 	}()
+	if sp.UsesRelay() {
+		note(fmt.Sprintf("pushing the relay app %s: the generators reach the results database through it (results_db.relay %s, ramp peak %d generator instance(s))",
+			RelayApp(sp), sp.ResultsDB.Relay, sp.PeakGenerators()))
+		var env map[string]string
+		if d.relay, env, err = pushRelay(ctx, cf, sp, land, cfg.RelayBin, cfg.StartTimeout); err != nil {
+			return nil, err
+		}
+		maps.Copy(genEnv, env)
+	}
 
 	for _, v := range sp.Variants {
 		dv := &deployedVariant{target: platform.Target{URL: v.URL}}
@@ -455,6 +445,16 @@ func (d *Deployment) Close() {
 		if dv.timings != nil {
 			dv.timings.Close()
 		}
+	}
+	if d.relay != nil {
+		// Stopped, not deleted: its generators have stored their samples, and its
+		// connections are freed; the next run pushes over it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := d.cf.StopApp(ctx, d.relay.GUID); err != nil {
+			d.log.Warn("stop the relay app", "app", d.relay.Name, "err", err)
+		}
+		cancel()
+		d.relay = nil
 	}
 	if d.close != nil {
 		d.close()

@@ -212,7 +212,7 @@ func relayed(t *testing.T, dsn string) func(int) worker.Backend {
 	}
 	t.Cleanup(func() { rel.Close(); store.Close() }) // after the runs: cleanups run last-in first-out
 	return func(int) worker.Backend {
-		c, err := relay.NewClient(rel.URL(), token)
+		c, err := relay.NewClient(rel.URL(), token, "")
 		if err != nil {
 			panic(err) // the URL and token above are well-formed
 		}

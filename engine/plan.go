@@ -14,7 +14,8 @@ import (
 
 // Memory and instances of what Deploy pushes besides the apps under test (see Deploy
 // and pushTunnel): a generator app per variant, scaled up for its ramp only, and the
-// tunnel app, and the drain app when the router logs come from one.
+// tunnel app, and the drain app when the router logs come from one (the relay's memory
+// is relayMemoryMB).
 const (
 	generatorMemoryMB = 256
 	tunnelMemoryMB    = 64
@@ -137,6 +138,11 @@ func PlanOf(sp *spec.Spec) *Plan {
 	p.Generators.Instances = peak + 1
 	if usesDrain(sp) {
 		p.Generators.MemoryMB += drainMemoryMB
+		p.Generators.Instances++
+	}
+	if sp.UsesRelay() {
+		p.Pushes = append(p.Pushes, RelayApp(sp))
+		p.Generators.MemoryMB += relayMemoryMB
 		p.Generators.Instances++
 	}
 	p.Generators.LargestMB = generatorMemoryMB

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +139,39 @@ ramp: {app_instances: [1, 3], generators: 2, hold: 10s}
 	want := `landscape.apps: the plan holds 2600 MB in space a at its peak beside 512 MB the apps already running hold (db-admin in a), 112 MB over the quota "q" of space a (3000 MB)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Preflight = %v\nwant %q", err, want)
+	}
+}
+
+// TestPlanHoldsTheRelay: a ramp to 20 generator instances pushes a relay (relay auto)
+// and the plan counts its app, memory and instance; at 19 it does not.
+func TestPlanHoldsTheRelay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		max       int
+		relay     bool
+		wantMB    int
+		wantInsts int
+	}{
+		{19, false, 19*generatorMemoryMB + tunnelMemoryMB, 20},
+		{20, true, 20*generatorMemoryMB + tunnelMemoryMB + relayMemoryMB, 22},
+	} {
+		text := fmt.Sprintf(`version: 1
+name: big
+landscape: {org: o, apps: {space: a}, generators: {space: g}}
+results_db: {service_instance: db}
+variants:
+  - {name: a, url: "http://127.0.0.1:1"}
+workload: {model: closed, requests: [{name: r, path: /}]}
+ramp: {start: %d, max: %d, hold: 10s}
+`, tc.max, tc.max)
+		sp, err := spec.Parse("big.yml", []byte(text), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := PlanOf(sp)
+		if got := slices.Contains(p.Pushes, "big-relay"); got != tc.relay || p.Generators.MemoryMB != tc.wantMB || p.Generators.Instances != tc.wantInsts {
+			t.Errorf("ramp to %d: pushes %v (relay %v, want %v), generators %d MB in %d instances, want %d MB in %d",
+				tc.max, p.Pushes, got, tc.relay, p.Generators.MemoryMB, p.Generators.Instances, tc.wantMB, tc.wantInsts)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,7 +26,9 @@ type Client struct {
 }
 
 // NewClient returns a client of the relay at base (http://host:port) with token.
-func NewClient(base, token string) (*Client, error) {
+// connectTo, when set, is the host:port dialled instead of base's host, which stays the
+// Host header: a router whose apps domain does not resolve (the local foundation's).
+func NewClient(base, token, connectTo string) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("relay url %q: want http(s)://host[:port]", base)
@@ -36,6 +39,12 @@ func NewClient(base, token string) (*Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The plan poll, a step record and a flush may overlap; more waits for a connection.
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = 4, 4
+	if connectTo != "" {
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, connectTo)
+		}
+	}
 	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Transport: tr}}, nil
 }
 

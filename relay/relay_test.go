@@ -37,7 +37,7 @@ func TestPlanIsReadOncePerAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c, _ := NewClient(s.URL(), "test-token-0123456789")
+	c, _ := NewClient(s.URL(), "test-token-0123456789", "")
 	for range 5 {
 		if _, err := c.Assignment(ctx, "app"); err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestRelay(t *testing.T) {
 	}
 	defer s.Close()
 
-	bad, _ := NewClient(s.URL(), "wrong-token")
+	bad, _ := NewClient(s.URL(), "wrong-token", "")
 	if _, err := bad.Assignment(ctx, "app"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a wrong token: %v, want 401", err)
 	}
@@ -75,7 +75,7 @@ func TestRelay(t *testing.T) {
 		t.Errorf("no token: %v %v, want 401", resp, err)
 	}
 
-	c, err := NewClient(s.URL(), "test-token-0123456789")
+	c, err := NewClient(s.URL(), "test-token-0123456789", "")
 	if err != nil {
 		t.Fatal(err)
 	}

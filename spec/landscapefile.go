@@ -16,7 +16,8 @@ const LandscapeOutput = "landscape"
 // is what `tofu output -json` (or `terraform output -json`) printed for the module in
 // terraform/, read from the file landName. The value of its output "landscape" has a
 // landscape: and a results_db: section, shaped and checked as a spec's own; they
-// replace the spec's (which may then have none). Errors name the file, line and field
+// replace the spec's (which may then have none), but for results_db.relay, which stays
+// the spec's. Errors name the file, line and field
 // they are in, either file. It also returns the spec's text with the landscape in it,
 // which is what a run stores.
 func ParseWithLandscape(name string, data []byte, baseDir, landName string, landData []byte) (*Spec, []byte, error) {
@@ -32,8 +33,12 @@ func ParseWithLandscape(name string, data []byte, baseDir, landName string, land
 	if len(all) > 0 {
 		return nil, nil, all
 	}
+	// How the generators reach the database is the spec's choice, not the landscape's.
+	if s.ResultsDB != nil {
+		db.Relay = s.ResultsDB.Relay
+	}
 	s.Landscape, s.ResultsDB = land, db
-	text, err := withLandscape(data, node, landName)
+	text, err := withLandscape(data, node, landName, db.Relay)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -88,7 +93,7 @@ func (d *decoder) child(v value, key, missing string) (value, bool) {
 // withLandscape returns the spec text data with its landscape: and results_db:
 // sections replaced by land (the output's value node). A run stores this text, so that
 // what re-reads the spec later (reports, collect-logs) finds the landscape the run used.
-func withLandscape(data []byte, land *yaml.Node, from string) ([]byte, error) {
+func withLandscape(data []byte, land *yaml.Node, from string, relay Relay) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -105,7 +110,12 @@ func withLandscape(data []byte, land *yaml.Node, from string) ([]byte, error) {
 		if i == 0 {
 			k.HeadComment = "from the Terraform output " + from
 		}
-		kept = append(kept, k, block(land.Content[i+1]))
+		v := block(land.Content[i+1])
+		if k.Value == "results_db" && relay != RelayAuto && v.Kind == yaml.MappingNode {
+			v.Content = append(v.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "relay"},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(relay)})
+		}
+		kept = append(kept, k, v)
 	}
 	root.Content = kept
 	var b bytes.Buffer

@@ -37,12 +37,19 @@ ramp: {max: 2, hold: 1s}
 func TestParseWithLandscape(t *testing.T) {
 	wantL := &Landscape{Org: "bench", Apps: SpaceRef{Space: "apps", IsolationSegment: "apps"}, Generators: SpaceRef{Space: "loadgen"},
 		Services: []ServiceInstance{{Name: "appdb", Offering: "postgres", Plan: "db"}}}
-	wantDB := &ResultsDB{ServiceInstance: "results", Offering: "postgres", Plan: "db"}
-	for name, text := range map[string]string{
-		"spec without a landscape": specWithoutLandscape,
-		"spec with its own, replaced": strings.Replace(specWithoutLandscape, "# the variants\n",
-			"landscape: {org: other, apps: {space: x}, generators: {space: y}}\nresults_db: {service_instance: other}\n", 1),
+	for name, tc := range map[string]struct {
+		text  string
+		relay Relay
+	}{
+		"spec without a landscape": {specWithoutLandscape, RelayAuto},
+		"spec with its own, replaced": {strings.Replace(specWithoutLandscape, "# the variants\n",
+			"landscape: {org: other, apps: {space: x}, generators: {space: y}}\nresults_db: {service_instance: other}\n", 1), RelayAuto},
+		// The spec's relay setting outlives the replacement, also in the stored text.
+		"spec with its own, its relay kept": {strings.Replace(specWithoutLandscape, "# the variants\n",
+			"landscape: {org: other, apps: {space: x}, generators: {space: y}}\nresults_db: {service_instance: other, relay: always}\n", 1), RelayAlways},
 	} {
+		text := tc.text
+		wantDB := &ResultsDB{ServiceInstance: "results", Offering: "postgres", Plan: "db", Relay: tc.relay}
 		t.Run(name, func(t *testing.T) {
 			s, stored, err := ParseWithLandscape("b.yml", []byte(text), "dir", "out.json", []byte(tofuOutput))
 			if err != nil {

@@ -135,12 +135,13 @@ func (d *decoder) spaceRef(dst *SpaceRef) func(value) {
 
 func (d *decoder) resultsDB(dst **ResultsDB) func(value) {
 	return func(v value) {
-		r := &ResultsDB{}
+		r := &ResultsDB{Relay: RelayAuto}
 		*dst = r
 		got, ok := d.object(v,
 			required("service_instance", d.str(&r.ServiceInstance)),
 			optional("offering", d.str(&r.Offering)),
 			optional("plan", d.str(&r.Plan)),
+			optional("relay", enum(d, &r.Relay, RelayAuto, RelayAlways, RelayNever)),
 		)
 		if !ok {
 			return

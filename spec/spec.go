@@ -83,6 +83,39 @@ type ResultsDB struct {
 	ServiceInstance string
 	Offering        string
 	Plan            string
+	// Relay says whether the generators reach the database through a relay app the
+	// run pushes (cmd/cfbench-relay, docs/connection-budget.md) instead of a pool of
+	// connections each: see UsesRelay.
+	Relay Relay
+}
+
+// Relay is results_db.relay.
+type Relay string
+
+const (
+	RelayAuto   Relay = "auto" // the default: a relay from RelayFrom generator instances at the ramp's peak
+	RelayAlways Relay = "always"
+	RelayNever  Relay = "never"
+)
+
+// RelayFrom is the ramp's peak from which relay auto pushes a relay. An instance with
+// its own pool holds one or two connections and runs about 6 statements a second; 20
+// of them take up to 40 of a plan's 100 connections (the study's), besides the apps'.
+const RelayFrom = 20
+
+// UsesRelay says whether the run's generators go through a relay: always, never, or
+// (auto) when the ramp's peak has RelayFrom generator instances or more.
+func (s *Spec) UsesRelay() bool {
+	if s.ResultsDB == nil {
+		return false
+	}
+	switch s.ResultsDB.Relay {
+	case RelayAlways:
+		return true
+	case RelayNever:
+		return false
+	}
+	return s.PeakGenerators() >= RelayFrom
 }
 
 // Variant is one system under test. Exactly one of Manifest and URL is set.

@@ -199,7 +199,7 @@ ramp: {max: 2, hold: 1s}
 			if !reflect.DeepEqual(s.Landscape, wantL) {
 				t.Errorf("landscape = %+v", s.Landscape)
 			}
-			if *s.ResultsDB != (ResultsDB{ServiceInstance: "db"}) {
+			if *s.ResultsDB != (ResultsDB{ServiceInstance: "db", Relay: RelayAuto}) {
 				t.Errorf("results_db = %+v", s.ResultsDB)
 			}
 			if got := s.Variant("rel").Manifest; got != filepath.Join("base", "dir", "..", "m", "app.yml") {
@@ -608,5 +608,27 @@ func checkInvariants(t *testing.T, s *Spec) {
 		if !slices.Contains(AllTables, tb) || slices.Contains(s.Export.Tables[:i], tb) {
 			fail("tables %v", s.Export.Tables)
 		}
+	}
+}
+
+// TestUsesRelay: always and never say so; auto pushes a relay from spec.RelayFrom
+// generator instances at the ramp's peak; no results_db, no relay.
+func TestUsesRelay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		relay Relay
+		peak  int
+		want  bool
+	}{
+		{RelayAuto, RelayFrom - 1, false}, {RelayAuto, RelayFrom, true},
+		{RelayAlways, 1, true}, {RelayNever, 1000, false},
+	} {
+		s := &Spec{ResultsDB: &ResultsDB{ServiceInstance: "db", Relay: tc.relay}, Ramp: Ramp{Start: 1, Step: 1, Max: tc.peak, Hold: time.Second}}
+		if got := s.UsesRelay(); got != tc.want || s.PeakGenerators() != tc.peak {
+			t.Errorf("relay %s, peak %d (%d): uses a relay %v, want %v", tc.relay, tc.peak, s.PeakGenerators(), got, tc.want)
+		}
+	}
+	if (&Spec{}).UsesRelay() {
+		t.Error("a spec without results_db uses a relay")
 	}
 }

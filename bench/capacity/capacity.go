@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer stop()
 		backend = func(int) worker.Backend {
-			c, err := relay.NewClient(rel.url, token)
+			c, err := relay.NewClient(rel.url, token, "")
 			if err != nil {
 				return failing{err}
 			}

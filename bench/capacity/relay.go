@@ -55,7 +55,7 @@ func startRelay(ctx context.Context, cfg Config, dsn string) (*runningRelay, fun
 		return cmd.Wait()
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	c, err := relay.NewClient(url, token)
+	c, err := relay.NewClient(url, token, "")
 	if err != nil {
 		stop()
 		return nil, nil, err

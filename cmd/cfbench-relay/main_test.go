@@ -76,7 +76,7 @@ func TestServesUntilStopped(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("not serving after 2 minutes: %s", stderr.String())
 	}
-	c, err := relay.NewClient("http://127.0.0.1:"+strconv.Itoa(port), token)
+	c, err := relay.NewClient("http://127.0.0.1:"+strconv.Itoa(port), token, "")
 	if err != nil {
 		t.Fatal(err)
 	}

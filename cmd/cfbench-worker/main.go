@@ -5,7 +5,9 @@
 //
 // With --relay (CFBENCH_RELAY_URL) and CFBENCH_RELAY_TOKEN it reaches the database
 // through a relay (cmd/cfbench-relay) instead, holding no connection to it: the way to
-// run more instances than the database's connection limit allows.
+// run more instances than the database's connection limit allows. CFBENCH_RELAY_CONNECT_TO
+// names the host:port to dial for it where its route's domain does not resolve (the
+// local foundation's router).
 //
 // Outside Cloud Foundry the same binary runs with flags:
 //
@@ -100,7 +102,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 	}
 	var db worker.Backend
 	if *relayURL != "" {
-		c, err := relay.NewClient(*relayURL, getenv("CFBENCH_RELAY_TOKEN"))
+		c, err := relay.NewClient(*relayURL, getenv("CFBENCH_RELAY_TOKEN"), getenv("CFBENCH_RELAY_CONNECT_TO"))
 		if err != nil {
 			return fail(err)
 		}

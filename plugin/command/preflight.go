@@ -34,8 +34,8 @@ func readSpec(file, landscape string) (*spec.Spec, []byte, error) {
 }
 
 // pushed are the binaries a run on Cloud Foundry pushes; drain only for router logs
-// from a drain.
-type pushed struct{ worker, tunnel, drain string }
+// from a drain, relay only for generators through a relay.
+type pushed struct{ worker, tunnel, drain, relay string }
 
 // preflight is every check run makes before it touches a foundation or a database, and
 // all that validate does: engine.Preflight on the spec, then, for a spec with a
@@ -53,13 +53,13 @@ func preflight(ctx context.Context, env *Env, sp *spec.Spec, dsnGiven bool, binD
 	if dsnGiven {
 		return pushed{}, plan, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
 	}
-	bins, err := findBins(env, binDir, sp.Collectors.RouterLogs != nil && sp.Collectors.RouterLogs.Source == spec.SourceDrain)
+	bins, err := findBins(env, binDir, sp.Collectors.RouterLogs != nil && sp.Collectors.RouterLogs.Source == spec.SourceDrain, sp.UsesRelay())
 	return bins, plan, err
 }
 
 // findBins finds the generator and tunnel binaries that runs on Cloud Foundry push,
-// and with drain the drain's.
-func findBins(env *Env, flagDir string, drain bool) (pushed, error) {
+// with drain the drain's and with relay the relay's, all in one directory.
+func findBins(env *Env, flagDir string, drain, relay bool) (pushed, error) {
 	dirs := env.BinDirs
 	if d := env.Getenv("CFBENCH_BIN_DIR"); d != "" {
 		dirs = []string{d}
@@ -67,20 +67,32 @@ func findBins(env *Env, flagDir string, drain bool) (pushed, error) {
 	if flagDir != "" {
 		dirs = []string{flagDir}
 	}
-	names := "cfbench-worker and cfbench-tunnel"
+	names := []string{"cfbench-worker", "cfbench-tunnel"}
 	if drain {
-		names = "cfbench-worker, cfbench-tunnel and cfbench-drain"
+		names = append(names, "cfbench-drain")
+	}
+	if relay {
+		names = append(names, "cfbench-relay")
 	}
 	for _, d := range dirs {
-		b := pushed{filepath.Join(d, "cfbench-worker"), filepath.Join(d, "cfbench-tunnel"), filepath.Join(d, "cfbench-drain")}
-		if isFile(b.worker) && isFile(b.tunnel) && (!drain || isFile(b.drain)) {
-			if !drain {
-				b.drain = ""
-			}
-			return b, nil
+		found := true
+		for _, n := range names {
+			found = found && isFile(filepath.Join(d, n))
 		}
+		if !found {
+			continue
+		}
+		b := pushed{worker: filepath.Join(d, "cfbench-worker"), tunnel: filepath.Join(d, "cfbench-tunnel")}
+		if drain {
+			b.drain = filepath.Join(d, "cfbench-drain")
+		}
+		if relay {
+			b.relay = filepath.Join(d, "cfbench-relay")
+		}
+		return b, nil
 	}
-	return pushed{}, usagef("%s (linux/amd64) not found in %s: build them with make build (into bin/), then give --bin-dir DIR or CFBENCH_BIN_DIR", names, strings.Join(dirs, ", "))
+	list := strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	return pushed{}, usagef("%s (linux/amd64) not found in %s: build them with make build (into bin/), then give --bin-dir DIR or CFBENCH_BIN_DIR", list, strings.Join(dirs, ", "))
 }
 
 func isFile(p string) bool {
