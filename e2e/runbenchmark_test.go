@@ -283,6 +283,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 
 	// Last: it targets space apps and logs in again.
 	t.Run("the cf CLI's everyday commands", func(t *testing.T) { cfEverydayCommands(t, cf, info, bins) })
+	t.Run("the sample apps by cf push", func(t *testing.T) { cfSampleApps(t, cf, info) })
 }
 
 // loggedIn starts a local foundation and returns the real cf CLI logged in to it with
