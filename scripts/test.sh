@@ -24,8 +24,9 @@ trap 'rm -f "$apps_log"' EXIT
 packages=$($go list ./... | grep -v '/e2e$') || exit 1
 
 # Four test binaries at a time, not one per core: many of them mostly wait (search
-# nodes starting, outages and dead runs timed out on purpose), and at -p 2 the stage
-# left a third of the two cores idle.
+# nodes starting, outages and dead runs timed out on purpose). On a fresh clone with
+# dependencies cached, make test took 792 s at -p 2 (1.2 of 2 cores busy on average)
+# and 673 s at -p 4.
 # shellcheck disable=SC2086 # one word per package
 CGO_ENABLED=1 $go test -race -p 4 -count=1 -timeout 20m -skip "$measured" $packages &
 race=$!
