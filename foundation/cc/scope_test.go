@@ -11,7 +11,18 @@ import (
 // token asks the token endpoint for a token with scope (a password grant).
 func (e *env) scopedToken(scope string) (int, string) {
 	e.t.Helper()
-	form := url.Values{"grant_type": {"password"}, "username": {"admin"}, "password": {"pw"}, "scope": {scope}}
+	code, tok := e.postToken(url.Values{"grant_type": {"password"}, "username": {"admin"}, "password": {"pw"}, "scope": {scope}})
+	if code == http.StatusOK && tok["scope"] != scope {
+		e.t.Errorf("token for scope %q says scope %v", scope, tok["scope"])
+	}
+	access, _ := tok["access_token"].(string)
+	return code, access
+}
+
+// postToken posts form to the token endpoint as client cf and returns the status and
+// the answer.
+func (e *env) postToken(form url.Values) (int, map[string]any) {
+	e.t.Helper()
 	req, _ := http.NewRequest("POST", e.http.URL+"/oauth/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("cf", "")
@@ -20,15 +31,9 @@ func (e *env) scopedToken(scope string) (int, string) {
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-		Scope       string `json:"scope"`
-	}
-	json.NewDecoder(resp.Body).Decode(&tok)
-	if resp.StatusCode == http.StatusOK && tok.Scope != scope {
-		e.t.Errorf("token for scope %q says scope %q", scope, tok.Scope)
-	}
-	return resp.StatusCode, tok.AccessToken
+	out := map[string]any{}
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
 }
 
 func TestTokenScopesAreEnforced(t *testing.T) {

@@ -1,11 +1,9 @@
 package cc
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -95,17 +93,7 @@ func TestUsers(t *testing.T) {
 
 // grant posts form to the token endpoint as client cf and returns the answer.
 func (e *env) grant(form url.Values) map[string]any {
-	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.http.URL+"/oauth/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("cf", "")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := map[string]any{}
-	json.NewDecoder(resp.Body).Decode(&out)
+	_, out := e.postToken(form)
 	return out
 }
 
