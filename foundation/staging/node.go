@@ -65,7 +65,7 @@ func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) 
 	if fileExists(filepath.Join(appDir, "package-lock.json")) {
 		args = []string{"ci", "--omit=dev", "--no-audit", "--no-fund"}
 	}
-	root := req.DropletDir
+	dir, work := appDir, filepath.Join(req.DropletDir, ".staging")
 	if req.User != nil {
 		scratch, err := os.MkdirTemp(req.ScratchDir, "staging-")
 		if err != nil {
@@ -75,10 +75,7 @@ func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) 
 		if err := fstree.Chown(scratch, req.User); err != nil {
 			return fmt.Errorf("nodejs_buildpack: %w", err)
 		}
-		root = scratch
-	}
-	dir, work := filepath.Join(root, "app"), filepath.Join(root, ".staging")
-	if req.User != nil {
+		dir, work = filepath.Join(scratch, "app"), filepath.Join(scratch, ".staging")
 		if err := fstree.Copy(appDir, dir, req.User); err != nil {
 			return fmt.Errorf("nodejs_buildpack: copy the app to stage it: %w", err)
 		}
