@@ -106,7 +106,7 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if samples["fast"] == 0 || samples["slow"] == 0 {
 			t.Errorf("samples per variant: %v", samples)
 		}
-		checkRelayCarried(t, cf, "stub-on-cf", samples["fast"]+samples["slow"])
+		checkRelayCarried(t, cf, "stub-on-cf", "stub-on-cf-gen-fast", samples["fast"]+samples["slow"])
 		hosts := map[string]map[string]bool{}
 		for _, m := range readCSV(t, filepath.Join(dir, "container_metrics.csv")) {
 			if m["state"] == "RUNNING" {
@@ -330,12 +330,12 @@ func writeSpec(t *testing.T, root, bins, accessLog string) string {
 		"path: ../.cfbench/foundation/access.log": "path: " + accessLog, "  plan: db\n": "  plan: db\n  relay: always\n"})
 }
 
-// checkRelayCarried checks that spec's generators went through its relay app: it is
-// in their environment, it is stopped after the run, and the rows it copied, as it
-// logged on its way down, are the run's samples.
-func checkRelayCarried(t *testing.T, cf *cfCLI, spec string, samples int) {
+// checkRelayCarried checks that spec's generators (genApp among them) went through its
+// relay app: it is in their environment, it is stopped after the run, and the rows it
+// copied, as it logged on its way down, are the run's samples.
+func checkRelayCarried(t *testing.T, cf *cfCLI, spec, genApp string, samples int) {
 	t.Helper()
-	if env := cf.run(t, "env", spec+"-gen-fast"); !strings.Contains(env.stdout, "CFBENCH_RELAY_URL") {
+	if env := cf.run(t, "env", genApp); !strings.Contains(env.stdout, "CFBENCH_RELAY_URL") {
 		t.Errorf("the generator app has no relay in its environment:\n%s", env.stdout)
 	}
 	stopped := regexp.MustCompile(`msg=stopped .*\bcopies=\d+ rows=(\d+)`)
