@@ -75,6 +75,10 @@ type Step struct {
 // Result is a simulation's measurements.
 type Result struct {
 	Steps []Step
+	// LateInTime is how many of the LateJoiners registered before the last step ended.
+	// Each of those read the plan while the step ran and must have joined it; on a
+	// machine too busy to start them within the step, the others find no step to join.
+	LateInTime int
 	// Sent is what the instances counted (final counters), Stored the rows in
 	// samples, Dropped what they counted as lost, Missed the open loop's slots that
 	// never went out (the instances could not keep up).
@@ -201,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("the run did not start: %w", runErr)
 	}
 	res.MaxConns, res.MaxActive, res.DBCores, res.XactPerSec = m.maxConns, m.maxActive, m.cores, m.xactPerSec
-	if err := measure(ctx, store, out.Run.ID, res); err != nil {
+	if err := measure(ctx, store, out.Run.ID, cfg.Instances, res); err != nil {
 		return nil, err
 	}
 	if res.Stored > 0 {
@@ -274,8 +278,9 @@ ramp:
 	return sp, text, err
 }
 
-// measure reads the steps' joins and the samples of run into res.
-func measure(ctx context.Context, store *resultsdb.Store, run string, res *Result) error {
+// measure reads the steps' joins and the samples of run into res; instance indexes from
+// onTime on are the late joiners.
+func measure(ctx context.Context, store *resultsdb.Store, run string, onTime int, res *Result) error {
 	rows, err := store.Pool().Query(ctx, `
 SELECT st.idx, st.instances, count(ws.worker_id), count(*) FILTER (WHERE ws.late_join), count(ws.done_at),
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ws.skew_us) FILTER (WHERE NOT ws.late_join), 0) / 1000,
@@ -293,6 +298,13 @@ WHERE st.run_id = $1 GROUP BY st.run_id, st.idx, st.instances ORDER BY st.idx`, 
 	})
 	if err != nil {
 		return fmt.Errorf("read the steps: %w", err)
+	}
+	err = store.Pool().QueryRow(ctx, `SELECT count(*) FROM workers w
+		JOIN steps st ON st.run_id = w.run_id AND st.variant = w.variant
+		WHERE w.run_id = $1 AND w.instance_index >= $2 AND w.started_at < least(st.ends_at, coalesce(st.ended_at, st.ends_at))
+		AND st.idx = (SELECT max(idx) FROM steps WHERE run_id = $1)`, run, onTime).Scan(&res.LateInTime)
+	if err != nil {
+		return fmt.Errorf("count the late joiners: %w", err)
 	}
 	var disk int64
 	err = store.Pool().QueryRow(ctx, `SELECT coalesce(sum(sent), 0)::int8, coalesce(sum(dropped), 0)::int8, coalesce(sum(missed), 0)::int8,

@@ -14,8 +14,9 @@ import (
 // TestHundredInstancesOnTwentyConnections is the simulation made small: 100 generator
 // instances through a relay of 4 connections on a database that allows 20 (each
 // instance on its own pool would need 100 and more), and 5 more started by hand once
-// the last step runs. Every instance joins every step (the 5 late), and every sample
-// it sent is stored; no timing is asserted.
+// the last step runs. Every instance joins every step, each late one that registered
+// while the step ran joins it late, and every sample sent is stored; no timing is
+// asserted (a machine too busy to start the 5 within the step's 4 s is said, not failed).
 func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 	testtier.External(t, "a real PostgreSQL server")
 	dir := t.TempDir()
@@ -41,17 +42,21 @@ func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 	if len(res.Steps) != 2 {
 		t.Fatalf("%d steps recorded, want 2: %+v", len(res.Steps), res.Steps)
 	}
+	last := res.Steps[len(res.Steps)-1]
+	if last.Late < res.LateInTime || last.Late > 5 {
+		t.Errorf("%d late joins in the last step; want between the %d late instances that registered while it ran and the 5 started", last.Late, res.LateInTime)
+	}
+	if res.LateInTime < 5 {
+		t.Logf("only %d of the 5 late instances registered before the last step ended: the machine was too busy", res.LateInTime)
+	}
 	for i, st := range res.Steps {
 		planned, joined := 50*(i+1), 50*(i+1)
 		if i == 1 {
-			joined += 5
+			joined += last.Late
 		}
 		if st.Planned != planned || st.Joined != joined || st.Done != joined {
 			t.Errorf("step %d: planned %d, joined %d, done %d; want %d planned, %d joined and done", i+1, st.Planned, st.Joined, st.Done, planned, joined)
 		}
-	}
-	if last := res.Steps[len(res.Steps)-1]; last.Late < 5 {
-		t.Errorf("%d late joins in the last step, want the 5 started by hand at least", last.Late)
 	}
 	if res.Sent == 0 || res.Stored != res.Sent || res.Dropped != 0 {
 		t.Errorf("sent %d, stored %d, dropped %d: want every sample sent stored", res.Sent, res.Stored, res.Dropped)

@@ -32,7 +32,7 @@ func Markdown(runs []Report) string {
 				c.ThinkTime, 1/c.ThinkTime.Seconds(), float64(c.Instances)/c.ThinkTime.Seconds())
 		}
 		if c.LateJoiners > 0 {
-			load += fmt.Sprintf("; %d more instances started by hand once the last step runs", c.LateJoiners)
+			load += fmt.Sprintf("; %d more instances started by hand once the last step runs (%d of them registered before it ended)", c.LateJoiners, res.LateInTime)
 		}
 		fmt.Fprintf(&b, "%d step(s) of %s, %s; load average %s at the start, %s at the end; %.0f s in all.\n\n",
 			c.Steps, c.Hold, load, res.Load1[0], res.Load1[1], res.Seconds)
