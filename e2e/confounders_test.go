@@ -73,7 +73,7 @@ func TestConfounders(t *testing.T) {
 	root := moduleRoot(t)
 	bins := buildPushed(t, root)
 	buildProxy(t, root, bins)
-	cf, info, cl := loggedIn(t, root, bins, logQuota)
+	cf, info, cl := loggedIn(t, root, bins, logQuota, testfoundation.PlatformOffApps)
 	stubZip := testfoundation.StubZip(t)
 	env := confounderEnv{router: info.RouterAddr, logStore: info.LogStore, pushCommand: func(t *testing.T, space, name, command string) {
 		testfoundation.PushStubCommand(t, cl, stubZip, space, name, command, 1)
@@ -316,13 +316,13 @@ func buildProxy(t *testing.T, root, bins string) {
 func logStepMetrics(t *testing.T, dir string) {
 	t.Helper()
 	for _, m := range readCSV(t, filepath.Join(dir, "step_metrics.csv")) {
-		t.Logf("step %s: %s req/s, %s users × %s instances, offered %s, mean %s µs, p50 %s µs, send lag mean %s µs, stalled %s ms, omitted %s, missed %s",
-			m["step"], m["throughput"], m["users"], m["instances_seen"], m["offered_rate"], m["mean_us"], m["p50_us"],
+		t.Logf("%s step %s: %s req/s, %s users × %s instances, offered %s, mean %s µs, p50 %s µs, send lag mean %s µs, stalled %s ms, omitted %s, missed %s",
+			m["variant"], m["step"], m["throughput"], m["users"], m["instances_seen"], m["offered_rate"], m["mean_us"], m["p50_us"],
 			m["send_lag_mean_us"], m["stalled_ms"], m["omitted"], m["missed"])
 	}
 	for _, a := range readCSV(t, filepath.Join(dir, "step_app_metrics.csv")) {
-		t.Logf("step %s: %s %s: cpu mean %s cores, max %s, of %s available (%s, %s points, %s covered), %s instance(s), run-queue wait %s cores (%s of ready time)",
-			a["step"], a["role"], a["app_name"], a["cpu_mean_cores"], a["cpu_max_cores"], a["cores_available"], a["cpu_source"],
+		t.Logf("%s step %s: %s %s: cpu mean %s cores, max %s, of %s available (%s, %s points, %s covered), %s instance(s), run-queue wait %s cores (%s of ready time)",
+			a["variant"], a["step"], a["role"], a["app_name"], a["cpu_mean_cores"], a["cpu_max_cores"], a["cores_available"], a["cpu_source"],
 			a["cpu_points"], a["cpu_covered"], a["instances"], a["cpu_wait_cores"], a["cpu_wait_share"])
 	}
 }

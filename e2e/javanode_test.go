@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -27,7 +28,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	if _, err := os.Stat(jar); err != nil {
 		t.Fatalf("the Java sample app is not built (%v): run make build", err)
 	}
-	cf, info, _ := loggedIn(t, root, buildPushed(t, root))
+	cf, info, _ := loggedIn(t, root, buildPushed(t, root), testfoundation.PlatformOffApps)
 	specFile := writeJavaVsNodeSpec(t, root, info.AccessLog)
 
 	p := startCF(t, cf, "run-benchmark", "-f", specFile)
@@ -55,6 +56,7 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 	}
 
 	dir := filepath.Join(cf.dir, "results", runID)
+	logStepMetrics(t, dir)
 	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
 		t.Errorf("no report beside the CSV files: %v", err)
 	}

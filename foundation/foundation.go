@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
 	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
 	"github.com/cf-benchmark/cf-benchmark/foundation/syslogagent"
+	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
@@ -57,7 +59,38 @@ type Config struct {
 	ESURL          string
 	LogQuota       int
 	LogQuotaWindow time.Duration
-	Logger         *slog.Logger
+	// PlatformCPUs are the CPUs the foundation's own work runs on: this process (the
+	// API, the router, log shipping, staging) and the services' Postgres, as a Cloud
+	// Foundry's routers and service VMs are not its cells. Empty leaves them wherever
+	// the kernel puts them, the apps' cells included, where they take CPU from the
+	// apps under test. AppsFreeCPUs is the usual choice. This process's own CPUs are
+	// given back when the foundation stops.
+	PlatformCPUs []int
+	Logger       *slog.Logger
+}
+
+// AppsFreeCPUs are the CPUs of no cell of segment "apps" (where DefaultCells puts the
+// apps under test) of the given cells, DefaultCells(cpus) when there are none; nil
+// when no CPU is left (one CPU, or cells covering them all).
+func AppsFreeCPUs(cl []cells.Cell, cpus int) []int {
+	if len(cl) == 0 {
+		cl = DefaultCells(cpus)
+	}
+	apps := map[int]bool{}
+	for _, c := range cl {
+		if c.Name == "apps" {
+			for _, cpu := range c.CPUs {
+				apps[cpu] = true
+			}
+		}
+	}
+	var free []int
+	for cpu := range cpus {
+		if !apps[cpu] {
+			free = append(free, cpu)
+		}
+	}
+	return free
 }
 
 // DefaultCells splits the machine's CPUs between a cell for the apps under test and one
@@ -126,6 +159,8 @@ type Foundation struct {
 	store    *logStore // the log store under quota without Elasticsearch
 	agent    *syslogagent.Agent
 	lock     *os.File // the state dir's lock (lockStateDir)
+	// ownCPUs are this process's CPUs before it moved to Config.PlatformCPUs.
+	ownCPUs []int
 	// containers holds the instances' directories (cells.Config.TmpDir).
 	containers string
 	life       lifecycle.State
@@ -284,6 +319,13 @@ func (f *Foundation) start(ctx context.Context) error {
 		cfg.Logger.Warn("no cgroups: the Log Cache's CPU counters (absolute_usage) sum each instance's process group from /proc, "+
 			"missing CPU of children reaped outside it", "reason", reason)
 	}
+	// Once the cells have taken the measure of the machine (without cgroups, the CPUs
+	// this process may use are theirs).
+	if len(cfg.PlatformCPUs) > 0 {
+		if err := f.pinPlatform(cfg.PlatformCPUs); err != nil {
+			return err
+		}
+	}
 	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
 	var segments []string
 	for _, c := range cfg.Cells {
@@ -439,7 +481,7 @@ func (f *Foundation) LogShipping() (logship.Stats, bool) {
 func (f *Foundation) Info() Info {
 	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,
 		User: f.settings.User, Password: f.settings.Password, StateDir: f.cfg.StateDir, AccessLog: filepath.Join(f.cfg.StateDir, "access.log"),
-		Isolation: isolation(f.cells, f.cfg.Cells) + "; " + f.cells.Sandbox(), LogStore: f.logStorePath()}
+		Isolation: isolation(f.cells, f.cfg.Cells) + "; " + platform(f.cfg.PlatformCPUs) + "; " + f.cells.Sandbox(), LogStore: f.logStorePath()}
 }
 
 // logStorePath is the log store's file, "" without one.
@@ -461,6 +503,37 @@ func isolation(c *cells.Cells, cl []cells.Cell) string {
 		parts = append(parts, fmt.Sprintf("%s on CPU %s", x.Name, cgroup.FormatCPUList(x.CPUs)))
 	}
 	return "cgroups (" + reason + "): " + strings.Join(parts, ", ")
+}
+
+// pinPlatform moves this process and the services' Postgres (with its processes) to
+// cpus; what either starts later inherits them. This process's CPUs before are kept
+// for shutdown to give back.
+func (f *Foundation) pinPlatform(cpus []int) error {
+	own, err := cpuaffinity.Of(os.Getpid())
+	if err != nil {
+		return err
+	}
+	for _, c := range cpus {
+		if !slices.Contains(own, c) {
+			return fmt.Errorf("platform CPU %d: this process may use only CPUs %s", c, cgroup.FormatCPUList(own))
+		}
+	}
+	if err := cpuaffinity.Pin(os.Getpid(), cpus); err != nil {
+		return fmt.Errorf("platform CPUs: %w", err)
+	}
+	f.ownCPUs = own
+	if err := cpuaffinity.PinWithChildren(f.pg.PID(), cpus); err != nil {
+		return fmt.Errorf("platform CPUs: the services' postgres: %w", err)
+	}
+	return nil
+}
+
+// platform says where the foundation's own work runs.
+func platform(cpus []int) string {
+	if len(cpus) == 0 {
+		return "the platform (API, router, services' Postgres) on any CPU, the apps' included"
+	}
+	return "the platform (API, router, services' Postgres) on CPU " + cgroup.FormatCPUList(cpus)
 }
 
 // shutdown stops the parts that were started, in order, and returns what went wrong;
@@ -510,6 +583,10 @@ func (f *Foundation) shutdown(skip string) error {
 	}
 	if f.log != nil {
 		add("access log", f.log.Close())
+	}
+	if f.ownCPUs != nil {
+		add("platform CPUs", cpuaffinity.Pin(os.Getpid(), f.ownCPUs))
+		f.ownCPUs = nil
 	}
 	if f.lock != nil {
 		f.lock.Close() // last: the next foundation may start now

@@ -251,7 +251,7 @@ type Cells struct {
 	root      *cgroup.Root // nil without isolation
 	// cpusAvailable, if set by a test, stands in for the machine's CPUs.
 	cpusAvailable func() ([]int, error)
-	available     int // how many CPUs Start found available
+	available     []int // the CPUs Start found available
 
 	runners sync.WaitGroup // instance goroutines
 	bg      sync.WaitGroup // stats sampler

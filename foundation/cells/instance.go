@@ -192,11 +192,11 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	// Own process group: stop signals reach every child (npm → sh → node). The first
 	// process dies with this one (see sandbox.go for the rest).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred, Pdeathsig: syscall.SIGKILL}
+	cpus := c.available // without isolation, instances share every CPU
 	if cg != nil {
-		err = startInContainer(cmd, in.spec.Command, cg)
-	} else {
-		err = cmd.Start()
+		cpus = in.cell.cpus
 	}
+	err = startPlaced(cmd, in.spec.Command, cg, cpus)
 	if err != nil {
 		d := "failed to start: " + err.Error()
 		in.cellLog(logw, "%s", d)

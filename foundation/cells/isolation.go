@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
 )
 
 // Cell is an isolation segment: a cell whose instances run on its own CPUs.
@@ -163,11 +164,11 @@ func (c *Cells) Cores() map[string]float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]float64{}
-	if c.available == 0 {
+	if len(c.available) == 0 {
 		return out
 	}
 	for _, cl := range c.cells {
-		n := c.available
+		n := len(c.available)
 		if c.isolated {
 			n = len(cl.cpus)
 		}
@@ -215,7 +216,7 @@ func (c *Cells) setupIsolation() error {
 	if err != nil {
 		return err
 	}
-	c.available = len(available)
+	c.available = available
 	for _, o := range overlaps {
 		c.log.Warn("cells share a CPU; their instances compete", "overlap", o)
 	}
@@ -351,9 +352,12 @@ func createContainer(g *cgroup.Group, cl *cell, memoryMB int) error {
 	return g.SetCPUShares(cpuShares(memoryMB))
 }
 
-// startInContainer starts cmd gated by gateScript, moves it into g and only then lets
-// it run the app. On failure the process is killed and reaped.
-func startInContainer(cmd *exec.Cmd, command string, g *cgroup.Group) error {
+// startPlaced starts cmd gated by gateScript, moves it into its container g (nil
+// without isolation) and onto cpus, and only then lets it run the app: what it starts
+// inherits both. The CPUs are set even in a container, whose cpuset the kernel
+// narrows by the mask inherited from this process, which may be pinned elsewhere (the
+// foundation's platform CPUs). On failure the process is killed and reaped.
+func startPlaced(cmd *exec.Cmd, command string, g *cgroup.Group, cpus []int) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -366,10 +370,19 @@ func startInContainer(cmd *exec.Cmd, command string, g *cgroup.Group) error {
 	if err != nil {
 		return err
 	}
-	if err := g.AddProcess(cmd.Process.Pid); err != nil {
+	place := func(pid int) error { return cpuaffinity.Pin(pid, cpus) }
+	if g != nil {
+		place = func(pid int) error {
+			if err := g.AddProcess(pid); err != nil {
+				return fmt.Errorf("put it into its container: %w", err)
+			}
+			return cpuaffinity.Pin(pid, cpus)
+		}
+	}
+	if err := place(cmd.Process.Pid); err != nil {
 		killGroup(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		return fmt.Errorf("put it into its container: %w", err)
+		return err
 	}
 	return nil // the deferred Close releases the gate
 }

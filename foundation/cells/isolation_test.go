@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 )
@@ -588,5 +591,55 @@ func TestAppStartsInsideItsContainer(t *testing.T) {
 	}
 	if n == 0 {
 		t.Errorf("the app's first child ran outside the cells' cgroups:\n%s", b)
+	}
+}
+
+// TestInstancesLeaveThePinnedFoundationsCPUs starts processes from a thread pinned to
+// one CPU, as a foundation that keeps its platform off the apps' cells is: a plain
+// child inherits that CPU, an instance started placed runs on the CPUs it is given.
+func TestInstancesLeaveThePinnedFoundationsCPUs(t *testing.T) {
+	t.Parallel()
+	cpus := availableCPUs(t)
+	if len(cpus) < 2 {
+		t.Skipf("needs 2 CPUs, this machine offers %v", cpus)
+	}
+	type started struct {
+		plain, placed *exec.Cmd
+		err           error
+	}
+	done := make(chan started, 1)
+	go func() {
+		// The thread stays locked: it ends with this goroutine, mask and all.
+		runtime.LockOSThread()
+		var s started
+		var one unix.CPUSet
+		one.Set(cpus[1])
+		if s.err = unix.SchedSetaffinity(0, &one); s.err != nil { // this thread only
+			done <- s
+			return
+		}
+		s.plain = exec.Command("sleep", "30")
+		if s.err = s.plain.Start(); s.err != nil {
+			done <- s
+			return
+		}
+		s.placed = exec.Command("/bin/sh")
+		s.err = startPlaced(s.placed, "exec sleep 30", nil, cpus[:1])
+		done <- s
+	}()
+	s := <-done
+	for _, c := range []*exec.Cmd{s.plain, s.placed} {
+		if c != nil && c.Process != nil {
+			defer func() { c.Process.Kill(); c.Wait() }()
+		}
+	}
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	if got := cpusAllowed(t, s.plain.Process.Pid); !slices.Equal(got, cpus[1:2]) {
+		t.Fatalf("a plain child runs on %v, want the pinned thread's %v (the test pins nothing)", got, cpus[1:2])
+	}
+	if got := cpusAllowed(t, s.placed.Process.Pid); !slices.Equal(got, cpus[:1]) {
+		t.Errorf("the placed instance runs on %v, want %v", got, cpus[:1])
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,14 @@ func Start(t testing.TB, opts ...func(*foundation.Config)) (*foundation.Foundati
 		t.Fatal(err)
 	}
 	return f, cl
+}
+
+// PlatformOffApps keeps the foundation's own work off the apps' cell, as on a Cloud
+// Foundry (foundation.Config.PlatformCPUs): for the measured runs, whose checks judge
+// the apps' CPU. It pins this whole test process (and the cf CLI and plugin it starts)
+// until the foundation stops: only for tests that run alone.
+func PlatformOffApps(c *foundation.Config) {
+	c.PlatformCPUs = foundation.AppsFreeCPUs(c.Cells, runtime.NumCPU())
 }
 
 // StubBinary builds cmd/cfbench-stub for linux/amd64, statically, as a binary app

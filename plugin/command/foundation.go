@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 )
 
@@ -17,7 +19,7 @@ import (
 // a long-running server has no place inside a cf CLI invocation.
 var foundationCmd = &Command{
 	Name:        "foundation",
-	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--es-url URL] [--log-quota N/1h]",
+	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--platform-cpus 1|any] [--es-url URL] [--log-quota N/1h]",
 	Summary:     "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service",
 	ExampleArgs: "foundation start --detach --state-dir .cfbench/foundation",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
@@ -27,6 +29,7 @@ var foundationCmd = &Command{
 		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them")
 		quotaFlag := fs.String("log-quota", "", "start: keep at most N router lines per window, like hosted logging (e.g. 1000/1h), in Elasticsearch (--es-url) or else in STATE-DIR/"+foundation.LogStoreFile+"; the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
+		platformFlag := fs.String("platform-cpus", "", "start: CPUs the foundation's own work (API, router, staging, services' Postgres) runs on, e.g. 1 or 2-3, or any (default: those of no apps cell, as a CF's routers are not its cells)")
 		return func(ctx context.Context, env *Env, args []string) error {
 			if len(args) != 1 {
 				return usagef("give one of start, stop or status")
@@ -40,6 +43,15 @@ var foundationCmd = &Command{
 				var err error
 				if cfg.Cells, err = cells.ParseCells(*cellsFlag); err != nil {
 					return usagef("--cells: %v", err)
+				}
+				switch *platformFlag {
+				case "":
+					cfg.PlatformCPUs = foundation.AppsFreeCPUs(cfg.Cells, runtime.NumCPU())
+				case "any":
+				default:
+					if cfg.PlatformCPUs, err = cgroup.ParseCPUList(*platformFlag); err != nil {
+						return usagef("--platform-cpus: %v", err)
+					}
 				}
 				if cfg.LogQuota, cfg.LogQuotaWindow, err = logship.ParseQuota(*quotaFlag); err != nil {
 					return usagef("--log-quota: %v", err)
