@@ -386,8 +386,7 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	}()
 	endTimer := time.NewTimer(time.Until(ph.End))
 	defer endTimer.Stop()
-	defer preciseThread()()
-	p := pause{precise: true}
+	p := pause{clock: newSlotClock()}
 	defer p.stop()
 
 	// The first slot: ph.Start, or for a generator joining a step under way the first
@@ -435,17 +434,17 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 }
 
 // pause is wait.Until with one timer for many waits, so that waiting per request
-// does not allocate. The zero value is ready; stop releases the timer. A precise pause
-// wakes within tens of microseconds of t, not up to a millisecond late, on a thread
-// prepared by preciseThread (see pace_linux.go): the open loop's schedule.
+// does not allocate. The zero value is ready; stop releases the timer. A pause with a
+// clock waits the last preciseWindow on it, and so wakes within tens of microseconds
+// of t, not up to a millisecond late (see pace_linux.go): the open loop's schedule.
 type pause struct {
-	t       *time.Timer
-	precise bool
+	t     *time.Timer
+	clock *slotClock
 }
 
 func (p *pause) until(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
 	d := time.Until(t)
-	if p.precise {
+	if p.clock != nil {
 		d -= preciseWindow
 	}
 	if d <= 0 {
@@ -466,8 +465,8 @@ func (p *pause) until(ctx context.Context, stop <-chan struct{}, t time.Time) bo
 		case <-p.t.C:
 		}
 	}
-	if p.precise {
-		sleepPrecisely(time.Until(t))
+	if p.clock != nil {
+		p.clock.sleepUntil(t)
 	}
 	return true
 }
@@ -475,6 +474,9 @@ func (p *pause) until(ctx context.Context, stop <-chan struct{}, t time.Time) bo
 func (p *pause) stop() {
 	if p.t != nil {
 		p.t.Stop()
+	}
+	if p.clock != nil {
+		p.clock.close()
 	}
 }
 

@@ -3,48 +3,78 @@
 package loadgen
 
 import (
-	"runtime"
+	"errors"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Go's timers wake up to a millisecond late on Linux: the runtime's poller waits in
-// whole milliseconds (epoll_wait), so a timer due in 0.3 ms fires after 1 ms. In an
-// open loop that lateness is send lag, added to every latency and as large as a fast
-// app's response time (measured here: 0.57 ms on average for a timer, 0.06 ms for the
-// wait below). The open loop's scheduler therefore waits on a timer until preciseWindow
-// before a slot and sleeps the rest on its own thread, with a timer slack of 1 µs.
+// Go's timers wake up to a millisecond late on Linux when nothing else runs: the
+// runtime's poller then waits in whole milliseconds (epoll_wait), so a timer due in
+// 0.3 ms fires after 1 ms. In an open loop that lateness is send lag, added to every
+// latency and as large as a fast app's response time (measured: 0.57 ms on average
+// for a timer). The open loop's scheduler therefore waits on a Go timer until
+// preciseWindow before a slot and the rest on a slotClock.
 const preciseWindow = 1500 * time.Microsecond
 
-// preciseThread locks the calling goroutine to its thread and sets the thread's timer
-// slack to 1 µs (the kernel's default is 50 µs); the returned function undoes both.
-// With one P (GOMAXPROCS 1: one core, or a generator pinned to one) it does nothing:
-// a locked thread must hand that P over each time the scheduler waits and get it back
-// each time it wakes, and the senders starved (at 7,000 req/s pinned to one core: p50
-// 9 ms, p99 25 ms locked; 0.7 and 1.8 ms not), while the slack only trims the send lag
-// by some tens of microseconds.
-func preciseThread() (undo func()) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		return func() {}
-	}
-	runtime.LockOSThread()
-	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	if err != nil || unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(time.Microsecond), 0, 0, 0) != nil {
-		return runtime.UnlockOSThread
-	}
-	return func() {
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
-		runtime.UnlockOSThread()
-	}
+// slotClock waits for a moment within microseconds without holding a P: a timerfd
+// (an hrtimer without slack) read through the runtime's poller, which it wakes the
+// moment it expires, with a read deadline at the same moment, which the runtime's
+// timers meet when it is busy and polls the network less often. An earlier design
+// slept the window in nanosleep on the scheduler's locked thread: a goroutine in a
+// syscall keeps its P until the runtime's monitor takes it back (after 20 µs to
+// 10 ms), so with one P (a generator on one core) no sender ran and no response was
+// read meanwhile, and the open loop held 6,500 req/s at p99 < 10 ms against oha's
+// 60,000.
+type slotClock struct {
+	f *os.File // nil: no timerfd here, Go's timers alone
 }
 
-// sleepPrecisely blocks the thread for d (at most preciseWindow).
-func sleepPrecisely(d time.Duration) {
+func newSlotClock() *slotClock {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return &slotClock{}
+	}
+	return &slotClock{f: os.NewFile(uintptr(fd), "slot-clock")}
+}
+
+// sleepUntil returns at t (at once if t has passed).
+func (c *slotClock) sleepUntil(t time.Time) {
+	d := time.Until(t)
 	if d <= 0 {
 		return
 	}
-	ts := unix.NsecToTimespec(int64(d))
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	if c.f == nil {
+		time.Sleep(d)
+		return
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	if err := c.settime(&spec); err != nil {
+		time.Sleep(d)
+		return
+	}
+	var buf [8]byte
+	c.f.SetReadDeadline(t)
+	if _, err := c.f.Read(buf[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		time.Sleep(time.Until(t))
+	}
+}
+
+func (c *slotClock) settime(spec *unix.ItimerSpec) error {
+	rc, err := c.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.TimerfdSettime(int(fd), 0, spec, nil) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+func (c *slotClock) close() {
+	if c.f != nil {
+		c.f.Close()
 	}
 }

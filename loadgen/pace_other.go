@@ -7,6 +7,10 @@ import "time"
 // Elsewhere the open loop waits on Go's timers alone (see pace_linux.go).
 const preciseWindow = time.Duration(0)
 
-func preciseThread() (undo func()) { return func() {} }
+type slotClock struct{}
 
-func sleepPrecisely(time.Duration) {}
+func newSlotClock() *slotClock { return &slotClock{} }
+
+func (*slotClock) sleepUntil(time.Time) {}
+
+func (*slotClock) close() {}
