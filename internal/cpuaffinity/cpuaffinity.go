@@ -17,8 +17,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 )
 
-// maxPasses bounds Pin's passes over a process's threads: each pass sets those not
-// yet on the CPUs, and a thread made meanwhile by one not yet set needs another.
+// maxPasses bounds Pin's passes over a process's threads: each pass sets the threads
+// the ones before did not see, made meanwhile by a thread not yet set.
 const maxPasses = 20
 
 // Of returns the CPUs that thread (or process) id may run on, in order.
@@ -36,8 +36,9 @@ func Of(id int) ([]int, error) {
 	return cpus, nil
 }
 
-// Pin puts every thread of process pid on cpus. A process that exits meanwhile is
-// not an error; a process that goes on making threads faster than they can be set is.
+// Pin puts every thread of process pid on cpus (the kernel leaves out those that are
+// not online). A process that exits meanwhile is not an error; a process that goes on
+// making threads faster than they can be set is.
 func Pin(pid int, cpus []int) error {
 	if len(cpus) == 0 {
 		return errors.New("pin to no CPU")
@@ -49,6 +50,7 @@ func Pin(pid int, cpus []int) error {
 		}
 		want.Set(c)
 	}
+	set := map[int]bool{}
 	for range maxPasses {
 		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		if errors.Is(err, os.ErrNotExist) {
@@ -57,22 +59,18 @@ func Pin(pid int, cpus []int) error {
 		if err != nil {
 			return fmt.Errorf("threads of %d: %w", pid, err)
 		}
-		changed := false
+		fresh := false
 		for _, t := range tasks {
 			tid, err := strconv.Atoi(t.Name())
-			if err != nil {
-				continue
-			}
-			var cur unix.CPUSet
-			if err := unix.SchedGetaffinity(tid, &cur); err == nil && cur == want {
+			if err != nil || set[tid] {
 				continue
 			}
 			if err := unix.SchedSetaffinity(tid, &want); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return fmt.Errorf("pin thread %d of %d to CPUs %v: %w", tid, pid, cpus, err)
 			}
-			changed = true
+			set[tid], fresh = true, true
 		}
-		if !changed {
+		if !fresh {
 			return nil
 		}
 	}

@@ -143,3 +143,23 @@ func TestPinRefusesNoCPU(t *testing.T) {
 		t.Errorf("CPU -1: %v", err)
 	}
 }
+
+// TestPinToCPUsNotOnline pins to a list with CPUs this machine lacks: the kernel keeps
+// those that are online, and Pin does not take the difference for threads it missed.
+func TestPinToCPUsNotOnline(t *testing.T) {
+	all, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	if err := Pin(sleeper.Process.Pid, append(slices.Clone(all), 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Of(sleeper.Process.Pid); !slices.Equal(got, all) {
+		t.Errorf("runs on %v, want %v", got, all)
+	}
+}
