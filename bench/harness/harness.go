@@ -12,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/bench/generator"
 	"github.com/cf-benchmark/cf-benchmark/bench/mdreport"
 	"github.com/cf-benchmark/cf-benchmark/bench/measure"
 	"github.com/cf-benchmark/cf-benchmark/bench/ratesearch"
+	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
 	"github.com/cf-benchmark/cf-benchmark/pgserver"
 )
 
@@ -250,12 +250,9 @@ func startPostgres(ctx context.Context, dir string, core int) (*pgserver.Server,
 		srv.Close()
 		return nil, "", err
 	}
-	pids := append([]int{srv.PID()}, measure.Snapshot().Children(srv.PID())...)
-	for _, pid := range pids {
-		if out, err := exec.Command("taskset", "-a", "-pc", strconv.Itoa(core), strconv.Itoa(pid)).CombinedOutput(); err != nil && pid == srv.PID() {
-			srv.Close()
-			return nil, "", fmt.Errorf("pin postgres to core %d: %v: %s", core, err, out)
-		}
+	if err := cpuaffinity.PinWithChildren(srv.PID(), []int{core}); err != nil {
+		srv.Close()
+		return nil, "", fmt.Errorf("pin postgres to core %d: %w", core, err)
 	}
 	return srv, srv.DSN("cfbench"), nil
 }

@@ -112,13 +112,3 @@ func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
 	return Foreign{CPU: time.Duration(sum) * time.Second / clockTick, Top: strings.Join(top, ",")}
 }
 
-// Children returns the processes whose parent is pid.
-func (s CPUSnapshot) Children(pid int) []int {
-	var c []int
-	for p, pr := range s {
-		if pr.ppid == pid {
-			c = append(c, p)
-		}
-	}
-	return c
-}
