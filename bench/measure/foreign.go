@@ -111,4 +111,3 @@ func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
 	}
 	return Foreign{CPU: time.Duration(sum) * time.Second / clockTick, Top: strings.Join(top, ",")}
 }
-
