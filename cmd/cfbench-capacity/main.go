@@ -9,24 +9,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/bench/capacity"
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -44,11 +40,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&relayed.RelayBin, "relay-bin", "", "a cfbench-relay binary to run the relay in a process of its own, whose CPU is measured (default: in this process)")
 	fs.IntVar(&direct.Instances, "direct-instances", 20, "instances of the baseline with a pool each (0: none)")
 	out := fs.String("out", "bench/capacity-latest.md", "file the Markdown report goes to")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if relayed.Instances < relayed.Steps || relayed.Steps < 1 || relayed.Rate < 0 || relayed.ThinkTime <= 0 || relayed.Hold <= 0 {
 		fmt.Fprintln(stderr, "cfbench-capacity: want -instances >= -steps >= 1, -rate >= 0, -think-time > 0 and -hold > 0")

@@ -27,19 +27,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/drain"
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil))
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) })
 }
 
 // run is the whole command; it serves until ctx ends (SIGTERM), then stores what is
@@ -57,16 +54,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		fmt.Fprintln(stderr, "Usage: cfbench-drain [--port PORT] [--syslog-port PORT [--tls-cert FILE --tls-key FILE]] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_DRAIN_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_DRAIN_RUN=20261124-185701-ab12 cfbench-drain\n\nOptions:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "cfbench-drain:", err)
-		return 1
-	}
+	fail := cli.Failer(fs)
 	cfg := drain.Config{RunID: getenv("CFBENCH_DRAIN_RUN"), Logger: slog.New(slog.NewTextHandler(stderr, nil))}
 	if *port != "" {
 		cfg.HTTPAddr = net.JoinHostPort("0.0.0.0", *port)

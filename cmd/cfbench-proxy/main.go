@@ -14,11 +14,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/limitproxy"
 )
 
@@ -30,9 +29,7 @@ Example: cfbench-proxy --listen 127.0.0.1:18081 --upstream http://127.0.0.1:1808
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stderr) })
 }
 
 // run serves until ctx ends and returns the exit code: 2 for a usage error, 1 when

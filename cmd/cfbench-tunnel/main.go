@@ -21,18 +21,15 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil))
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) })
 }
 
 // run is the whole command; it serves until ctx ends (SIGTERM). started, when not nil,
@@ -46,16 +43,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		fmt.Fprintln(stderr, "Usage: cfbench-tunnel [--port PORT] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_TUNNEL_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_TUNNEL_KEY=\"a long random seed\" cfbench-tunnel\n\nOptions:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "cfbench-tunnel:", err)
-		return 1
-	}
+	fail := cli.Failer(fs)
 	if *port == "" {
 		return fail(errors.New("no port: PORT is not set (Cloud Foundry sets it) and --port is not given"))
 	}

@@ -22,22 +22,21 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	host, _ := os.Hostname()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, host, os.Stderr))
+	cli.Main(func(ctx context.Context) int {
+		host, _ := os.Hostname()
+		return run(ctx, os.Args[1:], os.Getenv, host, os.Stderr)
+	})
 }
 
 // run is the whole command; ctx ends on SIGTERM or SIGINT, which stops the worker
@@ -55,17 +54,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 		fmt.Fprintln(stderr, "Usage: cfbench-worker [--app NAME] [--index N] [--service NAME]\n\nExample:\n  DATABASE_URL=postgres://u:p@127.0.0.1:5432/results cfbench-worker --app cfbench-loadgen --index 0\n\nOptions:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "cfbench-worker:", err)
-		return 1
-	}
+	fail := cli.Failer(fs)
 
 	if *app == "" {
 		if va := getenv("VCAP_APPLICATION"); va != "" {
