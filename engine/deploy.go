@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -228,10 +227,8 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	for _, v := range sp.Variants {
 		dv := &deployedVariant{target: platform.Target{URL: v.URL}}
 		if v.Manifest != "" {
-			env, err := timingsEnv(sp, v, dv)
-			if err != nil {
-				return nil, err
-			}
+			env := timingsEnv(sp, v, dv)
+			var err error
 			if dv.config, err = appConfig(v, env); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
@@ -295,22 +292,18 @@ const (
 
 // timingsEnv is the environment v's app is pushed with: the spec's, plus, when app
 // timings are collected, the switch and a new token (remembered in dv).
-func timingsEnv(sp *spec.Spec, v spec.Variant, dv *deployedVariant) (map[string]string, error) {
+func timingsEnv(sp *spec.Spec, v spec.Variant, dv *deployedVariant) map[string]string {
 	if !sp.Collectors.AppTimings.Enabled {
-		return v.Env, nil
+		return v.Env
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("generate the app timings token: %w", err)
-	}
-	token := hex.EncodeToString(b[:])
+	token := rand.Text()
 	env := maps.Clone(v.Env)
 	if env == nil {
 		env = map[string]string{}
 	}
 	env[envTimings], env[envTimingsToken] = "on", token
 	dv.timingsToken = token
-	return env, nil
+	return env
 }
 
 // overrides is how v changes its manifest's app: env (the spec's, the matrix's and

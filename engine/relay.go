@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -33,11 +32,7 @@ const relayMemoryMB = 256
 // the generators through it. The app stays, like the tunnel app (the next run of the
 // spec pushes over it, with a new token); Deployment.Close stops it.
 func pushRelay(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, bin string, timeout time.Duration) (*platform.App, map[string]string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return nil, nil, err
-	}
-	token := hex.EncodeToString(b)
+	token := rand.Text()
 	app, err := pushBound(ctx, cf, sp, land, RelayApp(sp), bin, fmt.Sprintf("%dM", relayMemoryMB), "128M", timeout,
 		map[string]string{RelayTokenEnv: token, "GOMEMLIMIT": "200MiB"})
 	if err != nil {
