@@ -297,8 +297,14 @@ func TestKeepAlive(t *testing.T) {
 				g.Run(context.Background(), Phase{End: time.Now().Add(time.Minute)})
 				// With keep-alive each user opens at most one connection for both phases
 				// (a user that started late may have found the count used up and opened
-				// none); without it, every request has its own.
+				// none); without it, every request has its own. net/http's Transport may
+				// dial anew while a finished connection is still on its way back to the
+				// idle pool (once in CI: 3 connections for 2 users), so with it the
+				// connections need only be far fewer than the requests.
 				minConns, maxConns, wantClosing := int32(1), int32(users), int32(0)
+				if client == "net/http" {
+					maxConns = count
+				}
 				if !keepAlive {
 					minConns, maxConns, wantClosing = 2*count, 2*count, 2*count
 				}
