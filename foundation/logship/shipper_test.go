@@ -272,3 +272,40 @@ func TestQuotaWindows(t *testing.T) {
 		t.Errorf("stats %+v, indexed %d; want 60 shipped, 30 dropped by quota", st, f.count())
 	}
 }
+
+// TestNewAPI: the URL's credentials go out as basic auth; a URL the client cannot use
+// is an error that does not repeat the URL (it may carry a password).
+func TestNewAPI(t *testing.T) {
+	t.Parallel()
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		fmt.Fprint(w, `{"acknowledged":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	api, err := newAPI(strings.Replace(srv.URL, "http://", "http://elastic:s3cret@", 1)+"/", srv.Client().Transport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := api.Indices.PutIndexTemplate("t", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got, want := auth.Load(), "Basic ZWxhc3RpYzpzM2NyZXQ="; got != want {
+		t.Errorf("Authorization = %v, want %q (elastic:s3cret)", got, want)
+	}
+
+	for _, tc := range []struct{ url, want string }{
+		{"", "no Elasticsearch URL"},
+		{"127.0.0.1:9200", "want http(s)://host:port"},
+		{"ftp://elastic:s3cret@127.0.0.1:9200", "want http(s)://host:port"},
+		{"http://elastic:s3cret@[::1", "want http(s)://host:port"},
+		{"http:///path", "want http(s)://host:port"},
+	} {
+		_, err := newAPI(tc.url, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("newAPI(%q) = %v, want an error with %q and no password", tc.url, err, tc.want)
+		}
+	}
+}
