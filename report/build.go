@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -33,11 +31,23 @@ type Options struct {
 // ErrNoRuns is returned by Build when given no run.
 var ErrNoRuns = errors.New("no run to report on")
 
-// Build reads everything the report shows about runIDs (and opts.Baseline) from store.
-// Every figure is aggregated in Postgres: the queries return per step, per interval
-// and per layer rows, never per request, so the work on this side and the report's
-// size do not grow with the number of requests. It fails when a run does not exist.
-func Build(ctx context.Context, store *resultsdb.Store, runIDs []string, opts Options) (*Report, error) {
+// Reader reads the recorded rows of a run that a report is built from:
+// *resultsdb.Store reads them from the results database, *exportdir.Dir from an export
+// directory, and both give the same rows for the same run. ReadRun returns the rows of
+// the run that id names to the reader, from one consistent view of them; it calls width
+// once, with resultsdb.StepsSpan of the run's steps, and reads the series and memory in
+// intervals of the width it returns. An error wrapping resultsdb.ErrRunNotFound means
+// the reader has no such run; any other error means its rows could not be read. Build
+// calls it from one goroutine at a time.
+type Reader interface {
+	ReadRun(ctx context.Context, id string, width func(spanS float64) float64) (*resultsdb.ReportRows, error)
+}
+
+// Build reads everything the report shows about runIDs (and opts.Baseline) from src.
+// The readers aggregate every figure (per step, per interval and per layer), so the
+// work on this side and the report's size do not grow with the number of requests. It
+// fails when a run does not exist.
+func Build(ctx context.Context, src Reader, runIDs []string, opts Options) (*Report, error) {
 	if len(runIDs) == 0 {
 		return nil, ErrNoRuns
 	}
@@ -46,14 +56,14 @@ func Build(ctx context.Context, store *resultsdb.Store, runIDs []string, opts Op
 	}
 	rep := &Report{Schema: Schema, Version: Version, Runs: []*Run{}}
 	for _, id := range runIDs {
-		r, err := buildRun(ctx, store, id, opts)
+		r, err := buildRun(ctx, src, id, opts)
 		if err != nil {
 			return nil, err
 		}
 		rep.Runs = append(rep.Runs, r)
 	}
 	if opts.Baseline != "" {
-		b, err := buildRun(ctx, store, opts.Baseline, opts)
+		b, err := buildRun(ctx, src, opts.Baseline, opts)
 		if err != nil {
 			return nil, fmt.Errorf("baseline: %w", err)
 		}
@@ -75,49 +85,24 @@ func (r *Report) Failed() bool {
 	return false
 }
 
-// querier is what the queries run on: one read-only transaction per run, so that
-// every figure of a run comes from one snapshot even while the run goes on.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// q is what the queries need: the snapshot and the run.
+// q is what turning a run's rows into its report needs: the rows and the notes so far.
 type q struct {
-	pool  querier
-	run   *resultsdb.Run
+	rows  *resultsdb.ReportRows
 	opts  Options
 	notes []string
-	// pulls counts the run's router log pulls, budget tells whether one spent its
-	// document budget; router and app whether the run has router lines and app timings;
-	// routerSteps are its coverage and decomposition sums per step.
-	pulls       int
-	sources     string // the pulls' sources, space-separated
-	budget      bool
-	router, app bool
-	routerSteps []resultsdb.RouterStepMetrics
 }
 
 func (b *q) notef(format string, args ...any) {
 	b.notes = append(b.notes, fmt.Sprintf(format, args...))
 }
 
-func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Options) (*Run, error) {
-	run, err := store.GetRun(ctx, id)
+func buildRun(ctx context.Context, src Reader, id string, opts Options) (*Run, error) {
+	rows, err := src.ReadRun(ctx, id, func(span float64) float64 { return interval(span, opts.MaxPoints) })
 	if err != nil {
 		return nil, err
 	}
-	tx, err := store.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, fmt.Errorf("report on run %s: %w", id, err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	// The per-interval percentiles sort a run's samples: in memory, not in temporary
-	// files; and the queries are too short for JIT compilation to pay off.
-	if _, err := tx.Exec(ctx, `SET LOCAL work_mem = '256MB'; SET LOCAL jit = off`); err != nil {
-		return nil, fmt.Errorf("report on run %s: %w", id, err)
-	}
-	b := &q{pool: tx, run: run, opts: opts}
+	run := &rows.Run
+	b := &q{rows: rows, opts: opts}
 	r := &Run{ID: run.ID, Name: run.Name, SpecFile: run.SpecFile, Status: string(run.Status), Reason: run.Reason,
 		Started: run.Started.UTC(), Variants: []*Variant{}, Findings: []Finding{}}
 	if run.Ended != nil {
@@ -125,9 +110,7 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 		r.Ended = &e
 	}
 	var slo *spec.SLO
-	if text, err := store.RunSpec(ctx, id); err != nil {
-		return nil, err
-	} else if sp, perr := spec.Parse(run.SpecFile, []byte(text), filepath.Dir(run.SpecFile)); perr != nil {
+	if sp, perr := spec.Parse(run.SpecFile, []byte(rows.Spec), filepath.Dir(run.SpecFile)); perr != nil {
 		b.notef("the run's spec does not parse any more, so its slo block is unknown: %v", firstLine(perr.Error()))
 	} else if sp.SLO == nil {
 		b.notef("the spec has no slo block: capacity at the SLO is not judged (add slo: to the spec)")
@@ -135,28 +118,18 @@ func buildRun(ctx context.Context, store *resultsdb.Store, id string, opts Optio
 		slo = sp.SLO
 		r.SLO = sloOf(slo)
 	}
-	if r.Variants, err = b.variants(ctx); err != nil {
+	r.Variants = b.variants()
+	if err := b.steps(r.Variants); err != nil {
 		return nil, err
 	}
-	if err := b.steps(ctx, r.Variants); err != nil {
+	b.series(r.Variants)
+	b.memory(r.Variants)
+	b.decomposition()
+	if r.Findings, err = b.findings(r.Variants); err != nil {
 		return nil, err
 	}
-	if err := b.series(ctx, store, r.Variants); err != nil {
-		return nil, err
-	}
-	if err := b.memory(ctx, r.Variants); err != nil {
-		return nil, err
-	}
-	if err := b.decomposition(ctx, r.Variants); err != nil {
-		return nil, err
-	}
-	if r.Findings, err = b.findings(ctx, r.Variants); err != nil {
-		return nil, err
-	}
-	r.Coverage, r.RouterLogSource = b.coverage(r.Variants), b.sources
-	if r.Flushes, err = b.flushes(ctx); err != nil {
-		return nil, err
-	}
+	r.Coverage, r.RouterLogSource = b.coverage(r.Variants), rows.PullSources
+	r.Flushes = b.flushes()
 	for _, v := range r.Variants {
 		v.Utilisation = utilisation(v.Steps)
 		if slo != nil {
@@ -178,40 +151,20 @@ func firstLine(s string) string {
 }
 
 // variants lists the run's variants in the order their ramps started.
-func (b *q) variants(ctx context.Context) ([]*Variant, error) {
-	rows, err := b.pool.Query(ctx, `
-SELECT v.variant, coalesce(rv.app_name, ''), coalesce(rv.generator_app, ''), coalesce(rv.workload->>'model', ''),
-       coalesce(nullif(rv.config, ''), v.variant), coalesce(rv.repeat, 1),
-       EXISTS (SELECT 1 FROM run_variants r2 WHERE r2.run_id = $1 AND r2.repeat > 1)
-FROM (SELECT variant, min(started_at) AS first FROM steps WHERE run_id = $1 GROUP BY variant
-      UNION ALL
-      SELECT variant, NULL FROM run_variants rv0 WHERE run_id = $1
-        AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.run_id = $1 AND s.variant = rv0.variant)) v
-LEFT JOIN run_variants rv ON rv.run_id = $1 AND rv.variant = v.variant
-ORDER BY v.first NULLS LAST, v.variant`, b.run.ID)
-	if err != nil {
-		return nil, fmt.Errorf("read the variants of run %s: %w", b.run.ID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Variant, error) {
-		v := &Variant{Steps: []*Step{}}
-		var (
-			model   string
-			repeats bool
-		)
-		err := r.Scan(&v.Name, &v.App, &v.GeneratorApp, &model, &v.Config, &v.Repeat, &repeats)
-		if !repeats {
+func (b *q) variants() []*Variant {
+	out := make([]*Variant, 0, len(b.rows.Variants))
+	for _, rv := range b.rows.Variants {
+		v := &Variant{Name: rv.Name, App: rv.App, GeneratorApp: rv.GeneratorApp, Config: rv.Config, Repeat: rv.Repeat, Steps: []*Step{}}
+		if !b.rows.Repeats {
 			v.Config, v.Repeat = "", 0
 		}
 		v.LoadUnit = "users"
-		if model == string(spec.ModelOpen) {
+		if rv.Model == string(spec.ModelOpen) {
 			v.LoadUnit = "req/s offered"
 		}
-		return v, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the variants of run %s: %w", b.run.ID, err)
+		out = append(out, v)
 	}
-	return out, nil
+	return out
 }
 
 func variantNamed(vs []*Variant, name string) *Variant {
@@ -223,62 +176,31 @@ func variantNamed(vs []*Variant, name string) *Variant {
 	return nil
 }
 
-// steps reads the stored step figures (step_metrics) and the apps' CPU and memory
-// (step_app_metrics) of every variant, and the steps' windows.
-func (b *q) steps(ctx context.Context, vs []*Variant) error {
-	rows, err := b.pool.Query(ctx, `
-SELECT st.variant, st.idx, (sm.step IS NOT NULL),
-       extract(epoch FROM st.started_at - r.epoch)::float8, extract(epoch FROM st.warmup_until - r.epoch)::float8,
-       extract(epoch FROM st.ended_at - r.epoch)::float8,
-       coalesce(sm.seconds, 0), coalesce(sm.count, 0), coalesce(sm.errors, 0), coalesce(sm.errors_by_class, '{}'),
-       coalesce(sm.bytes, 0), coalesce(sm.throughput, 0), coalesce(sm.mean_us, 0),
-       coalesce(sm.p50_us, 0), coalesce(sm.p90_us, 0), coalesce(sm.p99_us, 0), coalesce(sm.p999_us, 0),
-       coalesce(sm.min_us, 0), coalesce(sm.max_us, 0),
-       coalesce(sm.instances, st.instances), coalesce(sm.instances_seen, st.instances_seen, st.instances), coalesce(sm.users, st.users),
-       sm.offered_rate, coalesce(sm.missed, 0), coalesce(sm.send_lag_mean_us, 0), coalesce(sm.send_lag_p99_us, 0),
-       coalesce(sm.stalled_ms, 0), coalesce(sm.omitted, 0)
-FROM steps st
-JOIN runs r ON r.id = st.run_id
-LEFT JOIN step_metrics sm ON sm.run_id = st.run_id AND sm.variant = st.variant AND sm.step = st.idx
-WHERE st.run_id = $1
-ORDER BY st.variant, st.idx`, b.run.ID)
-	if err != nil {
-		return fmt.Errorf("read the step metrics of run %s: %w", b.run.ID, err)
-	}
-	defer rows.Close()
+// steps turns the stored step figures (step_metrics) and the apps' CPU and memory
+// (step_app_metrics) of every variant into its steps, and the steps' windows.
+func (b *q) steps(vs []*Variant) error {
 	missing := map[string][]int{}
-	for rows.Next() {
-		var (
-			variant string
-			idx     int
-			has     bool
-			w       StepWindow
-			byClass []byte
-			s       Step
-		)
-		if err := rows.Scan(&variant, &idx, &has, &w.StartS, &w.WarmupEndS, &w.EndS,
-			&s.Seconds, &s.Count, &s.Errors, &byClass, &s.Bytes, &s.Throughput, &s.MeanUS,
-			&s.P50US, &s.P90US, &s.P99US, &s.P999US, &s.MinUS, &s.MaxUS,
-			&s.Instances, &s.InstancesSeen, &s.Users, &s.OfferedRate, &s.Missed, &s.SendLagMeanUS, &s.SendLagP99US,
-			&s.StalledMS, &s.Omitted); err != nil {
-			return fmt.Errorf("read the step metrics of run %s: %w", b.run.ID, err)
-		}
-		v := variantNamed(vs, variant)
+	for _, st := range b.rows.Steps {
+		v := variantNamed(vs, st.Variant)
 		if v == nil {
 			continue
 		}
-		w.Step = idx + 1
+		idx := st.Idx
+		w := StepWindow{Step: idx + 1, StartS: st.StartS, WarmupEndS: st.WarmupEndS, EndS: st.EndS}
 		if v.Series == nil {
 			v.Series = &Series{}
 		}
 		v.Series.Steps = append(v.Series.Steps, w)
-		if !has {
-			missing[variant] = append(missing[variant], idx+1)
+		if !st.HasMetrics {
+			missing[st.Variant] = append(missing[st.Variant], idx+1)
 			continue
 		}
-		s.Step = idx + 1
-		if err := json.Unmarshal(byClass, &s.ErrorsByClass); err != nil {
-			return fmt.Errorf("step %d of %s: errors_by_class: %w", idx+1, variant, err)
+		s := Step{Step: idx + 1, Seconds: st.Seconds, Count: st.Count, Errors: st.Errors, Bytes: st.Bytes, Throughput: st.Throughput,
+			MeanUS: st.MeanUS, P50US: st.P50US, P90US: st.P90US, P99US: st.P99US, P999US: st.P999US, MinUS: st.MinUS, MaxUS: st.MaxUS,
+			Instances: st.Instances, InstancesSeen: st.InstancesSeen, Users: st.Users, OfferedRate: st.OfferedRate, Missed: st.Missed,
+			SendLagMeanUS: st.SendLagMeanUS, SendLagP99US: st.SendLagP99US, StalledMS: st.StalledMS, Omitted: st.Omitted}
+		if err := json.Unmarshal(st.ErrorsByClass, &s.ErrorsByClass); err != nil {
+			return fmt.Errorf("step %d of %s: errors_by_class: %w", idx+1, st.Variant, err)
 		}
 		if s.Count > 0 {
 			s.ErrorRate = float64(s.Errors) / float64(s.Count)
@@ -292,15 +214,13 @@ ORDER BY st.variant, st.idx`, b.run.ID)
 		}
 		v.Steps = append(v.Steps, &s)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the step metrics of run %s: %w", b.run.ID, err)
-	}
 	for _, v := range vs {
 		if m := missing[v.Name]; len(m) > 0 {
 			b.notef("%s: step(s) %s have no stored figures (step_metrics is written after a step ends): left out", v.Name, joinInts(m))
 		}
 	}
-	return b.appMetrics(ctx, vs)
+	b.appMetrics(vs)
+	return nil
 }
 
 func joinInts(xs []int) string {
@@ -311,35 +231,21 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-func (b *q) appMetrics(ctx context.Context, vs []*Variant) error {
-	rows, err := b.pool.Query(ctx, `
-SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores, cpu_total_cores,
-       cores_available, mem_mean_bytes, mem_max_bytes, mem_quota_bytes
-FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`, b.run.ID)
-	if err != nil {
-		return fmt.Errorf("read the step app metrics of run %s: %w", b.run.ID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			variant, role string
-			idx           int
-			a             AppUsage
-		)
-		if err := rows.Scan(&variant, &idx, &a.Name, &role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
-			&a.CPUMaxCores, &a.CPUTotalCores, &a.CoresAvailable, &a.MemMeanBytes, &a.MemMaxBytes, &a.MemQuotaBytes); err != nil {
-			return fmt.Errorf("read the step app metrics of run %s: %w", b.run.ID, err)
-		}
-		v := variantNamed(vs, variant)
+func (b *q) appMetrics(vs []*Variant) {
+	for _, ra := range b.rows.Apps {
+		v := variantNamed(vs, ra.Variant)
 		if v == nil {
 			continue
 		}
-		i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == idx+1 })
+		i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == ra.Idx+1 })
 		if i < 0 {
 			continue
 		}
+		a := AppUsage{Name: ra.Name, Instances: ra.Instances, CPUSource: ra.CPUSource, CPUPoints: ra.CPUPoints, CPUCovered: ra.CPUCovered,
+			CPUMeanCores: ra.CPUMeanCores, CPUMaxCores: ra.CPUMaxCores, CPUTotalCores: ra.CPUTotalCores, CoresAvailable: ra.CoresAvailable,
+			MemMeanBytes: ra.Mem, MemMaxBytes: ra.MemMaxBytes, MemQuotaBytes: ra.MemQuotaBytes}
 		s := v.Steps[i]
-		if role == "generator" {
+		if ra.Role == "generator" {
 			s.Generator = &a
 			continue
 		}
@@ -357,10 +263,6 @@ FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`,
 			v.App = a.Name
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the step app metrics of run %s: %w", b.run.ID, err)
-	}
-	return nil
 }
 
 // interval is the width of a series' intervals in seconds: 1 s, or wider so that a
@@ -369,68 +271,22 @@ func interval(span float64, maxPoints int) float64 {
 	return max(1, math.Ceil(span/float64(maxPoints)))
 }
 
-func (b *q) span(vs []*Variant) float64 {
-	var end float64
-	for _, v := range vs {
-		if v.Series == nil {
-			continue
-		}
-		for _, w := range v.Series.Steps {
-			e := w.StartS
-			if w.EndS != nil {
-				e = *w.EndS
-			}
-			end = max(end, e)
-		}
-	}
-	return end
-}
-
-// series reads each variant's throughput, p99 and errors per interval of intended send
-// time and step (warm-up included), and the run's router-log coverage and latency
-// decomposition per step. Percentiles per interval are observed values, like the
-// steps'. Per-second series and the router figures are read as the run stored them
-// (resultsdb.Store.ComputeStepSeries, ComputeRouterMetrics); wider intervals, and runs
-// recorded before those were stored, are computed from the samples.
-func (b *q) series(ctx context.Context, store *resultsdb.Store, vs []*Variant) error {
-	if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM router_log_pulls WHERE run_id = $1),
-		(SELECT coalesce(bool_or(budget_exhausted), false) FROM router_log_pulls WHERE run_id = $1),
-		(SELECT coalesce(string_agg(source, ' ' ORDER BY source), '') FROM router_log_pulls WHERE run_id = $1),
-		EXISTS (SELECT 1 FROM router_requests WHERE run_id = $1), EXISTS (SELECT 1 FROM app_timings WHERE run_id = $1)`,
-		b.run.ID).Scan(&b.pulls, &b.budget, &b.sources, &b.router, &b.app); err != nil {
-		return fmt.Errorf("look for router logs and app timings of run %s: %w", b.run.ID, err)
-	}
-	if b.pulls > 0 || (b.router && b.app) {
-		var err error
-		if b.routerSteps, err = store.RouterMetrics(ctx, b.run.ID); err != nil {
-			return err
-		}
-	}
-	width := interval(b.span(vs), b.opts.MaxPoints)
+// series turns each variant's throughput, p99 and errors per interval of intended send
+// time and step (warm-up included) into its series, and the run's router-log coverage
+// and latency decomposition per step into the steps'. Percentiles per interval are
+// observed values, like the steps'.
+func (b *q) series(vs []*Variant) {
+	width := b.rows.IntervalS
 	for _, v := range vs {
 		if v.Series == nil {
 			v.Series = &Series{}
 		}
 		sr := v.Series
 		sr.IntervalS = width
-		rows, err := b.seriesRows(ctx, v.Name, width)
-		if err != nil {
-			return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
-		}
-		for rows.Next() {
-			var (
-				step       int
-				k, n, errs int64
-				p99        int64
-				mean       float64
-			)
-			if err := rows.Scan(&step, &k, &n, &errs, &p99, &mean); err != nil {
-				rows.Close()
-				return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
-			}
+		for _, p := range b.rows.Series[v.Name] {
 			// Requests per second over the part of the interval the step covers.
-			from, to := float64(k)*width, float64(k+1)*width
-			if i := slices.IndexFunc(sr.Steps, func(w StepWindow) bool { return w.Step == step+1 }); i >= 0 {
+			from, to := float64(p.K)*width, float64(p.K+1)*width
+			if i := slices.IndexFunc(sr.Steps, func(w StepWindow) bool { return w.Step == p.Idx+1 }); i >= 0 {
 				from = max(from, sr.Steps[i].StartS)
 				if e := sr.Steps[i].EndS; e != nil {
 					to = min(to, *e)
@@ -439,87 +295,33 @@ func (b *q) series(ctx context.Context, store *resultsdb.Store, vs []*Variant) e
 			if to-from < 0.05*width {
 				to = from + width // a sliver: do not blow its rate up
 			}
-			sr.T = append(sr.T, mean/1e6)
-			sr.Throughput = append(sr.Throughput, float64(n)/(to-from))
-			sr.Errors = append(sr.Errors, errs)
-			sr.P99US = append(sr.P99US, p99)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read the time series of %s in run %s: %w", v.Name, b.run.ID, err)
+			sr.T = append(sr.T, p.MeanUS/1e6)
+			sr.Throughput = append(sr.Throughput, float64(p.N)/(to-from))
+			sr.Errors = append(sr.Errors, p.Errs)
+			sr.P99US = append(sr.P99US, p.P99US)
 		}
 	}
-	for _, m := range b.routerSteps {
+	for _, m := range b.rows.RouterSteps {
 		if v := variantNamed(vs, m.Variant); v != nil {
 			b.decompose(v, m)
 		}
 	}
-	return nil
 }
 
-// seriesRows returns a variant's (step, interval, count, errors, p99, mean intended
-// time) ordered by time: from step_series when the intervals are seconds and every
-// step has its series stored, else computed from the samples, read by key.
-func (b *q) seriesRows(ctx context.Context, variant string, width float64) (pgx.Rows, error) {
-	if width == 1 {
-		var complete bool
-		if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM steps WHERE run_id = $1 AND variant = $2) =
-			(SELECT count(*) FROM step_series WHERE run_id = $1 AND variant = $2)`, b.run.ID, variant).Scan(&complete); err != nil {
-			return nil, err
-		}
-		if complete {
-			return b.pool.Query(ctx, `
-SELECT ss.step::int, x.k, x.n, x.errs, x.p99, x.mean
-FROM step_series ss CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p99, mean)
-WHERE ss.run_id = $1 AND ss.variant = $2
-ORDER BY x.mean`, b.run.ID, variant)
-		}
-	}
-	return b.pool.Query(ctx, `
-SELECT s.step::int, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
-       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint, avg(s.intended_us)::float8
-FROM samples s
-WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
-GROUP BY 1, 2 ORDER BY 6`, variant, b.run.ID, int64(width*1e6))
-}
-
-// memory reads each variant app's memory per instance over the run, per poll (or per
-// interval when there are more polls than MaxPoints).
-func (b *q) memory(ctx context.Context, vs []*Variant) error {
-	width := interval(b.span(vs), b.opts.MaxPoints)
+// memory gives each variant's app its memory per instance over the run, per poll (or
+// per interval when there are more polls than MaxPoints).
+func (b *q) memory(vs []*Variant) {
 	for _, v := range vs {
 		if v.App == "" {
 			continue
 		}
-		rows, err := b.pool.Query(ctx, `
-WITH polls AS (
-    SELECT extract(epoch FROM cm.at - r.epoch)::float8 AS t, avg(cm.mem_bytes)::float8 AS mem, max(cm.mem_quota_bytes) AS quota
-    FROM container_metrics cm JOIN runs r ON r.id = cm.run_id
-    WHERE cm.run_id = $1 AND cm.app_name = $2 AND cm.mem_bytes IS NOT NULL AND cm.state = 'RUNNING'
-    GROUP BY cm.at, r.epoch)
-SELECT min(t), avg(mem)::float8, max(quota) FROM polls GROUP BY floor(t / $3) ORDER BY 1`, b.run.ID, v.App, width)
-		if err != nil {
-			return fmt.Errorf("read the memory of %s in run %s: %w", v.App, b.run.ID, err)
-		}
 		m := &Memory{}
-		for rows.Next() {
-			var (
-				t, mem float64
-				quota  *int64
-			)
-			if err := rows.Scan(&t, &mem, &quota); err != nil {
-				rows.Close()
-				return fmt.Errorf("read the memory of %s in run %s: %w", v.App, b.run.ID, err)
+		for _, p := range b.rows.Memory[v.App] {
+			m.T = append(m.T, p.T)
+			m.MeanBytes = append(m.MeanBytes, p.MeanBytes)
+			if p.QuotaBytes != nil {
+				m.QuotaBytes = p.QuotaBytes
 			}
-			m.T = append(m.T, t)
-			m.MeanBytes = append(m.MeanBytes, mem)
-			if quota != nil {
-				m.QuotaBytes = quota
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read the memory of %s in run %s: %w", v.App, b.run.ID, err)
 		}
 		if len(m.T) == 0 {
 			continue
@@ -527,7 +329,6 @@ SELECT min(t), avg(mem)::float8, max(quota) FROM polls GROUP BY floor(t / $3) OR
 		m.SettledBytes, m.Settled = settle(m.MeanBytes)
 		v.Memory = m
 	}
-	return nil
 }
 
 // settle returns the median of the last quarter of xs (at least 1 reading) and
@@ -549,16 +350,15 @@ const SettleBand = 0.10
 
 // decomposition says why there is none when the run lacks router lines or app
 // timings; the figures themselves come from the pass of series.
-func (b *q) decomposition(_ context.Context, _ []*Variant) error {
+func (b *q) decomposition() {
 	switch {
-	case !b.router && !b.app:
+	case !b.rows.HasRouter && !b.rows.HasApp:
 		b.notef("no router logs and no app timings: no latency decomposition (collectors.router_logs, collectors.app_timings)")
-	case !b.router:
+	case !b.rows.HasRouter:
 		b.notef("no router logs: no latency decomposition, which needs router and app timings of the same requests (collectors.router_logs)")
-	case !b.app:
+	case !b.rows.HasApp:
 		b.notef("no app timings: no latency decomposition, which needs router and app timings of the same requests (collectors.app_timings)")
 	}
-	return nil
 }
 
 // decompose turns a step's router metrics into its Decomposition.
@@ -587,37 +387,20 @@ func (b *q) decompose(v *Variant, m resultsdb.RouterStepMetrics) {
 var LayerNames = []string{"generator+network", "router", "router→app", "app code", "pool wait", "query"}
 
 // findings reads the checks that tripped, with the figures of their steps.
-func (b *q) findings(ctx context.Context, vs []*Variant) ([]Finding, error) {
-	rows, err := b.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), level, message, coalesce(check_name, ''), evidence
-FROM run_events WHERE run_id = $1 AND kind = 'check' AND level IN ('warn', 'fail') ORDER BY id`, b.run.ID)
-	if err != nil {
-		return nil, fmt.Errorf("read the findings of run %s: %w", b.run.ID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Finding, error) {
-		var (
-			f        Finding
-			idx      int
-			evidence []byte
-		)
-		err := r.Scan(&f.At, &f.Variant, &idx, &f.Level, &f.Message, &f.Check, &evidence)
-		if err != nil {
-			return f, err
-		}
-		f.At = f.At.UTC()
-		f.Step = idx + 1
+func (b *q) findings(vs []*Variant) ([]Finding, error) {
+	out := make([]Finding, 0, len(b.rows.Findings))
+	for _, rf := range b.rows.Findings {
+		f := Finding{At: rf.At.UTC(), Variant: rf.Variant, Step: rf.Idx + 1, Level: rf.Level, Message: rf.Message, Check: rf.Check}
 		// Older runs put the check's name in front of the message only.
 		if check, msg, ok := strings.Cut(f.Message, ": "); ok && !strings.Contains(check, " ") && (f.Check == "" || f.Check == check) {
 			f.Check, f.Message = check, msg
 		}
-		if len(evidence) > 0 {
-			if err := json.Unmarshal(evidence, &f.Figures); err != nil {
-				return f, fmt.Errorf("evidence of a finding: %w", err)
+		if len(rf.Evidence) > 0 {
+			if err := json.Unmarshal(rf.Evidence, &f.Figures); err != nil {
+				return nil, fmt.Errorf("read the findings of run %s: evidence of a finding: %w", b.rows.Run.ID, err)
 			}
 		}
-		return f, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the findings of run %s: %w", b.run.ID, err)
+		out = append(out, f)
 	}
 	for i := range out {
 		f := &out[i]
@@ -628,9 +411,6 @@ FROM run_events WHERE run_id = $1 AND kind = 'check' AND level IN ('warn', 'fail
 		if j := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == f.Step }); j >= 0 {
 			f.Evidence = evidence(v.Steps[j], v.Steps[:j])
 		}
-	}
-	if out == nil {
-		out = []Finding{}
 	}
 	return out, nil
 }
@@ -680,15 +460,15 @@ func sourceWord(src string) string {
 // coverage is the router-log coverage per step when the run pulled router logs, in the
 // order of the variants, then steps.
 func (b *q) coverage(vs []*Variant) []CoverageRow {
-	if b.pulls == 0 {
+	if b.rows.Pulls == 0 {
 		b.notef("no router logs were pulled for this run: no coverage")
 		return nil
 	}
-	out := make([]CoverageRow, len(b.routerSteps))
-	for i, m := range b.routerSteps {
+	out := make([]CoverageRow, len(b.rows.RouterSteps))
+	for i, m := range b.rows.RouterSteps {
 		c := m.Coverage
 		out[i] = CoverageRow{Variant: c.Variant, Step: c.Step + 1, Sent: c.Sent, Found: c.Found, Missing: c.Missing(),
-			Share: c.Share(), Verdict: CoverageVerdict(c, b.budget)}
+			Share: c.Share(), Verdict: CoverageVerdict(c, b.rows.BudgetExhausted)}
 	}
 	rank := func(name string) int {
 		if i := slices.IndexFunc(vs, func(v *Variant) bool { return v.Name == name }); i >= 0 {
@@ -701,18 +481,11 @@ func (b *q) coverage(vs []*Variant) []CoverageRow {
 }
 
 // flushes sums up the app-timing flushes per variant and step.
-func (b *q) flushes(ctx context.Context) ([]FlushRow, error) {
-	rows, err := b.pool.Query(ctx, `
-SELECT variant, step, count(DISTINCT (app_name, instance_index))::int, (count(*) FILTER (WHERE error <> ''))::int,
-       sum(rows_received)::bigint, sum(stored)::bigint, sum(foreign_rows)::bigint, sum(dropped)::bigint
-FROM app_timing_flushes WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, b.run.ID)
-	if err != nil {
-		return nil, fmt.Errorf("read the app timing flushes of run %s: %w", b.run.ID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FlushRow, error) {
-		var f FlushRow
-		err := r.Scan(&f.Variant, &f.Step, &f.Instances, &f.Failed, &f.RowsReceived, &f.Stored, &f.Foreign, &f.Dropped)
-		f.Step++
+func (b *q) flushes() []FlushRow {
+	var out []FlushRow
+	for _, fs := range b.rows.Flushes {
+		f := FlushRow{Variant: fs.Variant, Step: fs.Idx + 1, Instances: fs.Instances, Failed: fs.Failed, RowsReceived: fs.RowsReceived,
+			Stored: fs.Stored, Foreign: fs.Foreign, Dropped: fs.Dropped}
 		var bad []string
 		if f.Failed > 0 {
 			bad = append(bad, fmt.Sprintf("%d flush(es) failed", f.Failed))
@@ -724,15 +497,9 @@ FROM app_timing_flushes WHERE run_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, b.run.ID
 		if len(bad) > 0 {
 			f.Verdict = strings.Join(bad, "; ")
 		}
-		return f, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the app timing flushes of run %s: %w", b.run.ID, err)
+		out = append(out, f)
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	return out
 }
 
 // utilisation groups a variant's steps by app instance count.

@@ -220,7 +220,7 @@ func (c Coverage) Share() float64 {
 // run with measured requests (warm-up excluded, as in the steps' figures), ordered by
 // variant and step. RouterMetrics reads the stored coverage.
 func (s *Store) RouterCoverage(ctx context.Context, runID string) ([]Coverage, error) {
-	ms, err := s.liveRouterMetrics(ctx, runID)
+	ms, err := liveRouterMetrics(ctx, s.pool, runID)
 	return Coverages(ms), err
 }
 

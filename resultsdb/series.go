@@ -127,7 +127,16 @@ SELECT $1, x.* FROM (`+routerStepsSQL+`) x`, runID)
 // (ComputeRouterMetrics), else computed live from the rows (a run recorded before they
 // were stored).
 func (s *Store) RouterMetrics(ctx context.Context, runID string) ([]RouterStepMetrics, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+routerStepsColumns+` FROM step_router_metrics WHERE run_id = $1 ORDER BY 1, 2`, runID)
+	return routerMetrics(ctx, s.pool, runID)
+}
+
+// queryer is a pool or a transaction.
+type queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func routerMetrics(ctx context.Context, db queryer, runID string) ([]RouterStepMetrics, error) {
+	rows, err := db.Query(ctx, `SELECT `+routerStepsColumns+` FROM step_router_metrics WHERE run_id = $1 ORDER BY 1, 2`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read the router metrics of run %s: %w", runID, err)
 	}
@@ -136,13 +145,13 @@ func (s *Store) RouterMetrics(ctx context.Context, runID string) ([]RouterStepMe
 		return nil, fmt.Errorf("read the router metrics of run %s: %w", runID, err)
 	}
 	if len(out) == 0 {
-		return s.liveRouterMetrics(ctx, runID)
+		return liveRouterMetrics(ctx, db, runID)
 	}
 	return out, nil
 }
 
-func (s *Store) liveRouterMetrics(ctx context.Context, runID string) ([]RouterStepMetrics, error) {
-	rows, err := s.pool.Query(ctx, routerStepsSQL+` ORDER BY 1, 2`, runID)
+func liveRouterMetrics(ctx context.Context, db queryer, runID string) ([]RouterStepMetrics, error) {
+	rows, err := db.Query(ctx, routerStepsSQL+` ORDER BY 1, 2`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("router metrics of run %s: %w", runID, err)
 	}
