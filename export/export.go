@@ -28,8 +28,9 @@ import (
 )
 
 // Tables lists the exportable tables in the order they are written.
-var Tables = []string{"runs", "variants", "requests", "steps", "step_metrics", "step_app_metrics", "workers", "worker_steps", "samples",
-	"container_metrics", "db_connections", "router_requests", "app_timings", "app_timing_flushes", "request_times", "run_events"}
+var Tables = []string{"runs", "variants", "requests", "steps", "step_metrics", "step_app_metrics", "step_series", "workers", "worker_steps",
+	"samples", "container_metrics", "db_connections", "router_log_pulls", "router_requests", "step_router_metrics", "app_timings",
+	"app_timing_flushes", "request_times", "run_events"}
 
 // File describes one exported table.
 type File struct {

@@ -108,7 +108,7 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	}
 	wantRows := map[string]int64{"runs": 1, "variants": 1, "requests": 2, "steps": 1, "step_metrics": 1, "step_app_metrics": 1,
 		"workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "db_connections": 0, "router_requests": 5, "app_timings": 5,
-		"app_timing_flushes": 1, "request_times": 1000, "run_events": 0}
+		"app_timing_flushes": 1, "request_times": 1000, "run_events": 0, "step_series": 1, "router_log_pulls": 0, "step_router_metrics": 0}
 	if len(m.Files) != len(wantRows) {
 		t.Fatalf("manifest lists %d files, want %d", len(m.Files), len(wantRows))
 	}
@@ -371,7 +371,7 @@ func TestKeyLiteralsReadBackWhatWasWritten(t *testing.T) {
 		{"samples", "v,7,123,abc,0,0,0,0,0,0,0,\"\",true\n", []string{"7", "123"}, false},
 		{"router_requests", "0123456789abcdef0123456789abcdef,,,,,,,,,,\n", []string{"'0123456789abcdef0123456789abcdef'::uuid"}, false},
 		{"router_requests", "0123'; drop table runs; --,,,,,,,,,,\n", nil, true},
-		{"runs", "20261122-130501-3f9a,n,f,s,r,,,,0000abcd,drain\n", []string{"'20261122-130501-3f9a'"}, false},
+		{"runs", "20261122-130501-3f9a,n,f,s,r,,,,0000abcd,drain,\"name: n\nversion: 1\n\"\n", []string{"'20261122-130501-3f9a'"}, false},
 		{"samples", "v,7,123\n", nil, true},
 	} {
 		got, err := tableDefs[c.table].keyLiterals([]byte(c.record))

@@ -168,16 +168,16 @@ func TestResumedExportIsByteIdentical(t *testing.T) {
 		// the header and a row, then after one row at a time, so that the keys to resume
 		// after are neutralised, hold quotes, and hold a newline
 		{copyData: 2}, {copyData: 1, into: 1}, {copyData: 1}, noCut,
-		// step_metrics, step_app_metrics
-		noCut, noCut,
+		// step_metrics, step_app_metrics, step_series
+		noCut, noCut, noCut,
 		// workers: right after the header
 		{copyData: 1}, noCut,
 		// worker_steps: before the first CopyData (the header never comes)
 		{copyData: 0}, noCut,
 		// samples: during authentication, then inside rows twice
 		{start: true, after: 40}, {copyData: 1000, into: 7}, {copyData: 7001, into: 50}, noCut,
-		// container_metrics, db_connections, router_requests (a uuid key)
-		{copyData: 10}, noCut, noCut, {copyData: 50, into: 3}, noCut,
+		// container_metrics, db_connections, router_log_pulls, router_requests (a uuid key)
+		{copyData: 10}, noCut, noCut, noCut, {copyData: 50, into: 3}, noCut,
 	}}
 	cfg := store.Pool().Config().ConnConfig.Copy()
 	cfg.DialFunc = c.dial

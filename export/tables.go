@@ -51,7 +51,8 @@ var tableDefs = map[string]*tableDef{
 		cols: []column{col("id", kindToken), col("name", kindText), col("spec_file", kindText), col("status", kindToken),
 			col("reason", kindText), col("epoch", kindTime), col("started_at", kindTime), col("ended_at", kindTime),
 			{"trace_tag", "lpad(to_hex(trace_tag), 8, '0')", kindToken},
-			{"router_log_source", "(SELECT coalesce(string_agg(p.source, ' ' ORDER BY p.source), '') FROM router_log_pulls p WHERE p.run_id = r.id)", kindText}},
+			{"router_log_source", "(SELECT coalesce(string_agg(p.source, ' ' ORDER BY p.source), '') FROM router_log_pulls p WHERE p.run_id = r.id)", kindText},
+			col("spec", kindText)},
 		from: `FROM runs r WHERE r.id = %[1]s`,
 		key:  []string{"r.id"}, keyCols: []string{"id"},
 	},
@@ -104,6 +105,32 @@ var tableDefs = map[string]*tableDef{
 			col("cpu_wait_cores", kindFloat), col("cpu_wait_share", kindFloat)},
 		from: `FROM step_app_metrics am WHERE am.run_id = %[1]s`,
 		key:  []string{"am.variant", "am.step + 1", "am.app_name"}, keyCols: []string{"variant", "step", "app_name"},
+	},
+	// The per-second series of each step as ComputeStepSeries stored it, one row per
+	// step (a step without samples has empty arrays), the arrays as JSON.
+	"step_series": {
+		cols: []column{col("variant", kindText), {"step", "ss.step + 1", kindInt}, {"second", "array_to_json(ss.second)::text", kindToken},
+			{"count", "array_to_json(ss.count)::text", kindToken}, {"errors", "array_to_json(ss.errors)::text", kindToken},
+			{"p99_us", "array_to_json(ss.p99_us)::text", kindToken}, {"intended_mean_us", "array_to_json(ss.intended_mean_us)::text", kindToken},
+			col("computed_at", kindTime)},
+		from: `FROM step_series ss WHERE ss.run_id = %[1]s`,
+		key:  []string{"ss.variant", "ss.step + 1"}, keyCols: []string{"variant", "step"},
+	},
+	"step_router_metrics": {
+		cols: []column{col("variant", kindText), {"step", "rm.step + 1", kindInt}, col("sent", kindInt), col("found", kindInt),
+			col("no_response", kindInt), col("seconds", kindInt), col("empty_seconds", kindInt), col("partial_seconds", kindInt),
+			col("missing_in_empty", kindInt), col("decomposed", kindInt), col("client_us_sum", kindFloat),
+			col("generator_network_us_sum", kindFloat), col("router_us_sum", kindFloat), col("router_app_us_sum", kindFloat),
+			col("app_code_us_sum", kindFloat), col("pool_wait_us_sum", kindFloat), col("query_us_sum", kindFloat), col("computed_at", kindTime)},
+		from: `FROM step_router_metrics rm WHERE rm.run_id = %[1]s`,
+		key:  []string{"rm.variant", "rm.step + 1"}, keyCols: []string{"variant", "step"},
+	},
+	"router_log_pulls": {
+		cols: []column{col("source", kindText), col("retrieved", kindInt), col("stored", kindInt), col("unparseable", kindInt),
+			col("foreign_docs", kindInt), col("budget_exhausted", kindBool), col("started_at", kindTime), col("updated_at", kindTime),
+			col("finished_at", kindTime)},
+		from: `FROM router_log_pulls pl WHERE pl.run_id = %[1]s`,
+		key:  []string{"pl.source"}, keyCols: []string{"source"},
 	},
 	"db_connections": {
 		cols: []column{col("id", kindInt), col("at", kindTime), col("service", kindText), col("in_use", kindInt), col("to_database", kindInt),

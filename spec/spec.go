@@ -477,12 +477,17 @@ const (
 	TableStepMetrics      = "step_metrics"
 	TableStepAppMetrics   = "step_app_metrics"
 	TableDBConnections    = "db_connections"
+	// What a report reads besides the tables above (an export directory is a complete
+	// input for cf-benchmark report).
+	TableStepSeries        = "step_series"
+	TableStepRouterMetrics = "step_router_metrics"
+	TableRouterLogPulls    = "router_log_pulls"
 )
 
 // AllTables is the default of Export.Tables; callers must not modify it.
 var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerSteps, TableContainerMetrics, TableRouterRequests,
 	TableAppTimings, TableAppTimingFlushes, TableRequestTimes, TableRunEvents, TableVariants, TableRequests, TableStepMetrics,
-	TableStepAppMetrics, TableDBConnections}
+	TableStepAppMetrics, TableDBConnections, TableStepSeries, TableStepRouterMetrics, TableRouterLogPulls}
 
 // Export says where and what to export after a run.
 type Export struct {
