@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -119,7 +118,7 @@ func (s *Server) supervise(ctx context.Context) {
 		go func() {
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
-			for syscall.Kill(s.pid, 0) != syscall.ESRCH {
+			for alive(s.pid) {
 				select {
 				case <-tick.C:
 				case <-s.life.Stopping():
@@ -152,6 +151,9 @@ func (s *Server) start(ctx context.Context) error {
 	if opts.Dir == "" {
 		return errors.New("pgserver: a state directory is required")
 	}
+	if err := supported(); err != nil {
+		return err
+	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return err
@@ -177,9 +179,9 @@ func (s *Server) start(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		// A server whose owner was killed shuts down (Pdeathsig): once it has, start
-		// a new one.
-		if syscall.Kill(pid, 0) != syscall.ESRCH {
+		// A server whose owner was killed shuts down (Pdeathsig, on Linux): once it
+		// has, start a new one.
+		if alive(pid) {
 			return fmt.Errorf("postgres already running in %s (pid %d) does not answer: %w", s.dataDir, pid, err)
 		}
 		s.pid, s.port = 0, 0
@@ -283,6 +285,9 @@ var ErrNotRunning = errors.New("no postgres server is running on this state dire
 // starting one. user is as in Options. The result does not own the server and is not
 // started (its Start would attach again): use Kill to stop the server.
 func Attach(dir, user string) (*Server, error) {
+	if err := supported(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -324,7 +329,7 @@ func stopPID(pid int, exited <-chan struct{}) error {
 					return false
 				}
 			}
-			if syscall.Kill(pid, 0) == syscall.ESRCH {
+			if !alive(pid) {
 				return true
 			}
 			if time.Now().After(deadline) {
@@ -333,8 +338,8 @@ func stopPID(pid int, exited <-chan struct{}) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
+	if err := signal(pid, syscall.SIGINT); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
 			return nil
 		}
 		return fmt.Errorf("stop postgres (pid %d): %w", pid, err)
@@ -342,33 +347,11 @@ func stopPID(pid int, exited <-chan struct{}) error {
 	if gone(30 * time.Second) {
 		return nil
 	}
-	syscall.Kill(pid, syscall.SIGQUIT)
+	signal(pid, syscall.SIGQUIT)
 	if gone(10 * time.Second) {
 		return fmt.Errorf("postgres (pid %d) ignored a fast shutdown for 30 s; stopped it immediately", pid)
 	}
 	return fmt.Errorf("postgres (pid %d) did not stop", pid)
-}
-
-// runAs returns the credentials to run the server with: nil when the caller is not
-// root, else those of the unprivileged user.
-func runAs(name string) (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	names := []string{name}
-	if name == "" {
-		names = []string{"postgres", "nobody"}
-	}
-	for _, n := range names {
-		u, err := user.Lookup(n)
-		if err != nil {
-			continue
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
-	}
-	return nil, fmt.Errorf("postgres refuses to run as root and there is no user %s to run it as: create one (useradd --system %s)", strings.Join(names, " or "), names[0])
 }
 
 // fallbackDir, under the temp dir, holds clusters whose state dir the server's user
@@ -377,35 +360,12 @@ const fallbackDir = "cf-benchmark-pg"
 
 // dataDirFor returns dir/data unless cred's user cannot traverse dir's ancestors (a
 // state dir under /root, say); then a directory under /var/tmp keyed by dir.
-func dataDirFor(dir string, cred *syscall.Credential) string {
+func dataDirFor(dir string, cred *credential) string {
 	if cred == nil || traversable(dir, cred) {
 		return filepath.Join(dir, "data")
 	}
 	sum := sha256.Sum256([]byte(dir))
 	return filepath.Join(os.TempDir(), fallbackDir, hex.EncodeToString(sum[:6]), "data")
-}
-
-func traversable(dir string, cred *syscall.Credential) bool {
-	for p := dir; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return false
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		mode := uint32(fi.Mode().Perm())
-		switch {
-		case st.Uid == cred.Uid:
-			mode >>= 6
-		case st.Gid == cred.Gid:
-			mode >>= 3
-		}
-		if mode&1 == 0 {
-			return false
-		}
-		if p == "/" {
-			return true
-		}
-	}
 }
 
 func loadOrCreatePassword(path string) (string, error) {
@@ -428,7 +388,7 @@ func loadOrCreatePassword(path string) (string, error) {
 }
 
 // initCluster runs initdb unless the data directory holds a cluster already.
-func (s *Server) initCluster(ctx context.Context, binDir string, cred *syscall.Credential) error {
+func (s *Server) initCluster(ctx context.Context, binDir string, cred *credential) error {
 	major, err := serverMajor(binDir)
 	if err != nil {
 		return err
@@ -477,7 +437,7 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *syscall.C
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), "-D", s.dataDir, "-U", Superuser,
 		"--pwfile", pwFile.Name(), "--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-instructions")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.SysProcAttr = procAttr(cred)
 	cmd.Dir = os.TempDir()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(s.dataDir)
@@ -487,7 +447,7 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *syscall.C
 }
 
 // launch starts the postmaster on port and waits until it accepts connections.
-func (s *Server) launch(ctx context.Context, binDir string, cred *syscall.Credential, port int, opts Options) error {
+func (s *Server) launch(ctx context.Context, binDir string, cred *credential, port int, opts Options) error {
 	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "logging_collector=off", "-c", "synchronous_commit=off", "-c", "max_connections=" + strconv.Itoa(cmp.Or(opts.MaxConnections, 200))}
@@ -505,13 +465,7 @@ func (s *Server) launch(ctx context.Context, binDir string, cred *syscall.Creden
 	cmd.Dir = os.TempDir()
 	// Its own process group: a Ctrl-C at the terminal reaches us, not the server, so
 	// the run can still record that it was interrupted before we stop the server.
-	attr := &syscall.SysProcAttr{Credential: cred, Setpgid: true}
-	if opts.Detach {
-		attr = &syscall.SysProcAttr{Credential: cred, Setsid: true}
-	} else {
-		attr.Pdeathsig = syscall.SIGINT
-	}
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr = serverAttr(cred, opts.Detach)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
@@ -542,7 +496,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 				return errors.New("the server exited")
 			default:
 			}
-		} else if syscall.Kill(s.pid, 0) == syscall.ESRCH {
+		} else if !alive(s.pid) {
 			return errors.New("the server exited")
 		}
 		c, err := pgconn.Connect(ctx, s.DSN("postgres"))
@@ -589,7 +543,7 @@ func running(dataDir string) (pid, port int, ok bool) {
 	}
 	pid, err1 := strconv.Atoi(strings.TrimSpace(lines[0]))
 	port, err2 := strconv.Atoi(strings.TrimSpace(lines[3]))
-	if err1 != nil || err2 != nil || pid <= 0 || syscall.Kill(pid, 0) == syscall.ESRCH {
+	if err1 != nil || err2 != nil || pid <= 0 || !alive(pid) {
 		return 0, 0, false
 	}
 	// A stale pid file after a crash may name a pid since reused by another program.

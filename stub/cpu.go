@@ -5,8 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // work burns d of CPU time on the calling goroutine's thread, or less when ctx ends.
@@ -39,15 +37,6 @@ func work(ctx context.Context, d time.Duration) bool {
 // sink keeps the busy loops from being optimised away. Racy by design: only the CPU
 // the increments cost matters, never the value.
 var sink uint64
-
-// threadCPU is the CPU time the calling thread has used.
-func threadCPU() (time.Duration, bool) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0, false
-	}
-	return time.Duration(ts.Nano()), true
-}
 
 // spin keeps a thread busy until the wall clock reaches end or ctx ends.
 func spin(ctx context.Context, end time.Time) bool {

@@ -60,10 +60,8 @@ func (m *Runner) Run(ctx context.Context, r Run) (stdout, stderr []byte, u Usage
 	u.Elapsed = time.Since(start)
 	u.Foreign = before.ForeignUntil(Snapshot(), m.Ours)
 	if ps := cmd.ProcessState; ps != nil {
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			u.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
-		}
+		u.CPU = ps.UserTime() + ps.SystemTime()
+		u.MaxRSS = maxRSS(ps)
 	}
 	if err != nil {
 		tail := errb.Bytes()

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -142,7 +141,7 @@ func Start(ctx context.Context, f Flavor) (*Node, error) {
 	return nil, lastErr
 }
 
-func launch(ctx context.Context, f Flavor, home, javaHome string, cred *syscall.Credential) (*Node, error) {
+func launch(ctx context.Context, f Flavor, home, javaHome string, cred *credential) (*Node, error) {
 	dir, err := os.MkdirTemp("", "cfbench-test-"+f.Command+"-")
 	if err != nil {
 		return nil, err
@@ -197,9 +196,9 @@ func launch(ctx context.Context, f Flavor, home, javaHome string, cred *syscall.
 		// (collectors/routerlogs/elastic's suite: 361 CPU-s with C2, 266 without).
 		p + "_JAVA_OPTS=-Xms" + f.Heap + " -Xmx" + f.Heap + " -XX:TieredStopAtLevel=1",
 	}
-	// Its own process group, and SIGTERM should this process die first: a crashed
-	// test run leaves no node behind (a server JVM exits when its launcher does).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Its own process group, and SIGTERM should this process die first (on Linux): a
+	// crashed test run leaves no node behind (a server JVM exits when its launcher does).
+	cmd.SysProcAttr = nodeAttr(cred)
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fail(fmt.Errorf("start %s: %w", cmd.Path, err))
@@ -295,11 +294,11 @@ func (n *Node) Stop() error {
 		select {
 		case <-n.exited:
 		default:
-			_ = syscall.Kill(n.PID, syscall.SIGTERM)
+			_ = terminate(n.PID)
 			select {
 			case <-n.exited:
 			case <-time.After(30 * time.Second):
-				_ = syscall.Kill(-n.PID, syscall.SIGKILL)
+				_ = killGroup(n.PID)
 				<-n.exited
 				err = fmt.Errorf("%s (pid %d) ignored SIGTERM for 30 s; killed it", strings.ToLower(n.name), n.PID)
 			}
@@ -390,7 +389,7 @@ func javaHome(f Flavor) (string, error) {
 
 // runAs returns nil when not root, else the credentials of $UserEnv, DefaultUser or
 // nobody, the first that exists.
-func runAs(f Flavor) (*syscall.Credential, error) {
+func runAs(f Flavor) (*credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -405,7 +404,7 @@ func runAs(f Flavor) (*syscall.Credential, error) {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+		return &credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
 	}
 	return nil, fmt.Errorf("%s refuses to run as root and there is no user %s to run it as (%s creates %s)",
 		strings.ToLower(f.Name), strings.Join(names, " or "), f.Script, DefaultUser)

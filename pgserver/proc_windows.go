@@ -1,0 +1,34 @@
+package pgserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// errWindows is what Start and Attach return on Windows; it wraps errors.ErrUnsupported.
+var errWindows = fmt.Errorf("a private PostgreSQL server is started on Linux and macOS only (it is stopped with Unix signals): on Windows give a results database with --db postgres://… or $CFBENCH_DB: %w", errors.ErrUnsupported)
+
+// credential is unused on Windows: the server never runs as another user here.
+type credential struct{ Uid, Gid uint32 }
+
+func supported() error { return errWindows }
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	p.Release()
+	return true
+}
+
+func signal(int, syscall.Signal) error          { return errWindows }
+func procAttr(*credential) *syscall.SysProcAttr { return nil }
+func serverAttr(*credential, bool) *syscall.SysProcAttr {
+	return nil
+}
+func runAs(string) (*credential, error)    { return nil, nil }
+func traversable(string, *credential) bool { return true }
