@@ -376,3 +376,19 @@ func permanentConnectError(err error) bool {
 	}
 	return true
 }
+
+// TextColumn reports whether column of table's CSV file is free text, which the export
+// neutralises for spreadsheets: a value written with a leading ' is the value without
+// it. Readers of the files take that one ' off again.
+func TextColumn(table, column string) bool {
+	d, ok := tableDefs[table]
+	if !ok {
+		return false
+	}
+	for _, c := range d.cols {
+		if c.name == column {
+			return c.kind == kindText
+		}
+	}
+	return false
+}

@@ -1,0 +1,258 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/export"
+	"github.com/cf-benchmark/cf-benchmark/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// Both readers of a run's rows are Readers. (The assertions live here, not beside the
+// implementations: resultsdb and exportdir cannot import report, which imports them.)
+var (
+	_ Reader = (*resultsdb.Store)(nil)
+	_ Reader = exportdir.Reader{}
+)
+
+const (
+	legacyRun = "20261123-080000-0005"
+	bareRun   = "20261123-090000-0006"
+)
+
+// exportedFixture is the fixture store with a legacy and a bare run besides the run and
+// its baseline, and every run exported into a directory of its own, by run id.
+func exportedFixture(t *testing.T, perStep int) (*resultsdb.Store, map[string]string) {
+	t.Helper()
+	store := fixtureStore(t, perStep)
+	fixture{id: legacyRun, epoch: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), tag: 0x5eed0005, speed: 0.9, perStep: perStep, legacy: true}.seed(t, store)
+	fixture{id: bareRun, epoch: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC), tag: 0x5eed0006, speed: 1.1, perStep: perStep, bare: true}.seed(t, store)
+	root := t.TempDir()
+	dirs := map[string]string{}
+	for _, id := range []string{fixtureRun, fixtureBaseline, legacyRun, bareRun} {
+		dirs[id] = filepath.Join(root, "results", id)
+		if _, err := export.Export(context.Background(), store, id, dirs[id], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store, dirs
+}
+
+// TestReportFromExportDirIsTheSame: a report made from a run's export directory is byte
+// for byte the report made from the results database, in JSON and text, for a run with
+// several variants and steps, router requests, app timings and findings, compared with
+// a baseline under thresholds, for a run recorded before the per-second series and
+// router metrics were stored (computed from the raw rows on both sides), a bare run, and
+// series in intervals wider than a second.
+func TestReportFromExportDirIsTheSame(t *testing.T) {
+	store, dirs := exportedFixture(t, 500)
+	th, err := ParseThresholds("capacity=-10%,p99=+20%,throughput=-25%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ids  []string
+		opts Options
+	}{
+		{"baseline and thresholds", []string{fixtureRun}, Options{Baseline: fixtureBaseline, FailOn: th}},
+		{"two runs side by side", []string{fixtureRun, fixtureBaseline}, Options{}},
+		{"legacy run", []string{legacyRun}, Options{}},
+		{"bare run", []string{bareRun}, Options{}},
+		{"wide intervals", []string{fixtureRun, legacyRun}, Options{MaxPoints: 17, Baseline: bareRun}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			fromDB, err := Build(ctx, store, c.ids, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, id := range c.ids {
+				paths = append(paths, dirs[id])
+			}
+			opts := c.opts
+			if opts.Baseline != "" {
+				opts.Baseline = dirs[opts.Baseline]
+			}
+			fromDir, err := Build(ctx, exportdir.Reader{}, paths, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, form := range []struct {
+				name  string
+				write func(*Report, *bytes.Buffer) error
+			}{
+				{"json", func(r *Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
+				{"text", func(r *Report, b *bytes.Buffer) error { return r.WriteText(b) }},
+			} {
+				var a, b bytes.Buffer
+				if err := form.write(fromDB, &a); err != nil {
+					t.Fatal(err)
+				}
+				if err := form.write(fromDir, &b); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(a.Bytes(), b.Bytes()) {
+					t.Errorf("%s from the export directory differs from the database's:\n%s", form.name, lineDiff(a.String(), b.String()))
+				}
+				if a.Len() < 1000 {
+					t.Errorf("%s: a report of %d bytes; the fixture must give more to compare", form.name, a.Len())
+				}
+			}
+			// Not a vacuous comparison: the figures the readers compute are there.
+			run := fromDir.Runs[0]
+			if len(run.Variants) != 2 || len(run.Variants[0].Steps) == 0 || len(run.Variants[0].Series.T) == 0 {
+				t.Errorf("report from the directory lacks variants, steps or series: %+v", run.Variants)
+			}
+		})
+	}
+	// The decomposition, coverage, memory and findings are compared above: check the
+	// full run has them, so their agreement means something.
+	rep, err := Build(context.Background(), exportdir.Reader{}, []string{dirs[fixtureRun]}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Runs[0]
+	if len(r.Findings) == 0 || len(r.Coverage) == 0 || r.Variants[0].Memory == nil || r.Variants[0].Steps[3].Decomposition == nil || len(r.Flushes) == 0 {
+		t.Errorf("the full run lacks findings, coverage, memory, a decomposition or flushes: %+v", r)
+	}
+}
+
+// lineDiff shows the first lines where a and b differ, with a little context.
+func lineDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out strings.Builder
+	shown := 0
+	for i := 0; i < max(len(la), len(lb)) && shown < 10; i++ {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			fmt.Fprintf(&out, "line %d:\n- db:  %s\n+ dir: %s\n", i+1, x, y)
+			shown++
+		}
+	}
+	return out.String()
+}
+
+// TestReportFromDamagedExportDir: a missing file, a bad value, a cut file and a
+// directory that is no export each fail with an error naming the file (and the line
+// and column of a bad value), never a report.
+func TestReportFromDamagedExportDir(t *testing.T) {
+	_, dirs := exportedFixture(t, 50)
+	src := dirs[fixtureRun]
+	copyDir := func(t *testing.T) string {
+		dst := filepath.Join(t.TempDir(), fixtureRun)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			body, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, e.Name()), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dst
+	}
+	edit := func(t *testing.T, path string, f func(string) string) {
+		body, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(f(string(body))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   []string
+	}{
+		{"missing file", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "steps.csv")) },
+			[]string{"steps.csv", "missing"}},
+		{"bad value", func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, "step_metrics.csv"), func(s string) string {
+				lines := strings.SplitN(s, "\n", 3)
+				fields := strings.Split(lines[1], ",")
+				fields[3] = "many" // count
+				lines[1] = strings.Join(fields, ",")
+				return strings.Join(lines, "\n")
+			})
+		}, []string{"step_metrics.csv line 2, column count", `"many" is not an integer`}},
+		{"cut file", func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, "samples.csv"), func(s string) string { return s[:len(s)/2] })
+		}, []string{"samples.csv"}},
+		{"cut file, manifest edited to match", func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, "run_events.csv"), func(s string) string {
+				lines := strings.SplitAfter(s, "\n")
+				return strings.Join(append(lines[:1], lines[2:]...), "")
+			})
+			st, _ := os.Stat(filepath.Join(dir, "run_events.csv"))
+			setManifestBytes(t, dir, "run_events", st.Size())
+		}, []string{"run_events.csv", "rows, manifest.json says"}},
+		{"changed value", func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, "run_events.csv"), func(s string) string { return strings.Replace(s, "generators at", "generators @t", 1) })
+		}, []string{"run_events.csv", "SHA-256"}},
+		{"no manifest", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "manifest.json")) },
+			[]string{"no manifest.json"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyDir(t)
+			c.damage(t, dir)
+			rep, err := Build(context.Background(), exportdir.Reader{}, []string{dir}, Options{})
+			if err == nil {
+				t.Fatalf("a report from a damaged directory: %d runs", len(rep.Runs))
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if c.name == "no manifest" && !errors.Is(err, resultsdb.ErrRunNotFound) {
+				t.Errorf("error %v does not wrap ErrRunNotFound", err)
+			}
+		})
+	}
+}
+
+// setManifestBytes rewrites the size manifest.json gives table's file.
+func setManifestBytes(t *testing.T, dir, table string, n int64) {
+	t.Helper()
+	m, err := exportdir.Manifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Files {
+		if m.Files[i].Table == table {
+			m.Files[i].Bytes = n
+		}
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
