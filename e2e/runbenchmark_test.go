@@ -303,14 +303,14 @@ func loggedIn(t *testing.T, root, bins string, opts ...func(*foundation.Config))
 	return cf, info, cl
 }
 
-// buildPushed builds the binaries a run pushes (generator, tunnel) and the stub app into
+// buildPushed builds the program a run pushes (cmd/cfbench) and the stub app into
 // a bin dir laid out as make build lays out bin/.
 func buildPushed(t *testing.T, root string) string {
 	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	for _, b := range []struct{ out, pkg string }{
-		{"cfbench-worker", "./cmd/cfbench-worker"}, {"cfbench-tunnel", "./cmd/cfbench-tunnel"}, {"cfbench-drain", "./cmd/cfbench-drain"}, {"cfbench-relay", "./cmd/cfbench-relay"},
+		{"cfbench", "./cmd/cfbench"},
 		{"stub/cfbench-stub", "./cmd/cfbench-stub"},
 	} {
 		res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(dir, b.out), b.pkg)

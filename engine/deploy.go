@@ -28,14 +28,11 @@ type DeployConfig struct {
 	CF *platform.CF
 	// API is the Cloud Controller's URL, recorded in Access.
 	API string
-	// WorkerBin and TunnelBin are linux/amd64 executables of cmd/cfbench-worker and
-	// cmd/cfbench-tunnel, pushed with the binary buildpack; DrainBin of
-	// cmd/cfbench-drain, needed when the router logs come from a drain; RelayBin of
-	// cmd/cfbench-relay, needed when the generators go through a relay
-	// (spec.UsesRelay).
-	WorkerBin, TunnelBin, DrainBin, RelayBin string
-	Reporter                                 Reporter
-	Logger                                   *slog.Logger
+	// Pushed is the program pushed as the generators, the tunnel, and the drain and the
+	// relay when the spec has them, with the binary buildpack.
+	Pushed   Pushed
+	Reporter Reporter
+	Logger   *slog.Logger
 	// StartTimeout bounds the wait for pushed apps to run (default 5 min).
 	StartTimeout time.Duration
 	// LookupEnv gives the ${NAME}s of header values, which are set on the generator
@@ -56,10 +53,10 @@ type Deployment struct {
 	variants map[string]*deployedVariant
 	order    []string
 	close    func()
-	// drainBin is pushed as the run's drain (collectors.router_logs.source drain);
+	// pushed is pushed as the run's drain (collectors.router_logs.source drain);
 	// startTimeout bounds the wait for it, and for the instances a ramp of app
 	// instances scales an app under test to, to run.
-	drainBin     string
+	pushed       Pushed
 	startTimeout time.Duration
 	// relay is the run's relay app, when its generators go through one; Close stops it.
 	relay *platform.App
@@ -154,15 +151,12 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	if err := checkHeaderVars(sp, cfg.LookupEnv); err != nil {
 		return nil, err
 	}
-	if usesDrain(sp) && cfg.DrainBin == "" {
-		return nil, errors.New("router logs from a drain need the cfbench-drain binary to push")
+	if cfg.Pushed.Binary == "" {
+		return nil, errors.New("no cfbench program to push as the generators and the tunnel")
 	}
 	genEnv := map[string]string{"GOMEMLIMIT": "200MiB", "CFBENCH_DB_SERVICE": sp.ResultsDB.ServiceInstance}
 	for _, name := range sp.Workload.HeaderVars() {
 		genEnv[name], _ = cfg.LookupEnv(name)
-	}
-	if sp.UsesRelay() && cfg.RelayBin == "" {
-		return nil, errors.New("generators through a relay (results_db.relay) need the cfbench-relay binary to push")
 	}
 	cf, note := cfg.CF, cfg.Reporter.Note
 	land, err := platform.EnsureLandscape(ctx, cf.Client(), sp.Landscape)
@@ -196,12 +190,12 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		}
 	}
 	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{}, log: cfg.Logger,
-		drainBin: cfg.DrainBin, startTimeout: cfg.StartTimeout,
+		pushed: cfg.Pushed, startTimeout: cfg.StartTimeout,
 		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
 			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}
 
 	note("pushing the tunnel app " + d.Access.TunnelApp)
-	if err := pushTunnel(ctx, cf, sp, land, cfg.TunnelBin, cfg.StartTimeout); err != nil {
+	if err := pushTunnel(ctx, cf, sp, land, cfg.Pushed, cfg.StartTimeout); err != nil {
 		return nil, err
 	}
 	store, closeStore, err := Connect(ctx, cf, d.Access, cfg.Logger)
@@ -218,7 +212,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		note(fmt.Sprintf("pushing the relay app %s: the generators reach the results database through it (results_db.relay %s, ramp peak %d generator instance(s))",
 			RelayApp(sp), sp.ResultsDB.Relay, sp.PeakGenerators()))
 		var env map[string]string
-		if d.relay, env, err = pushRelay(ctx, cf, sp, land, cfg.RelayBin, cfg.StartTimeout); err != nil {
+		if d.relay, env, err = pushRelay(ctx, cf, sp, land, cfg.Pushed, cfg.StartTimeout); err != nil {
 			return nil, err
 		}
 		maps.Copy(genEnv, env)
@@ -240,9 +234,9 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		}
 		name := GeneratorApp(sp, v.Name)
 		note("pushing the generator app " + name)
-		gen, err := cf.PushBinary(ctx, platform.BinaryApp{Org: org, Space: gens.Name, Name: name, Binary: cfg.WorkerBin,
+		gen, err := cf.PushBinary(ctx, cfg.Pushed.app("worker", platform.BinaryApp{Org: org, Space: gens.Name, Name: name,
 			Memory: "256M", Disk: "1G", Instances: 0, HealthCheck: "process", Services: []string{rdb.ServiceInstance},
-			Env: genEnv})
+			Env: genEnv}))
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: generator app: %w", v.Name, err)
 		}
@@ -328,7 +322,7 @@ func appConfig(v spec.Variant, env map[string]string) (*resultsdb.AppConfig, err
 
 // pushTunnel pushes the tunnel app bound to the results database with new credentials
 // (each run gets its own) and the key it had before, if any.
-func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, bin string, timeout time.Duration) error {
+func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, pushed Pushed, timeout time.Duration) error {
 	name := TunnelApp(sp)
 	key := ""
 	if old, err := cf.FindApp(ctx, land.Generators.GUID, name); err != nil {
@@ -350,7 +344,7 @@ func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platf
 	if err != nil {
 		return err
 	}
-	_, err = pushBound(ctx, cf, sp, land, name, bin, "64M", "128M", timeout,
+	_, err = pushBound(ctx, cf, sp, land, name, pushed, "tunnel", "64M", "128M", timeout,
 		map[string]string{envTunnelAuth: auth, envTunnelKey: key, "GOMEMLIMIT": "48MiB"})
 	if err != nil {
 		return fmt.Errorf("tunnel app: %w", err)
@@ -358,20 +352,20 @@ func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platf
 	return nil
 }
 
-// pushBound pushes one of the run's own apps (the tunnel, the drain): the binary bin as
-// app name in the generators space, one instance with a route, bound to the results
+// pushBound pushes one of the run's own apps (the tunnel, the drain, the relay): pushed's
+// program prog as app name in the generators space, one instance with a route, bound to the results
 // database (CFBENCH_DB_SERVICE names it among the app's bindings), and waits until it
 // runs.
-func pushBound(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, name, bin, memory, disk string,
+func pushBound(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, name string, pushed Pushed, prog, memory, disk string,
 	timeout time.Duration, env map[string]string) (*platform.App, error) {
 	env = maps.Clone(env)
 	env["CFBENCH_DB_SERVICE"] = sp.ResultsDB.ServiceInstance
 	// The route carries part of the org's guid: routes are global on a foundation, and
 	// two orgs running the same spec must not collide.
 	host := fmt.Sprintf("%s-%s", name, strings.ReplaceAll(land.OrgGUID, "-", "")[:8])
-	app, err := cf.PushBinary(ctx, platform.BinaryApp{Org: land.Org, Space: land.Generators.Name, Name: name, Binary: bin,
+	app, err := cf.PushBinary(ctx, pushed.app(prog, platform.BinaryApp{Org: land.Org, Space: land.Generators.Name, Name: name,
 		Memory: memory, Disk: disk, Instances: 1, RouteHost: host, HealthCheck: "port",
-		Services: []string{sp.ResultsDB.ServiceInstance}, Env: env})
+		Services: []string{sp.ResultsDB.ServiceInstance}, Env: env}))
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
-// Drain app environment (cmd/cfbench-drain): the run's credentials, the run, and its
+// Drain app environment (cfbench drain): the run's credentials, the run, and its
 // apps (the run's variants are recorded only as each starts).
 const (
 	envDrainAuth = "CFBENCH_DRAIN_AUTH"
@@ -93,7 +93,7 @@ func (d *Deployment) startDrain(ctx context.Context, sp *spec.Spec, runID string
 		}
 	}()
 	note("pushing the drain app " + rd.name)
-	rd.app, err = pushBound(ctx, d.cf, sp, d.Landscape, rd.name, d.drainBin, fmt.Sprintf("%dM", drainMemoryMB), "256M", d.startTimeout,
+	rd.app, err = pushBound(ctx, d.cf, sp, d.Landscape, rd.name, d.pushed, "drain", fmt.Sprintf("%dM", drainMemoryMB), "256M", d.startTimeout,
 		map[string]string{envDrainAuth: auth, envDrainRun: runID, envDrainApps: string(appsJSON), "GOMEMLIMIT": "200MiB"})
 	if err != nil {
 		return rd, fmt.Errorf("drain app: %w", err)

@@ -42,8 +42,7 @@ type SessionReporter interface {
 }
 
 // SessionConfig wires a session to its surroundings. A spec with a landscape runs on
-// Cloud Foundry and needs CF, API, WorkerBin and TunnelBin, DrainBin for router logs
-// from a drain and RelayBin for generators through a relay (see DeployConfig); its
+// Cloud Foundry and needs CF, API and Pushed (see DeployConfig); its
 // results database is found through the deployment. Otherwise Store is the results
 // database and generators run in this process.
 type SessionConfig struct {
@@ -52,9 +51,9 @@ type SessionConfig struct {
 	Store     *resultsdb.Store
 	StoreName string
 
-	CF                                       *platform.CF
-	API                                      string
-	WorkerBin, TunnelBin, DrainBin, RelayBin string
+	CF     *platform.CF
+	API    string
+	Pushed Pushed
 
 	// LogSource opens the source of collectors.router_logs; nil skips router logs.
 	LogSource LogSourceFunc
@@ -181,7 +180,7 @@ func (s *session) deploy(ctx context.Context) (bool, error) {
 		s.cfg.Reporter.Note("results db: " + s.cfg.StoreName)
 		return false, nil
 	}
-	dep, err := Deploy(ctx, s.sp, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, WorkerBin: s.cfg.WorkerBin, TunnelBin: s.cfg.TunnelBin, DrainBin: s.cfg.DrainBin, RelayBin: s.cfg.RelayBin,
+	dep, err := Deploy(ctx, s.sp, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, Pushed: s.cfg.Pushed,
 		Reporter: s.cfg.Reporter, Logger: s.cfg.Logger, LookupEnv: s.cfg.LookupEnv})
 	if err != nil {
 		if ctx.Err() != nil {

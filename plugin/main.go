@@ -18,6 +18,7 @@ import (
 
 	cfbversion "github.com/cf-benchmark/cf-benchmark/internal/version"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
+	"github.com/cf-benchmark/cf-benchmark/plugin/payload"
 )
 
 // version is stamped at build time: make build passes
@@ -26,7 +27,7 @@ var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now, Spawn: spawn, BinDirs: binDirs(),
+	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now, Spawn: spawn, BinDirs: binDirs(), Carried: carried,
 		Version: cfbversion.Of(version, buildInfo())}
 	var code int
 	if isPluginInvocation(os.Args) {
@@ -48,9 +49,21 @@ func buildInfo() *debug.BuildInfo {
 	return nil
 }
 
-// binDirs are where the binaries pushed to Cloud Foundry are looked for: beside this
-// program (make build puts them all in bin/), then ./bin. As a cf CLI plugin this
-// program is a copy under the cf CLI's plugin directory, so ./bin matters then.
+// carried writes out the cfbench program this plugin carries into the user's cache
+// directory (~/.cache, ~/Library/Caches, %LocalAppData%), where it stays for the next
+// run of the same build.
+func carried() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return payload.Extract(filepath.Join(dir, "cf-benchmark", "pushed"))
+}
+
+// binDirs are where the program pushed to Cloud Foundry is looked for when this build
+// carries none: beside this program (make build puts it in bin/), then ./bin. As a cf
+// CLI plugin this program is a copy under the cf CLI's plugin directory, so ./bin
+// matters then.
 func binDirs() []string {
 	dirs := []string{}
 	if exe, err := os.Executable(); err == nil {

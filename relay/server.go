@@ -1,5 +1,5 @@
 // Package relay lets many generator instances share a few connections to the results
-// database. A Server (cmd/cfbench-relay, pushed beside the generators) holds a small
+// database. A Server (cmd/cfbench: cfbench relay, pushed beside the generators) holds a small
 // pool and serves the instances' calls over HTTP: the plan is read once per app however
 // many instances poll it, heartbeats go in one statement per interval, and the samples
 // of all instances that post while a COPY runs go in the next COPY (group commit). A

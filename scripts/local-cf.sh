@@ -27,6 +27,4 @@ mkdir -p "$CF_HOME"
 "$cf" auth $auth >/dev/null
 "$cf" target -o cfbench -s apps >/dev/null
 "$cf" install-plugin -f bin/cf-benchmark >/dev/null
-# The plugin pushes bin/cfbench-worker and bin/cfbench-tunnel; cf runs it from its own
-# copy under CF_HOME, so say where they are.
-export CFBENCH_BIN_DIR=$PWD/bin
+# The plugin carries the program it pushes (generators, tunnel): no CFBENCH_BIN_DIR.

@@ -84,7 +84,7 @@ type ResultsDB struct {
 	Offering        string
 	Plan            string
 	// Relay says whether the generators reach the database through a relay app the
-	// run pushes (cmd/cfbench-relay, docs/connection-budget.md) instead of a pool of
+	// run pushes (cmd/cfbench: cfbench relay, docs/connection-budget.md) instead of a pool of
 	// connections each: see UsesRelay.
 	Relay Relay
 }

@@ -6,7 +6,7 @@
 // database; on Close (SIGTERM on CF) it stops issuing, lets requests in flight finish
 // within a bound, stores everything and marks itself stopped.
 //
-// The same code runs pushed to Cloud Foundry (cmd/cfbench-worker) and in process, where
+// The same code runs pushed to Cloud Foundry (cmd/cfbench: cfbench worker) and in process, where
 // the engine starts instances itself for url: variants.
 package worker
 

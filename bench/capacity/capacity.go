@@ -56,7 +56,7 @@ type Config struct {
 	// does without --relay; otherwise they go through one relay holding RelayConns.
 	Direct     bool
 	RelayConns int
-	// RelayBin, when set, is a cfbench-relay binary the relay runs as, in a process of
+	// RelayBin, when set, is a cfbench binary the relay runs as (cfbench relay), in a process of
 	// its own (its CPU is then measured); otherwise the relay runs in this process.
 	RelayBin string
 	Logger   *slog.Logger

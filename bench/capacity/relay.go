@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -42,10 +43,10 @@ func startRelay(ctx context.Context, cfg Config, dsn string) (*runningRelay, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(cfg.RelayBin, "--port", strconv.Itoa(port), "--conns", strconv.Itoa(cfg.RelayConns))
+	cmd := exec.Command(cfg.RelayBin, "relay", "--port", strconv.Itoa(port), "--conns", strconv.Itoa(cfg.RelayConns))
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "CFBENCH_RELAY_TOKEN="+token, "VCAP_SERVICES=")
 	cmd.Stderr = os.Stderr // its warnings, as the instances' go to the logger
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = osproc.DieWithParent(syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start the relay: %w", err)
 	}

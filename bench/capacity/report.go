@@ -23,7 +23,7 @@ func Markdown(runs []Report) string {
 		c, res := r.Config, r.Result
 		mode := fmt.Sprintf("through one relay holding at most %d connections", c.RelayConns)
 		if c.Direct {
-			mode = "each with its own pool (cfbench-worker without --relay)"
+			mode = "each with its own pool (cfbench worker without --relay)"
 		}
 		fmt.Fprintf(&b, "## %d instances %s, max_connections = %d\n\n", c.Instances, mode, c.MaxConnections)
 		load := fmt.Sprintf("open loop %g req/s per instance (%g req/s in all at the last step)", c.Rate, c.Rate*float64(c.Instances))

@@ -1,10 +1,10 @@
 // Command cfbench-capacity runs the capacity simulation (package bench/capacity, part
 // of make bench): many generator instances through a relay on a Postgres with a
 // connection cap, then, as the baseline, a few instances each with its own pool as
-// cfbench-worker without --relay runs. It writes the figures as Markdown to stdout and
+// cfbench worker without --relay runs. It writes the figures as Markdown to stdout and
 // to --out.
 //
-//	go run ./cmd/cfbench-capacity -instances 1000 -steps 4 -hold 10s -relay-bin bin/cfbench-relay
+//	go run ./cmd/cfbench-capacity -instances 1000 -steps 4 -hold 10s -relay-bin bin/cfbench
 package main
 
 import (
@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&relayed.LateJoiners, "late", 10, "instances started by hand once the last step runs (they join it late)")
 	fs.IntVar(&relayed.MaxConnections, "max-connections", 100, "the database's max_connections")
 	fs.IntVar(&relayed.RelayConns, "relay-conns", 8, "the relay's connections to the database")
-	fs.StringVar(&relayed.RelayBin, "relay-bin", "", "a cfbench-relay binary to run the relay in a process of its own, whose CPU is measured (default: in this process)")
+	fs.StringVar(&relayed.RelayBin, "relay-bin", "", "a cfbench binary (cmd/cfbench) to run the relay in a process of its own, whose CPU is measured (default: in this process)")
 	fs.IntVar(&direct.Instances, "direct-instances", 20, "instances of the baseline with a pool each (0: none)")
 	out := fs.String("out", "bench/capacity-latest.md", "file the Markdown report goes to")
 	if code, ok := cli.Parse(fs, args); !ok {

@@ -1,4 +1,4 @@
-// Command cfbench-drain is the syslog drain app cf-benchmark pushes to Cloud Foundry
+// The drain command (drain.go) is the syslog drain app cf-benchmark pushes to Cloud Foundry
 // (binary buildpack) for a run whose router logs come from a drain
 // (collectors.router_logs.source: drain), bound to the results database: the run's
 // apps' log lines arrive through a user-provided service's drain URL, and every router
@@ -14,7 +14,8 @@
 //
 // Outside Cloud Foundry:
 //
-//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_DRAIN_AUTH=u:p… CFBENCH_DRAIN_RUN=RUN_ID cfbench-drain
+//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_DRAIN_AUTH=u:p… CFBENCH_DRAIN_RUN=RUN_ID cfbench drain
+
 package main
 
 import (
@@ -26,7 +27,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
@@ -35,15 +35,11 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
-func main() {
-	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) })
-}
-
-// run is the whole command; it serves until ctx ends (SIGTERM), then stores what is
+// runDrain is the drain command; it serves until ctx ends (SIGTERM), then stores what is
 // buffered within the grace. started, when not nil, receives the receiver once it
 // listens (for tests).
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*drain.Receiver)) int {
-	fs := flag.NewFlagSet("cfbench-drain", flag.ContinueOnError)
+func runDrain(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*drain.Receiver)) int {
+	fs := flag.NewFlagSet("cfbench drain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.String("port", getenv("PORT"), "port for HTTP drain requests, on all interfaces (default $PORT; empty: none)")
 	syslogPort := fs.String("syslog-port", "", "port for syslog over TCP (octet counting); empty: none")
@@ -51,7 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	keyFile := fs.String("tls-key", "", "its key (PEM)")
 	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cfbench-drain [--port PORT] [--syslog-port PORT [--tls-cert FILE --tls-key FILE]] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_DRAIN_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_DRAIN_RUN=20261124-185701-ab12 cfbench-drain\n\nOptions:")
+		fmt.Fprintln(stderr, "Usage: cfbench drain [--port PORT] [--syslog-port PORT [--tls-cert FILE --tls-key FILE]] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_DRAIN_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_DRAIN_RUN=20261124-185701-ab12 cfbench drain\n\nOptions:")
 		fs.PrintDefaults()
 	}
 	if code, ok := cli.Parse(fs, args); !ok {

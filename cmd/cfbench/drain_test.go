@@ -17,13 +17,9 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 const auth = "cfbench:0123456789abcdef0123"
 
-func TestBadConfigurationIsOneClearLine(t *testing.T) {
+func TestDrainBadConfigurationIsOneClearLine(t *testing.T) {
 	good := map[string]string{"PORT": "0", "CFBENCH_DRAIN_AUTH": auth, "CFBENCH_DRAIN_RUN": "20261124-185701-ab12"}
 	for name, c := range map[string]struct {
 		key, value, want string
@@ -41,7 +37,7 @@ func TestBadConfigurationIsOneClearLine(t *testing.T) {
 			m[c.key] = c.value
 		}
 		var stderr bytes.Buffer
-		code := run(t.Context(), nil, env(m), &stderr, nil)
+		code := runDrain(t.Context(), nil, env(m), &stderr, nil)
 		if code != 1 || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("%s: exit %d, stderr %q; want 1 and one line with %q", name, code, stderr.String(), c.want)
 		}
@@ -53,7 +49,7 @@ func TestBadConfigurationIsOneClearLine(t *testing.T) {
 
 // TestServesTheRunUntilSIGTERM runs the command for a run in the results database,
 // posts a router line of the run as the agent does, and stops it as CF does.
-func TestServesTheRunUntilSIGTERM(t *testing.T) {
+func TestDrainServesTheRunUntilSIGTERM(t *testing.T) {
 	dsn := testpg.DSN(t)
 	store, err := resultsdb.Open(t.Context(), dsn)
 	if err != nil {
@@ -73,7 +69,7 @@ func TestServesTheRunUntilSIGTERM(t *testing.T) {
 	code := make(chan int, 1)
 	var stderr testlog.Buffer
 	go func() {
-		code <- run(ctx, nil, env(map[string]string{"PORT": "0", "CFBENCH_DRAIN_AUTH": auth, "CFBENCH_DRAIN_RUN": runRow.ID, "DATABASE_URL": dsn}),
+		code <- runDrain(ctx, nil, env(map[string]string{"PORT": "0", "CFBENCH_DRAIN_AUTH": auth, "CFBENCH_DRAIN_RUN": runRow.ID, "DATABASE_URL": dsn}),
 			&stderr, func(r *drain.Receiver) { got <- r })
 	}()
 	var r *drain.Receiver

@@ -1,4 +1,4 @@
-// Command cfbench-relay lets many generator instances share a few connections to the
+// The relay command (relay.go) lets many generator instances share a few connections to the
 // results database (package relay): pushed to Cloud Foundry beside the generators
 // (binary buildpack, bound to the results database), it serves them on $PORT and holds
 // at most --conns connections. Generators use it with --relay URL (or
@@ -6,7 +6,8 @@
 //
 // Outside Cloud Foundry:
 //
-//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_RELAY_TOKEN=… cfbench-relay --conns 8
+//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_RELAY_TOKEN=… cfbench relay --conns 8
+
 package main
 
 import (
@@ -17,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
@@ -25,20 +25,16 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
-func main() {
-	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) })
-}
-
-// run is the whole command; it serves until ctx ends (SIGTERM). started, when not nil,
+// runRelay is the relay command; it serves until ctx ends (SIGTERM). started, when not nil,
 // receives the relay once it listens (for tests).
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*relay.Server)) int {
-	fs := flag.NewFlagSet("cfbench-relay", flag.ContinueOnError)
+func runRelay(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*relay.Server)) int {
+	fs := flag.NewFlagSet("cfbench relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.String("port", getenv("PORT"), "port to listen on, on all interfaces (default $PORT)")
 	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
 	conns := fs.Int("conns", 8, "most connections to the results database")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cfbench-relay [--port PORT] [--conns N] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_RELAY_TOKEN=$(openssl rand -hex 16) cfbench-relay --conns 8\n\nOptions:")
+		fmt.Fprintln(stderr, "Usage: cfbench relay [--port PORT] [--conns N] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_RELAY_TOKEN=$(openssl rand -hex 16) cfbench relay --conns 8\n\nOptions:")
 		fs.PrintDefaults()
 	}
 	if code, ok := cli.Parse(fs, args); !ok {

@@ -14,13 +14,9 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/relay"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 const token = "relay-token-0123456789"
 
-func TestMissingConfigurationIsOneClearLine(t *testing.T) {
+func TestRelayMissingConfigurationIsOneClearLine(t *testing.T) {
 	t.Parallel()
 	good := map[string]string{"PORT": "8080", "CFBENCH_RELAY_TOKEN": token, "DATABASE_URL": "postgres://u:p@db.internal:5432/r"}
 	for name, c := range map[string]struct {
@@ -46,7 +42,7 @@ func TestMissingConfigurationIsOneClearLine(t *testing.T) {
 			var stderr bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if code := run(ctx, c.args, env(e), &stderr, nil); code != 1 || !strings.Contains(stderr.String(), c.want) {
+			if code := runRelay(ctx, c.args, env(e), &stderr, nil); code != 1 || !strings.Contains(stderr.String(), c.want) {
 				t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), c.want)
 			}
 		})
@@ -54,7 +50,7 @@ func TestMissingConfigurationIsOneClearLine(t *testing.T) {
 }
 
 // TestServesUntilStopped: the relay answers with the token and stops on the signal.
-func TestServesUntilStopped(t *testing.T) {
+func TestRelayServesUntilStopped(t *testing.T) {
 	dsn := testpg.DSN(t) // here: under -short it skips, which only the test's goroutine may
 	port, err := freeport.Loopback()
 	if err != nil {
@@ -66,7 +62,7 @@ func TestServesUntilStopped(t *testing.T) {
 	up := make(chan *relay.Server, 1)
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"--port", strconv.Itoa(port), "--conns", "2"},
+		done <- runRelay(ctx, []string{"--port", strconv.Itoa(port), "--conns", "2"},
 			env(map[string]string{"CFBENCH_RELAY_TOKEN": token, "DATABASE_URL": dsn}), &stderr, func(s *relay.Server) { up <- s })
 	}()
 	select {

@@ -1,4 +1,4 @@
-// Command cfbench-tunnel is the tunnel app cf-benchmark pushes to Cloud Foundry (binary
+// The tunnel command (tunnel.go) is the tunnel app cf-benchmark pushes to Cloud Foundry (binary
 // buildpack, manifests/tunnel.yml) and binds to the results database: a chisel server on
 // $PORT, behind the router, that lets the CLI reach that one database and nothing else.
 //
@@ -9,7 +9,8 @@
 //
 // Outside Cloud Foundry:
 //
-//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_TUNNEL_AUTH=u:p… CFBENCH_TUNNEL_KEY=ck-… cfbench-tunnel
+//	PORT=8080 DATABASE_URL=postgres://… CFBENCH_TUNNEL_AUTH=u:p… CFBENCH_TUNNEL_KEY=ck-… cfbench tunnel
+
 package main
 
 import (
@@ -20,7 +21,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
@@ -28,19 +28,15 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
-func main() {
-	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) })
-}
-
-// run is the whole command; it serves until ctx ends (SIGTERM). started, when not nil,
+// runTunnel is the tunnel command; it serves until ctx ends (SIGTERM). started, when not nil,
 // receives the server once it listens (for tests).
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*tunnel.Server)) int {
-	fs := flag.NewFlagSet("cfbench-tunnel", flag.ContinueOnError)
+func runTunnel(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(*tunnel.Server)) int {
+	fs := flag.NewFlagSet("cfbench tunnel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.String("port", getenv("PORT"), "port to listen on, on all interfaces (default $PORT)")
 	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cfbench-tunnel [--port PORT] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_TUNNEL_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_TUNNEL_KEY=\"a long random seed\" cfbench-tunnel\n\nOptions:")
+		fmt.Fprintln(stderr, "Usage: cfbench tunnel [--port PORT] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_TUNNEL_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_TUNNEL_KEY=\"a long random seed\" cfbench tunnel\n\nOptions:")
 		fs.PrintDefaults()
 	}
 	if code, ok := cli.Parse(fs, args); !ok {

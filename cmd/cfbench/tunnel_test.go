@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -23,23 +22,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
-// stderrCopy receives what chisel's forked loggers print: they write to os.Stderr,
-// which TestMain replaces with a pipe before any of them exists.
-var stderrCopy testlog.Buffer
-
-func TestMain(m *testing.M) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		panic(err)
-	}
-	orig := os.Stderr
-	os.Stderr = w
-	go io.Copy(io.MultiWriter(&stderrCopy, orig), r)
-	testpg.Main(m)
-}
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 func vcapServices(t *testing.T, dsn string) string {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"postgres": []map[string]any{{"name": "cfbench-results", "label": "postgres",
@@ -50,7 +32,7 @@ func vcapServices(t *testing.T, dsn string) string {
 	return string(b)
 }
 
-func TestMissingConfigurationIsOneClearLine(t *testing.T) {
+func TestTunnelMissingConfigurationIsOneClearLine(t *testing.T) {
 	const pw = "sup3r-secret-password-123"
 	good := map[string]string{"PORT": "8080", "CFBENCH_TUNNEL_AUTH": "u:" + pw, "CFBENCH_TUNNEL_KEY": "seed",
 		"DATABASE_URL": "postgres://u:db-" + pw + "@db.internal:5432/r"}
@@ -79,9 +61,9 @@ func TestMissingConfigurationIsOneClearLine(t *testing.T) {
 				e[c.set] = c.value
 			}
 			var stderr bytes.Buffer
-			code := run(context.Background(), nil, env(e), &stderr, nil)
+			code := runTunnel(context.Background(), nil, env(e), &stderr, nil)
 			out := stderr.String()
-			if code != 1 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "cfbench-tunnel: ") || !strings.Contains(out, c.want) {
+			if code != 1 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "cfbench tunnel: ") || !strings.Contains(out, c.want) {
 				t.Fatalf("exit %d, stderr %q: want exit 1 and one line about %s", code, out, c.want)
 			}
 			if strings.Contains(out, pw) {
@@ -127,7 +109,7 @@ func TestExportThroughTheTunnelApp(t *testing.T) {
 	up := make(chan *tunnel.Server, 1)
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(appCtx, nil, env(map[string]string{"PORT": strconv.Itoa(port), "VCAP_SERVICES": vcapServices(t, dsn),
+		exited <- runTunnel(appCtx, nil, env(map[string]string{"PORT": strconv.Itoa(port), "VCAP_SERVICES": vcapServices(t, dsn),
 			"CFBENCH_TUNNEL_AUTH": auth, "CFBENCH_TUNNEL_KEY": key}), &appLog, func(s *tunnel.Server) { up <- s })
 	}()
 	select {

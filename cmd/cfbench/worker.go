@@ -1,17 +1,18 @@
-// Command cfbench-worker is the load-generator instance cf-benchmark pushes to Cloud
+// The worker command (worker.go) is the load-generator instance cf-benchmark pushes to Cloud
 // Foundry (binary buildpack, no route, process health check) as many times as the load
 // needs. It finds the results database in VCAP_SERVICES or DATABASE_URL, follows the run
 // planned for its app (package worker) and exits 0 after a graceful stop on SIGTERM.
 //
 // With --relay (CFBENCH_RELAY_URL) and CFBENCH_RELAY_TOKEN it reaches the database
-// through a relay (cmd/cfbench-relay) instead, holding no connection to it: the way to
+// through a relay (cfbench relay) instead, holding no connection to it: the way to
 // run more instances than the database's connection limit allows. CFBENCH_RELAY_CONNECT_TO
 // names the host:port to dial for it where its route's domain does not resolve (the
 // local foundation's router).
 //
 // Outside Cloud Foundry the same binary runs with flags:
 //
-//	DATABASE_URL=postgres://… cfbench-worker --app cfbench-loadgen --index 3
+//	DATABASE_URL=postgres://… cfbench worker --app cfbench-loadgen --index 3
+
 package main
 
 import (
@@ -21,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"time"
 
@@ -32,26 +32,19 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
-func main() {
-	cli.Main(func(ctx context.Context) int {
-		host, _ := os.Hostname()
-		return run(ctx, os.Args[1:], os.Getenv, host, os.Stderr)
-	})
-}
-
-// run is the whole command; ctx ends on SIGTERM or SIGINT, which stops the worker
+// runWorker is the worker command; ctx ends on SIGTERM or SIGINT, which stops the worker
 // gracefully.
-func run(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cfbench-worker", flag.ContinueOnError)
+func runWorker(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cfbench worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	app := fs.String("app", "", "generator app name whose runs to follow (default: the name in VCAP_APPLICATION, else $CFBENCH_APP)")
 	index := fs.Int("index", -1, "instance index (default $CF_INSTANCE_INDEX, else 0)")
 	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
 	spillDir := fs.String("spill-dir", "", "directory for the spill file (default $TMPDIR, else /tmp)")
-	relayURL := fs.String("relay", getenv("CFBENCH_RELAY_URL"), "base URL of a relay (cfbench-relay) to reach the results database through (token in $CFBENCH_RELAY_TOKEN)")
+	relayURL := fs.String("relay", getenv("CFBENCH_RELAY_URL"), "base URL of a relay (cfbench relay) to reach the results database through (token in $CFBENCH_RELAY_TOKEN)")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often to read the run plan and heartbeat")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cfbench-worker [--app NAME] [--index N] [--service NAME]\n\nExample:\n  DATABASE_URL=postgres://u:p@127.0.0.1:5432/results cfbench-worker --app cfbench-loadgen --index 0\n\nOptions:")
+		fmt.Fprintln(stderr, "Usage: cfbench worker [--app NAME] [--index N] [--service NAME]\n\nExample:\n  DATABASE_URL=postgres://u:p@127.0.0.1:5432/results cfbench worker --app cfbench-loadgen --index 0\n\nOptions:")
 		fs.PrintDefaults()
 	}
 	if code, ok := cli.Parse(fs, args); !ok {

@@ -20,11 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
-
 // TestBadEnvironmentGivesOneClearLine: a worker that cannot find its app or its results
 // DB says so in one line and exits 1, before doing anything.
-func TestBadEnvironmentGivesOneClearLine(t *testing.T) {
+func TestWorkerBadEnvironmentGivesOneClearLine(t *testing.T) {
 	app := `{"application_name":"cfbench-loadgen"}`
 	pg := func(name string) string {
 		return `{"name":"` + name + `","label":"postgres","tags":["postgresql"],"credentials":{"uri":"postgres://u:secret@db:5432/r"}}`
@@ -46,9 +44,9 @@ func TestBadEnvironmentGivesOneClearLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), nil, func(k string) string { return c.env[k] }, "host", &stderr)
+			code := runWorker(context.Background(), nil, func(k string) string { return c.env[k] }, "host", &stderr)
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "cfbench-worker: ") || !strings.Contains(lines[0], c.want) {
+			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "cfbench worker: ") || !strings.Contains(lines[0], c.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and one line mentioning %q", code, stderr.String(), c.want)
 			}
 			if strings.Contains(stderr.String(), "secret") {
@@ -60,9 +58,9 @@ func TestBadEnvironmentGivesOneClearLine(t *testing.T) {
 
 // TestSIGTERMMidStepLosesNoSample runs the real binary, stops it with SIGTERM in the
 // middle of a step as Cloud Foundry does, and finds every request it sent stored.
-func TestSIGTERMMidStepLosesNoSample(t *testing.T) {
+func TestWorkerSIGTERMMidStepLosesNoSample(t *testing.T) {
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "cfbench-worker")
+	bin := filepath.Join(t.TempDir(), "cfbench")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -91,7 +89,7 @@ func TestSIGTERMMidStepLosesNoSample(t *testing.T) {
 	}
 
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "--poll", "100ms")
+	cmd := exec.Command(bin, "worker", "--poll", "100ms")
 	cmd.Env = []string{"DATABASE_URL=" + dsn, "VCAP_APPLICATION={\"application_name\":\"cfbench-loadgen\"}", "CF_INSTANCE_INDEX=4", "TMPDIR=" + t.TempDir()}
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

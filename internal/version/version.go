@@ -58,3 +58,8 @@ func Numbers(v string) (major, minor, patch int) {
 	patch, _ = strconv.Atoi(m[3])
 	return major, minor, patch
 }
+
+// PushedByEnv is the environment variable in which the plugin gives the programs it
+// pushes (cmd/cfbench) its own version, so that one of another version can refuse to
+// start.
+const PushedByEnv = "CFBENCH_VERSION"

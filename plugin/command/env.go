@@ -21,9 +21,13 @@ type Env struct {
 	// CF is the cf CLI's connection (API, token) when running as a plugin; nil when
 	// standalone, where commands read the cf CLI's config file.
 	CF func() (CFTarget, error)
-	// BinDirs are where to look for the generator and tunnel binaries pushed to Cloud
-	// Foundry (cfbench-worker, cfbench-tunnel) when neither --bin-dir nor
-	// $CFBENCH_BIN_DIR says: usually the directory of this executable, then ./bin.
+	// Carried writes out the cfbench program this plugin carries, to push to Cloud
+	// Foundry, and returns its path; payload.ErrNotCarried when it carries none (a build
+	// without make build). Nil for none.
+	Carried func() (string, error)
+	// BinDirs are where to look for the cfbench program when neither --bin-dir nor
+	// $CFBENCH_BIN_DIR names a directory and the plugin carries none: the directory of
+	// this executable, then ./bin (make build puts it in bin/).
 	BinDirs []string
 	// Version is this build's version (internal/version), which --version prints.
 	Version string

@@ -2,11 +2,13 @@ package command
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/plugin/payload"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -33,66 +35,52 @@ func readSpec(file, landscape string) (*spec.Spec, []byte, error) {
 	return sp, text, nil
 }
 
-// pushed are the binaries a run on Cloud Foundry pushes; drain only for router logs
-// from a drain, relay only for generators through a relay.
-type pushed struct{ worker, tunnel, drain, relay string }
-
 // preflight is every check run makes before it touches a foundation or a database, and
 // all that validate does: engine.Preflight on the spec, then, for a spec with a
 // landscape, that no database is given (its results go to results_db) and that the
-// binaries to push are found (binDir, else $CFBENCH_BIN_DIR, else env.BinDirs).
-// dsnGiven tells whether --db or CFBENCH_DB gives a database.
-func preflight(ctx context.Context, env *Env, sp *spec.Spec, dsnGiven bool, binDir string, quotas engine.QuotaReader) (pushed, *engine.Plan, error) {
+// program to push is found (findPushed). dsnGiven tells whether --db or CFBENCH_DB
+// gives a database.
+func preflight(ctx context.Context, env *Env, sp *spec.Spec, dsnGiven bool, binDir string, quotas engine.QuotaReader) (engine.Pushed, *engine.Plan, error) {
 	plan, err := engine.Preflight(ctx, sp, env.lookupEnv, quotas)
 	if err != nil {
-		return pushed{}, plan, err
+		return engine.Pushed{}, plan, err
 	}
 	if sp.Landscape == nil {
-		return pushed{}, plan, nil
+		return engine.Pushed{}, plan, nil
 	}
 	if dsnGiven {
-		return pushed{}, plan, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
+		return engine.Pushed{}, plan, usagef("--db and CFBENCH_DB are for runs without Cloud Foundry: this spec has a landscape, and its results go to results_db.service_instance %s", sp.ResultsDB.ServiceInstance)
 	}
-	bins, err := findBins(env, binDir, sp.Collectors.RouterLogs != nil && sp.Collectors.RouterLogs.Source == spec.SourceDrain, sp.UsesRelay())
-	return bins, plan, err
+	bin, err := findPushed(env, binDir)
+	return engine.Pushed{Binary: bin, Version: env.Version}, plan, err
 }
 
-// findBins finds the generator and tunnel binaries that runs on Cloud Foundry push,
-// with drain the drain's and with relay the relay's, all in one directory.
-func findBins(env *Env, flagDir string, drain, relay bool) (pushed, error) {
+// findPushed finds the linux/amd64 cfbench program a run on Cloud Foundry pushes: in
+// flagDir (--bin-dir) or $CFBENCH_BIN_DIR when one is given, else the one this plugin
+// carries, else in env.BinDirs.
+func findPushed(env *Env, flagDir string) (string, error) {
 	dirs := env.BinDirs
-	if d := env.Getenv("CFBENCH_BIN_DIR"); d != "" {
-		dirs = []string{d}
-	}
-	if flagDir != "" {
+	switch d := env.Getenv("CFBENCH_BIN_DIR"); {
+	case flagDir != "":
 		dirs = []string{flagDir}
-	}
-	names := []string{"cfbench-worker", "cfbench-tunnel"}
-	if drain {
-		names = append(names, "cfbench-drain")
-	}
-	if relay {
-		names = append(names, "cfbench-relay")
+	case d != "":
+		dirs = []string{d}
+	case env.Carried != nil:
+		path, err := env.Carried()
+		if err == nil {
+			return path, nil
+		}
+		if !errors.Is(err, payload.ErrNotCarried) {
+			return "", err
+		}
 	}
 	for _, d := range dirs {
-		found := true
-		for _, n := range names {
-			found = found && isFile(filepath.Join(d, n))
+		if p := filepath.Join(d, payload.Name); isFile(p) {
+			return p, nil
 		}
-		if !found {
-			continue
-		}
-		b := pushed{worker: filepath.Join(d, "cfbench-worker"), tunnel: filepath.Join(d, "cfbench-tunnel")}
-		if drain {
-			b.drain = filepath.Join(d, "cfbench-drain")
-		}
-		if relay {
-			b.relay = filepath.Join(d, "cfbench-relay")
-		}
-		return b, nil
 	}
-	list := strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-	return pushed{}, usagef("%s (linux/amd64) not found in %s: build them with make build (into bin/), then give --bin-dir DIR or CFBENCH_BIN_DIR", list, strings.Join(dirs, ", "))
+	return "", usagef("%s (linux/amd64, the program pushed to Cloud Foundry) not found in %s, and this build of cf-benchmark carries none: build with make build (bin/ then holds both), or give --bin-dir DIR or CFBENCH_BIN_DIR",
+		payload.Name, strings.Join(dirs, ", "))
 }
 
 func isFile(p string) bool {

@@ -14,7 +14,7 @@ func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 	dir := t.TempDir()
 	const tfOutput = `{"landscape": {"value": {"landscape": {"org": "o", "apps": {"space": "a"}, "generators": {"space": "g"}},
 		"results_db": {"service_instance": "r"}}}}`
-	for name, body := range map[string]string{"app.yml": "applications:\n- name: app\n", "bins/cfbench-worker": "x", "bins/cfbench-tunnel": "x",
+	for name, body := range map[string]string{"app.yml": "applications:\n- name: app\n", "bins/cfbench": "x",
 		"tf.json": tfOutput, "tf-bad.json": strings.Replace(tfOutput, `"org": "o"`, `"org": 3`, 1)} {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -52,7 +52,7 @@ func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 		{"landscape output missing", manifest, nil, []string{"--landscape", filepath.Join(dir, "nope.json")}, ExitUsage,
 			"error: read the landscape: open " + filepath.Join(dir, "nope.json")},
 		{"binaries not found", manifest + onCF, nil, []string{"--bin-dir", filepath.Join(dir, "none")}, ExitUsage,
-			"error: cfbench-worker and cfbench-tunnel (linux/amd64) not found in " + filepath.Join(dir, "none")},
+			"error: cfbench (linux/amd64, the program pushed to Cloud Foundry) not found in " + filepath.Join(dir, "none")},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ var runCmd = &Command{
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
 		landscape := fs.String("landscape", "", "a FILE written by tofu (or terraform) output -json for terraform/: its landscape output replaces the spec's landscape and results_db sections")
 		asJSON := fs.Bool("json", false, "print progress and the summary as JSON lines (one object per event) instead of text")
-		binDir := fs.String("bin-dir", "", "directory with the linux/amd64 cfbench-worker and cfbench-tunnel (and, for router logs from a drain, cfbench-drain; for generators through a relay, cfbench-relay) binaries pushed to Cloud Foundry (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
+		binDir := fs.String("bin-dir", "", "directory with the linux/amd64 cfbench program pushed to Cloud Foundry as the generators, the tunnel, the relay and the drain (default $CFBENCH_BIN_DIR, else the one this plugin carries)")
 		var db dbFlags
 		db.register(fs)
 		var cff cfFlags
@@ -39,12 +39,12 @@ var runCmd = &Command{
 				return err
 			}
 			// The quotas are checked by the session, once it has the cf CLI's connection.
-			bins, _, err := preflight(ctx, env, sp, db.given(env) != "", *binDir, nil)
+			pushed, _, err := preflight(ctx, env, sp, db.given(env) != "", *binDir, nil)
 			if err != nil {
 				return err
 			}
 			logger := env.logger()
-			cfg := engine.SessionConfig{WorkerBin: bins.worker, TunnelBin: bins.tunnel, DrainBin: bins.drain, RelayBin: bins.relay, LogSource: logSource(env, logger), Logger: logger,
+			cfg := engine.SessionConfig{Pushed: pushed, LogSource: logSource(env, logger), Logger: logger,
 				LookupEnv: env.lookupEnv, SpillDir: filepath.Join(db.stateDir, "spill")}
 			rec := &recording{dir: db.stateDir, log: logger, rec: statedir.Record{Name: sp.Name, Spec: *file, DB: statedir.DBCF}}
 			if sp.Landscape != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // tunnelFlags are the flags that reach the results database through the tunnel app
-// (cmd/cfbench-tunnel, package tunnel) instead of directly.
+// (cmd/cfbench: cfbench tunnel, package tunnel) instead of directly.
 type tunnelFlags struct {
 	url, auth, fingerprint, host string
 }

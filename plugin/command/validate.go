@@ -19,7 +19,7 @@ var validateCmd = &Command{
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		file := fs.String("f", "", "the benchmark spec (benchmark.yml)")
 		landscape := fs.String("landscape", "", "as for run: a FILE of tofu output -json for terraform/, whose landscape replaces the spec's")
-		binDir := fs.String("bin-dir", "", "as for run: where the binaries pushed to Cloud Foundry are (default $CFBENCH_BIN_DIR, else beside this program, else ./bin)")
+		binDir := fs.String("bin-dir", "", "as for run: a directory with the cfbench program pushed to Cloud Foundry (default $CFBENCH_BIN_DIR, else the one this plugin carries)")
 		var cff cfFlags
 		cff.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
