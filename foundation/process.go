@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 )
@@ -170,7 +171,7 @@ func Stop(ctx context.Context, dir string) (int, error) {
 	if err != nil {
 		return 0, ErrNotRunning // exited meanwhile
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := osproc.Signal(pid, syscall.SIGTERM); err != nil {
 		return 0, fmt.Errorf("stop the foundation (pid %d): %w", pid, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, StopTimeout)

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // The state directory holds the admin password and the token-signing secret
@@ -74,9 +75,9 @@ func lockStateDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock the state dir: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := osproc.LockFile(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, osproc.ErrLocked) {
 			pid, _ := Running(dir) // 0 while the other one starts up
 			return nil, &RunningError{Dir: dir, PID: pid}
 		}

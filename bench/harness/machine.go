@@ -6,29 +6,12 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"syscall"
 )
 
 // machine describes this machine for the report: cores, CPU model, memory, kernel, OS.
 func machine() string {
 	model := firstValue("/proc/cpuinfo", "model name")
-	var mem string
-	var si syscall.Sysinfo_t
-	if syscall.Sysinfo(&si) == nil {
-		mem = fmt.Sprintf(", %.0f GiB", float64(si.Totalram)*float64(si.Unit)/(1<<30))
-	}
-	var u syscall.Utsname
-	kernel := ""
-	if syscall.Uname(&u) == nil {
-		var b strings.Builder
-		for _, c := range u.Release {
-			if c == 0 {
-				break
-			}
-			b.WriteByte(byte(c))
-		}
-		kernel = ", kernel " + b.String()
-	}
+	mem, kernel := memoryAndKernel()
 	osName := strings.Trim(firstValue("/etc/os-release", "PRETTY_NAME"), `"`)
 	return fmt.Sprintf("%d cores (%s)%s%s, %s", runtime.NumCPU(), model, mem, kernel, osName)
 }

@@ -30,10 +30,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -241,8 +241,8 @@ type Cells struct {
 	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
 	tmpRoot  string
 	ownTmp   bool
-	cred     *syscall.Credential // whom instances run as; nil: this process's user
-	orphans  int                 // instances of a killed earlier run that Start stopped
+	cred     *osproc.Credential // whom instances run as; nil: this process's user
+	orphans  int                // instances of a killed earlier run that Start stopped
 	started  bool
 	closed   bool
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // instance is one index of a process. Its goroutine (run) owns the OS process; the
@@ -191,7 +192,7 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	}
 	// Own process group: stop signals reach every child (npm → sh → node). The first
 	// process dies with this one (see sandbox.go for the rest).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = osproc.Group(c.cred, syscall.SIGKILL)
 	cpus := c.available // without isolation, instances share every CPU
 	if cg != nil {
 		cpus = in.cell.cpus
@@ -457,7 +458,7 @@ func exitDetails(err error) string {
 
 func killGroup(pgid int, sig syscall.Signal) {
 	if pgid > 0 {
-		_ = syscall.Kill(-pgid, sig)
+		_ = osproc.SignalGroup(pgid, sig)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/fstree"
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 )
 
@@ -39,7 +40,7 @@ import (
 // sandboxUser resolves the user instances run as: nil (this process's user) unless
 // this process is root and name is set. A missing user is created as a system user
 // without a home or a login shell.
-func sandboxUser(name string) (*syscall.Credential, error) {
+func sandboxUser(name string) (*osproc.Credential, error) {
 	if name == "" || os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -64,12 +65,12 @@ func sandboxUser(name string) (*syscall.Credential, error) {
 		return nil, fmt.Errorf("user %s (uid %s, gid %s) cannot run app instances: want an unprivileged user", name, u.Uid, u.Gid)
 	}
 	// Groups empty, not NoSetGroups: the child must not keep root's groups.
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+	return &osproc.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
 // User is whom instances run as, once started: nil for this process's user. Staging
 // runs the buildpack's commands as it too.
-func (c *Cells) User() *syscall.Credential {
+func (c *Cells) User() *osproc.Credential {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cred
@@ -178,7 +179,7 @@ func (c *Cells) stopOrphans() (int, error) {
 		if _, err := fmt.Sscanf(string(b), "%d %d", &pgid, &start); err == nil && pgid > 0 {
 			if pids := orphanGroup(pgid, start); len(pids) > 0 {
 				for _, pid := range pids {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					_ = osproc.Signal(pid, syscall.SIGKILL)
 				}
 				stopped++
 				c.log.Warn("stopped an app instance a killed foundation left running", "pgid", pgid, "processes", len(pids))

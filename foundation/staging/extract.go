@@ -9,7 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // ErrUnsafePackage marks an app package that would write outside the droplet, holds a
@@ -124,7 +125,7 @@ func writeFile(f *zip.File, target string, perm fs.FileMode, budget int64) (int6
 		return 0, err
 	}
 	defer rc.Close()
-	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
+	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|osproc.NoFollow, perm)
 	if err != nil {
 		return 0, err
 	}

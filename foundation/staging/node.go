@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/fstree"
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 func stageNode(ctx context.Context, req Request, appDir string, log io.Writer) (Result, error) {
@@ -106,8 +107,8 @@ func npmInstall(ctx context.Context, req Request, appDir string, log io.Writer) 
 	cmd.Dir = dir
 	cmd.Env = envList(env)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: req.User}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.SysProcAttr = osproc.Group(req.User, 0)
+	cmd.Cancel = func() error { return osproc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {

@@ -18,7 +18,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // Buildpack names a Result can carry.
@@ -57,7 +58,7 @@ type Request struct {
 	// scripts of the app and its dependencies), as a cell stages in a container: the
 	// instances' user. They then run in a copy of the app in ScratchDir ("": the
 	// system's temp dir), a dir User may enter, never in DropletDir.
-	User       *syscall.Credential
+	User       *osproc.Credential
 	ScratchDir string
 }
 

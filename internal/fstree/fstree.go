@@ -8,12 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // Chown gives path (not what a symbolic link points to) to owner's user and group; a
 // nil owner leaves it to this process's.
-func Chown(path string, owner *syscall.Credential) error {
+func Chown(path string, owner *osproc.Credential) error {
 	if owner == nil {
 		return nil
 	}
@@ -26,7 +27,7 @@ func Chown(path string, owner *syscall.Credential) error {
 // copy_file_range, which shares blocks where the file system can) and symbolic links,
 // owned by owner (nil: this process's user). Sockets, devices and fifos are not part of
 // an app and are left out.
-func Copy(src, dst string, owner *syscall.Credential) error {
+func Copy(src, dst string, owner *osproc.Credential) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

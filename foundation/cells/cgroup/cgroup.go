@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // Version is a cgroup hierarchy version.
@@ -517,7 +519,7 @@ func (g *Group) Kill(timeout time.Duration) error {
 			return nil
 		}
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = osproc.Signal(pid, syscall.SIGKILL)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes %v of cgroup %s survived SIGKILL for %s", pids, g.rel, timeout)

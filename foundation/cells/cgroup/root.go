@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // maxRoots bounds the name.N alternatives OpenRoot tries while others hold name.
@@ -130,9 +132,9 @@ func (g *Group) tryLock() (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open cgroup: %w", err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err := osproc.LockFile(f); err != nil {
 			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
+			if errors.Is(err, osproc.ErrLocked) {
 				return nil, nil
 			}
 			return nil, fmt.Errorf("lock cgroup %s: %w", dir, err)

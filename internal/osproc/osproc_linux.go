@@ -1,0 +1,5 @@
+package osproc
+
+import "syscall"
+
+func setParentDeath(attr *syscall.SysProcAttr, sig syscall.Signal) { attr.Pdeathsig = sig }
