@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/cf-benchmark/cf-benchmark/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -28,11 +29,11 @@ var reportFormats = map[string]func(*report.Report, io.Writer) error{
 var reportCmd = &Command{
 	Name:        "report",
 	PluginName:  "benchmark-report",
-	Synopsis:    "[RUN_ID…] [--baseline RUN_ID] [--format text|json|html] [-o FILE] [--fail-on SPEC] [--db DSN] [--state-dir DIR]",
-	Summary:     "What a run's numbers mean: capacity at the SLO, steps, scaling per CPU, latency by layer, findings, variants and runs side by side; text, JSON or one offline HTML file",
-	ExampleArgs: "report 20261122-130501-3f9a --baseline 20261121-090000-77aa --format html -o report.html --fail-on capacity=-10%,p99=+20%",
+	Synopsis:    "[RUN_ID|EXPORT_DIR…] [--baseline RUN_ID|EXPORT_DIR] [--format text|json|html] [-o FILE] [--fail-on SPEC] [--db DSN] [--state-dir DIR]",
+	Summary:     "What a run's numbers mean: capacity at the SLO, steps, scaling per CPU, latency by layer, findings, variants and runs side by side; text, JSON or one offline HTML file; from the results database or from a run's export directory (results/RUN_ID), the same report",
+	ExampleArgs: "report 20261122-130501-3f9a --baseline results/20261121-090000-77aa --format html -o report.html --fail-on capacity=-10%,p99=+20%",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
-		baseline := fs.String("baseline", "", "compare the runs with this run (same results database): the change of capacity, throughput and latency per variant")
+		baseline := fs.String("baseline", "", "compare the runs with this run (a run id, or its export directory): the change of capacity, throughput and latency per variant")
 		format := fs.String("format", "text", "text, json (the documented contract, report/REPORT.md) or html (one self-contained file)")
 		out := fs.String("o", "", "write the report to FILE instead of standard output")
 		failOn := fs.String("fail-on", "", "thresholds against --baseline, e.g. capacity=-10%,p99=+20% (capacity, throughput, mean, p50, p90, p99, p999): "+
@@ -44,9 +45,14 @@ var reportCmd = &Command{
 			if !ok {
 				return usagef("--format %q: want text, json or html", *format)
 			}
+			needDB := len(args) == 0
 			for _, id := range append(slices.Clone(args), *baseline) {
-				if id != "" && !resultsdb.ValidRunID(id) {
-					return usagef("%q is not a run id (they look like 20261122-130501-3f9a)", id)
+				switch {
+				case id == "" || exportdir.IsExportDir(id):
+				case resultsdb.ValidRunID(id):
+					needDB = true
+				default:
+					return usagef("%q is neither a run id (they look like 20261122-130501-3f9a) nor an export directory (with a manifest.json)", id)
 				}
 			}
 			thresholds, err := report.ParseThresholds(*failOn)
@@ -56,22 +62,28 @@ var reportCmd = &Command{
 			if len(thresholds) > 0 && *baseline == "" {
 				return usagef("--fail-on compares with a baseline: give --baseline RUN_ID")
 			}
-			logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			first := ""
-			if len(args) > 0 {
-				first = args[0]
-			}
-			// Every run of a report is in one results database: the first run's.
-			store, runID, closeDB, err := openRecorded(ctx, env, first, &rf.db, &rf.cf, logger)
-			if err != nil {
-				return err
-			}
-			defer closeDB()
 			ids := args
-			if len(ids) == 0 {
-				ids = []string{runID}
+			src := runSources{}
+			if needDB {
+				logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				first := ""
+				for _, id := range append(slices.Clone(args), *baseline) {
+					if first == "" && resultsdb.ValidRunID(id) {
+						first = id
+					}
+				}
+				// Every run id of a report is in one results database: the first run's.
+				store, runID, closeDB, err := openRecorded(ctx, env, first, &rf.db, &rf.cf, logger)
+				if err != nil {
+					return err
+				}
+				defer closeDB()
+				src.store = store
+				if len(ids) == 0 {
+					ids = []string{runID}
+				}
 			}
-			rep, err := report.Build(ctx, store, ids, report.Options{Baseline: *baseline, FailOn: thresholds})
+			rep, err := report.Build(ctx, src, ids, report.Options{Baseline: *baseline, FailOn: thresholds})
 			if err != nil {
 				return err
 			}
@@ -89,6 +101,21 @@ var reportCmd = &Command{
 			return nil
 		}
 	},
+}
+
+// runSources reads an export directory from its files and a run id from the results
+// database, so runs of both kinds can be reported and compared side by side.
+type runSources struct {
+	store *resultsdb.Store // nil when every run is an export directory
+}
+
+var _ report.Reader = runSources{}
+
+func (s runSources) ReadRun(ctx context.Context, id string, width func(float64) float64) (*resultsdb.ReportRows, error) {
+	if exportdir.IsExportDir(id) || s.store == nil {
+		return exportdir.Reader{}.ReadRun(ctx, id, width)
+	}
+	return s.store.ReadRun(ctx, id, width)
 }
 
 // writeReport writes rep to path, or to standard output when path is "".

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,9 +11,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
 
 // setStepMetrics replaces the stored figures of every step of run with fixed ones (1000
@@ -112,5 +116,51 @@ func TestReport(t *testing.T) {
 	}
 	if r := run(t, env, "report", "20200101-000000-dead", "--state-dir", state); r.code != ExitFailure || !strings.Contains(r.stderr, "run not found") {
 		t.Errorf("report of a run that does not exist: %+v", r)
+	}
+
+	// The same report from the runs' export directories, without any database.
+	dirs := map[string]string{cur: filepath.Join(work, "exp", cur), base: filepath.Join(work, "exp", base)}
+	for id, dir := range dirs {
+		if r := run(t, env, "export", id, "--dir", dir, "--state-dir", state); r.code != ExitOK {
+			t.Fatalf("export %s: %+v", id, r)
+		}
+	}
+	noDB := map[string]string{} // no CFBENCH_DB, no cf CLI config
+	empty := filepath.Join(work, "empty-state")
+	fromDB := run(t, env, "report", cur, "--baseline", base, "--format", "json", "--state-dir", state)
+	fromDir := run(t, noDB, "report", dirs[cur], "--baseline", dirs[base], "--format", "json", "--state-dir", empty)
+	if fromDB.code != ExitOK || fromDir.code != ExitOK || fromDB.stdout != fromDir.stdout || !strings.Contains(fromDir.stdout, `"p99_us": 1300`) {
+		t.Fatalf("report from export directories differs from the database's:\n%+v\n%+v", fromDB, fromDir)
+	}
+	if r := run(t, noDB, "report", dirs[cur], "--baseline", dirs[base], "--fail-on", "p99=+20%", "--state-dir", empty); r.code != ExitThresholds ||
+		!strings.Contains(r.stderr, "threshold p99=+20% failed: p99 +30.0% in run "+cur) {
+		t.Fatalf("report of export directories --fail-on p99=+20%%: %+v", r)
+	}
+	// A run id recorded nowhere here, no database given: not found, without creating
+	// a Postgres to look in.
+	if r := run(t, noDB, "report", "20200101-000000-dead", "--state-dir", empty); r.code != ExitFailure || !strings.Contains(r.stderr, "run not found") {
+		t.Errorf("report of an unknown run without a database: %+v", r)
+	}
+	if r := run(t, noDB, "report", filepath.Join(work, "exp"), "--state-dir", empty); r.code != ExitUsage || !strings.Contains(r.stderr, "nor an export directory") {
+		t.Errorf("report of a directory that is no export: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "pg")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reports without a database created one in %s: %v", empty, err)
+	}
+
+	// status of a run whose database cannot be reached (recorded on Cloud Foundry, no cf
+	// CLI config): where its results are and how to report them.
+	cfState := filepath.Join(work, "cf-state")
+	if err := statedir.SaveRecord(cfState, statedir.Record{ID: cur, Name: "cmd-test", Spec: specPath, Started: time.Now(), DB: statedir.DBCF,
+		Access: &engine.Access{API: "http://127.0.0.1:1", TunnelApp: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	exported := filepath.Join(work, "results", cur)
+	if r := run(t, noDB, "status", "--state-dir", cfState); r.code != ExitOK || !strings.Contains(r.stdout, "its results are in "+exported) ||
+		!strings.Contains(r.stdout, "Try: cf-benchmark report "+exported) {
+		t.Errorf("status without its database: %+v", r)
+	}
+	if r := run(t, noDB, "status", "20200101-000000-dead", "--state-dir", cfState); r.code == ExitOK {
+		t.Errorf("status of an unknown run without a database nor an export: %+v", r)
 	}
 }

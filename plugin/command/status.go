@@ -4,11 +4,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/export"
+	"github.com/cf-benchmark/cf-benchmark/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
 
 var statusCmd = &Command{
@@ -24,6 +30,12 @@ var statusCmd = &Command{
 			logger := env.logger()
 			store, runID, closeDB, err := rf.open(ctx, env, args, logger)
 			if err != nil {
+				// The run's database is out of reach (the demo's foundation is gone, the
+				// cf CLI is logged out): its export directory may still have it all.
+				if dir, m := exportedRun(rf.db.stateDir, args); m != nil {
+					printExported(env, dir, m, err)
+					return nil
+				}
 				return err
 			}
 			defer closeDB()
@@ -88,4 +100,48 @@ func printStatus(ctx context.Context, env *Env, store *resultsdb.Store, runID st
 		fmt.Fprintf(env.Stdout, "\nTry: %s %s\n", env.command("export"), runID)
 	}
 	return nil
+}
+
+// exportedRun finds the export directory of the run args name (the newest recorded run
+// without one): SPEC's export.dir/RUN_ID as the run wrote it (results/RUN_ID by
+// default), relative to the working directory as the run's was.
+func exportedRun(stateDir string, args []string) (string, *export.Manifest) {
+	id, err := runIDArg(args)
+	if err != nil {
+		return "", nil
+	}
+	rec, _ := statedir.LoadRecord(stateDir, id)
+	if rec != nil {
+		id = rec.ID
+	}
+	if id == "" {
+		return "", nil
+	}
+	dirs := []string{"results"}
+	if rec != nil && rec.Spec != "" {
+		if text, err := os.ReadFile(rec.Spec); err == nil {
+			if sp, err := spec.Parse(rec.Spec, text, filepath.Dir(rec.Spec)); err == nil && sp.Export.Dir != "" {
+				dirs = append([]string{sp.Export.Dir}, dirs...)
+			}
+		}
+	}
+	for _, d := range dirs {
+		dir := filepath.Join(d, id)
+		if m, err := exportdir.Manifest(dir); err == nil && m.RunID == id {
+			return dir, m
+		}
+	}
+	return "", nil
+}
+
+// printExported says what the export directory dir tells of a run whose database could
+// not be opened (why: dbErr), and how to report it.
+func printExported(env *Env, dir string, m *export.Manifest, dbErr error) {
+	fmt.Fprintf(env.Stdout, "run %s (%s): %s", m.RunID, m.Name, m.Status)
+	if m.Ended != nil {
+		fmt.Fprintf(env.Stdout, ", started %s, %s", m.Started.Local().Format(time.DateTime), m.Ended.Sub(m.Started).Round(time.Second))
+	}
+	fmt.Fprintf(env.Stdout, "\nits results database cannot be reached (%v);\nits results are in %s (%d files, exported %s)\n",
+		dbErr, dir, len(m.Files), m.Exported.Local().Format(time.DateTime))
+	fmt.Fprintf(env.Stdout, "\nTry: %s %s\n", env.command("report"), dir)
 }

@@ -3,9 +3,13 @@ package command
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
@@ -80,6 +84,15 @@ func openRecorded(ctx context.Context, env *Env, id string, db *dbFlags, cff *cf
 	switch {
 	case rec == nil && id == "" && !given:
 		return nil, "", nil, usagef("no run recorded in %s: give a RUN_ID and --db DSN, or run one first", statedir.RecordsDir(db.stateDir))
+	case rec == nil && !given && !privateDBExists(db.stateDir):
+		// Not recorded here, and no private Postgres to look in: do not create one (an
+		// initdb of some 47 MB) only to find the run missing.
+		hint := "give --db DSN where it is stored"
+		if exportdir.IsExportDir(filepath.Join("results", id)) {
+			hint = "its results are in " + filepath.Join("results", id) + "; Try: " + env.command("report") + " " + filepath.Join("results", id)
+		}
+		return nil, "", nil, fmt.Errorf("run %s: %w: not recorded in %s and there is no results database in %s (%s)",
+			id, resultsdb.ErrRunNotFound, statedir.RecordsDir(db.stateDir), filepath.Join(db.stateDir, "pg"), hint)
 	case given || rec == nil || rec.DB == statedir.DBPrivate:
 		if rec != nil && rec.DB == statedir.DBGiven && !given {
 			return nil, "", nil, giveAgain
@@ -98,6 +111,12 @@ func openRecorded(ctx context.Context, env *Env, id string, db *dbFlags, cff *cf
 		return nil, "", nil, err
 	}
 	return store, runID, close, nil
+}
+
+// privateDBExists reports whether the state dir has its private Postgres already.
+func privateDBExists(stateDir string) bool {
+	_, err := os.Stat(filepath.Join(stateDir, "pg"))
+	return err == nil
 }
 
 // scaleDown scales generator apps down in the space where run id was recorded to run
