@@ -91,7 +91,7 @@ func spawn(args []string, logPath string) (int, error) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = log // stdout: /dev/null
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
