@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
@@ -81,13 +82,26 @@ func (f *cfFlags) connect(env *Env) (*platform.CF, string, error) {
 }
 
 func (f *cfFlags) home(env *Env) string {
-	switch {
-	case f.cfHome != "":
+	if f.cfHome != "" {
 		return f.cfHome
-	case env.Getenv("CF_HOME") != "":
-		return env.Getenv("CF_HOME")
 	}
-	return env.Getenv("HOME")
+	return cfHome(runtime.GOOS, env.Getenv)
+}
+
+// cfHome is the directory whose .cf/config.json the cf CLI uses on goos, found as the
+// cf CLI finds it: $CF_HOME, else the home directory (on Windows %HOMEDRIVE%%HOMEPATH%,
+// else %USERPROFILE%).
+func cfHome(goos string, getenv func(string) string) string {
+	if h := getenv("CF_HOME"); h != "" {
+		return h
+	}
+	if goos != "windows" {
+		return getenv("HOME")
+	}
+	if h := getenv("HOMEDRIVE") + getenv("HOMEPATH"); h != "" {
+		return h
+	}
+	return getenv("USERPROFILE")
 }
 
 // refreshToken is the cf CLI's refresh token for api from its config, or "".

@@ -18,6 +18,10 @@ type Command struct {
 	Summary     string
 	Synopsis    string // arguments and main flags after the name, for the usage line
 	ExampleArgs string // an example invocation, without the leading "cf-benchmark"
+	// Unavailable, when set, is why the command cannot run on this platform and what
+	// to do instead, in one line: help lists the command, and running it prints this
+	// and exits with ExitUsage before any flag is parsed.
+	Unavailable string
 	// Flags declares the flags; the returned func runs the command with the parsed flags
 	// and the positional arguments.
 	Flags func(fs *flag.FlagSet) func(ctx context.Context, env *Env, args []string) error
@@ -71,6 +75,9 @@ func (c *Command) FlagHelp() map[string]string {
 // Execute parses args for c (flags and positional arguments may be mixed) and runs it.
 // prog is "cf" or "cf-benchmark" and only shapes help text. It returns an exit code.
 func Execute(ctx context.Context, env *Env, prog string, c *Command, args []string) int {
+	if c.Unavailable != "" {
+		return unavailable(env, prog, c, args)
+	}
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	env.prog = prog
@@ -96,6 +103,19 @@ func Execute(ctx context.Context, env *Env, prog string, c *Command, args []stri
 	}
 	err := run(ctx, env, positional)
 	return exitCode(env, prog, c, err)
+}
+
+// unavailable answers a command that cannot run on this platform: its help with why
+// for -h, else the reason as an error.
+func unavailable(env *Env, prog string, c *Command, args []string) int {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fmt.Fprintf(env.Stderr, "%s\n\nUsage: %s\n\nNot on this platform: %s.\n", c.Summary, c.Usage(prog), c.Unavailable)
+			return ExitOK
+		}
+	}
+	fmt.Fprintf(env.Stderr, "error: %s\n", c.Unavailable)
+	return ExitUsage
 }
 
 // Example is the example invocation of c through prog ("cf" or "cf-benchmark").

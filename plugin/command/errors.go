@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -53,7 +52,7 @@ func exitCode(env *Env, prog string, c *Command, err error) int {
 		return ExitUsage
 	case errors.Is(err, engine.ErrAborted):
 		return ExitAborted
-	case errors.Is(err, foundation.ErrNotRunning):
+	case isNotRunning(err):
 		return ExitNotRunning
 	case errors.Is(err, errThresholds):
 		return ExitThresholds

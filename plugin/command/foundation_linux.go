@@ -16,12 +16,13 @@ import (
 )
 
 // foundationCmd runs the local foundation. It is a command of the standalone CLI only:
-// a long-running server has no place inside a cf CLI invocation.
+// a long-running server has no place inside a cf CLI invocation. On Linux only
+// (foundation_other.go says so elsewhere): its cells are cgroups.
 var foundationCmd = &Command{
 	Name:        "foundation",
-	Synopsis:    "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--platform-cpus 1|any] [--es-url URL] [--log-quota N/1h]",
-	Summary:     "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service",
-	ExampleArgs: "foundation start --detach --state-dir .cfbench/foundation",
+	Synopsis:    foundationSynopsis,
+	Summary:     foundationSummary,
+	ExampleArgs: foundationExample,
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		dir := fs.String("state-dir", ".cfbench/foundation", "directory holding the foundation's state, logs and settings")
 		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
@@ -121,3 +122,6 @@ func serveFoundation(ctx context.Context, env *Env, cfg foundation.Config) error
 	}
 	return err
 }
+
+// isNotRunning reports whether err says no foundation is running (ExitNotRunning).
+func isNotRunning(err error) bool { return errors.Is(err, foundation.ErrNotRunning) }
