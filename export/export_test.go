@@ -108,7 +108,7 @@ func TestExportWritesEveryTableWithManifest(t *testing.T) {
 	}
 	wantRows := map[string]int64{"runs": 1, "variants": 1, "requests": 2, "steps": 1, "step_metrics": 1, "step_app_metrics": 1,
 		"workers": 1, "worker_steps": 0, "samples": 1000, "container_metrics": 0, "db_connections": 0, "router_requests": 5, "app_timings": 5,
-		"app_timing_flushes": 1, "request_times": 1000, "run_events": 0, "step_series": 1, "router_log_pulls": 0, "step_router_metrics": 0}
+		"app_timing_flushes": 1, "request_times": 1000, "run_events": 0, "step_series": 1, "router_log_pulls": 1, "step_router_metrics": 0}
 	if len(m.Files) != len(wantRows) {
 		t.Fatalf("manifest lists %d files, want %d", len(m.Files), len(wantRows))
 	}
