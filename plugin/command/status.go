@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,8 +32,10 @@ var statusCmd = &Command{
 			store, runID, closeDB, err := rf.open(ctx, env, args, logger)
 			if err != nil {
 				// The run's database is out of reach (the demo's foundation is gone, the
-				// cf CLI is logged out): its export directory may still have it all.
-				if dir, m := exportedRun(rf.db.stateDir, args); m != nil {
+				// cf CLI is logged out): its export directory may still have it all. A
+				// usage error (a database to give again) stays one.
+				var ue *usageError
+				if dir, m := exportedRun(rf.db.stateDir, args); m != nil && !errors.As(err, &ue) {
 					printExported(env, dir, m, err)
 					return nil
 				}
