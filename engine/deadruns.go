@@ -68,7 +68,8 @@ func (d *Deployment) cleaner() ScaleDown {
 
 // AbortDeadRuns marks aborted the runs whose process died (resultsdb.AbortDeadRuns),
 // says so through note, and scales their generator apps to 0 with scaleDown (nil:
-// none are pushed, or they cannot be reached from here). Their tunnel app is the
+// none are pushed, or they cannot be reached from here), except those a live run of
+// the same spec uses now. Their tunnel app is the
 // spec's (TunnelApp), which the next run of the spec pushes again with new
 // credentials: it is reused, not left behind. Failures are logged: they must not keep
 // status or a new run from going on.
@@ -88,6 +89,9 @@ func AbortDeadRuns(ctx context.Context, store *resultsdb.Store, scaleDown ScaleD
 				}
 				msg += fmt.Sprintf("; its generators %s scaled to 0", app)
 			}
+		}
+		for _, app := range d.InUse {
+			msg += fmt.Sprintf("; its generators %s left alone: a live run uses them", app)
 		}
 		note(msg)
 	}

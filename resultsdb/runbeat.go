@@ -39,13 +39,27 @@ type DeadRun struct {
 	ID string
 	// LastHeartbeat is when its process was last seen.
 	LastHeartbeat time.Time
-	// GeneratorApps are the generator apps its variants used (one per configuration).
+	// GeneratorApps are the generator apps its variants used (one per configuration)
+	// that no live run uses: what is the dead run's to scale down.
 	GeneratorApps []string
+	// InUse are the generator apps its variants used that a live run (one of the same
+	// spec, started after it died) uses now: not the dead run's to touch.
+	InUse []string
 }
+
+// usedByLiveRun is whether a run other than r, running and heartbeating within $1
+// seconds, names rv's generator app: runs of one spec share their generator apps
+// (SPEC-gen-VARIANT), and a dead run's cleanup must not stop a live run's load. Within
+// the UPDATE it sees the runs as they were before it, so dead runs sharing an app do
+// not protect it from each other: their heartbeats are stale.
+const usedByLiveRun = `EXISTS (SELECT 1 FROM run_variants lv JOIN runs l ON l.id = lv.run_id
+       WHERE lv.generator_app = rv.generator_app AND l.id <> r.id AND l.status = 'running'
+         AND l.heartbeat_at >= clock_timestamp() - make_interval(secs => $1))`
 
 // AbortDeadRuns marks aborted every running run whose heartbeat is older than
 // staleAfter (RunStaleAfter when 0) and returns them. Its workers see that at their
-// next poll and stop issuing; scaling pushed generators down is the caller's.
+// next poll and stop issuing; scaling pushed generators down is the caller's, and only
+// those of DeadRun.GeneratorApps: a live run uses the others.
 func (s *Store) AbortDeadRuns(ctx context.Context, staleAfter time.Duration) ([]DeadRun, error) {
 	if staleAfter <= 0 {
 		staleAfter = RunStaleAfter
@@ -55,7 +69,8 @@ UPDATE runs r SET status = 'aborted', ended_at = r.heartbeat_at,
        reason = 'the run''s process stopped: no heartbeat since ' || to_char(r.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
 WHERE r.status = 'running' AND r.heartbeat_at < clock_timestamp() - make_interval(secs => $1)
 RETURNING r.id, r.heartbeat_at,
-       ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id ORDER BY 1)`, staleAfter.Seconds())
+       ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id AND NOT `+usedByLiveRun+` ORDER BY 1),
+       ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id AND `+usedByLiveRun+` ORDER BY 1)`, staleAfter.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("abort dead runs: %w", err)
 	}
@@ -63,7 +78,7 @@ RETURNING r.id, r.heartbeat_at,
 	var out []DeadRun
 	for rows.Next() {
 		var d DeadRun
-		if err := rows.Scan(&d.ID, &d.LastHeartbeat, &d.GeneratorApps); err != nil {
+		if err := rows.Scan(&d.ID, &d.LastHeartbeat, &d.GeneratorApps, &d.InUse); err != nil {
 			return nil, fmt.Errorf("abort dead runs: %w", err)
 		}
 		out = append(out, d)

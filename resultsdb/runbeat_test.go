@@ -1,0 +1,56 @@
+package resultsdb
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestDeadRunLeavesALiveRunsGeneratorsAlone: runs of one spec share their generator apps.
+// A dead run's cleanup may scale down only those no live run uses; a live run is never
+// taken for dead, and dead runs sharing an app do not shield it from each other.
+func TestDeadRunLeavesALiveRunsGeneratorsAlone(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	newRun := func(apps ...string) string {
+		r, err := s.CreateRun(ctx, "spec", "spec.yml", "version: 1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, app := range apps {
+			if err := s.AddRunVariant(ctx, RunVariant{RunID: r.ID, Variant: string(rune('a' + i)), GeneratorApp: app, TargetURL: "http://127.0.0.1:1", Workload: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r.ID
+	}
+	stale := func(id string) {
+		if _, err := s.pool.Exec(ctx, `UPDATE runs SET heartbeat_at = clock_timestamp() - interval '1 hour' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead := newRun("spec-gen-a", "spec-gen-b")
+	olderDead := newRun("spec-gen-b", "spec-gen-c")
+	live := newRun("spec-gen-a")
+	stale(dead)
+	stale(olderDead)
+
+	got, err := s.AbortDeadRuns(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]DeadRun{}
+	for _, d := range got {
+		byID[d.ID] = d
+	}
+	if len(got) != 2 || byID[live].ID != "" {
+		t.Fatalf("aborted %+v: want the two dead runs and not the live one", got)
+	}
+	if d := byID[dead]; !slices.Equal(d.GeneratorApps, []string{"spec-gen-b"}) || !slices.Equal(d.InUse, []string{"spec-gen-a"}) {
+		t.Errorf("dead run: to scale down %q, in use %q; want spec-gen-b, and spec-gen-a left to the live run", d.GeneratorApps, d.InUse)
+	}
+	if d := byID[olderDead]; !slices.Equal(d.GeneratorApps, []string{"spec-gen-b", "spec-gen-c"}) || len(d.InUse) != 0 {
+		t.Errorf("older dead run: to scale down %q, in use %q; want spec-gen-b and spec-gen-c, none in use", d.GeneratorApps, d.InUse)
+	}
+}
