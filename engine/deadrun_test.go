@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -103,7 +102,7 @@ func TestKilledRunIsMarkedAborted(t *testing.T) {
 		t.Fatalf("a live run taken for dead: %q", notes)
 	}
 
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -117,15 +116,6 @@ func benchServer(b *testing.B) string {
 		b.Fatalf("bench server: %v", err)
 	}
 	return strings.TrimSpace(addr)
-}
-
-// cpuTime is the user and system CPU time this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // countingRecorder stands in for the results DB writer: a lock per sample.

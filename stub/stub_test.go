@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -152,13 +151,4 @@ func TestCPUCostsItsCPUTime(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("cpu=lots: %d, want 400", resp.StatusCode)
 	}
-}
-
-func processCPU(t *testing.T) time.Duration {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,7 +3,6 @@ package procstat
 import (
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,7 +26,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc")
 	}
-	if st, err := Parse(self); err != nil || st.PPID != os.Getppid() || st.PGRP != syscall.Getpgrp() || st.RSS == 0 || st.StartTime == 0 {
+	if st, err := Parse(self); err != nil || st.PPID != os.Getppid() || st.PGRP != ownPGRP() || st.RSS == 0 || st.StartTime == 0 {
 		t.Errorf("own stat = %+v, %v", st, err)
 	}
 }
