@@ -113,9 +113,10 @@ func checkSizes(dir string, m *export.Manifest) error {
 
 // reading is one ReadRun.
 type reading struct {
-	ctx context.Context
-	dir string
-	m   *export.Manifest
+	ctx             context.Context
+	dir             string
+	m               *export.Manifest
+	routerLogSource string // runs.csv's
 }
 
 // each calls row for every record of table, after checking it has cols.
@@ -163,6 +164,9 @@ func (d *reading) run(r *resultsdb.ReportRows) error {
 		r.Run = resultsdb.Run{ID: t.str("id"), Name: t.str("name"), SpecFile: t.str("spec_file"), Status: resultsdb.RunStatus(t.str("status")),
 			Reason: t.str("reason"), Epoch: t.time("epoch"), Started: t.time("started_at"), Ended: t.optTime("ended_at")}
 		r.Spec = t.str("spec")
+		if _, ok := t.cols["router_log_source"]; ok {
+			d.routerLogSource = t.str("router_log_source")
+		}
 	})
 	if err != nil {
 		return err
@@ -333,7 +337,11 @@ func (d *reading) pulls(r *resultsdb.ReportRows) error {
 		sources = append(sources, t.str("source"))
 		r.BudgetExhausted = r.BudgetExhausted || t.bool("budget_exhausted")
 	})
-	if err != nil {
+	if errors.Is(err, errNoFile) {
+		// An export without the file (export.tables left it out): the run's row names
+		// the sources; whether a pull spent its budget is not known then.
+		sources = strings.Fields(d.routerLogSource)
+	} else if err != nil {
 		return err
 	}
 	slices.Sort(sources)
