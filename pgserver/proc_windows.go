@@ -2,13 +2,22 @@ package pgserver
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"syscall"
 )
 
-// errWindows is what Start and Attach return on Windows; it wraps errors.ErrUnsupported.
-var errWindows = fmt.Errorf("a private PostgreSQL server is started on Linux and macOS only (it is stopped with Unix signals): on Windows give a results database with --db postgres://… or $CFBENCH_DB: %w", errors.ErrUnsupported)
+// errWindows is what Start and Attach return on Windows.
+var errWindows error = windowsError{}
+
+// windowsError says what to do instead of a private server; it is an
+// errors.ErrUnsupported.
+type windowsError struct{}
+
+func (windowsError) Error() string {
+	return "a private PostgreSQL server is started on Linux and macOS only (it is stopped with Unix signals): on Windows give a results database with --db postgres://… or $CFBENCH_DB"
+}
+
+func (windowsError) Unwrap() error { return errors.ErrUnsupported }
 
 // credential is unused on Windows: the server never runs as another user here.
 type credential struct{ Uid, Gid uint32 }
