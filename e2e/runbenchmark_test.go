@@ -54,6 +54,12 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if scale.err != nil || scale.code != 0 {
 			t.Fatalf("cf scale: exit %d %v\n%s%s", scale.code, scale.err, scale.stdout, scale.stderr)
 		}
+		// A second run of the spec meanwhile is refused before it pushes anything that the
+		// first one uses (its tunnel app, its generators).
+		second := run(t, runTimeout, cf.dir, cf.env, cf.path, "run-benchmark", "-f", specFile)
+		if second.err != nil || second.code == 0 || !strings.Contains(second.stderr, "another run of this spec is under way: run "+runID) {
+			t.Errorf("a second run of the spec during the first: exit %d, %v; want it refused, naming run %s\n%s%s", second.code, second.err, runID, second.stdout, second.stderr)
+		}
 		out, code := p.wait(t)
 		if code != 0 {
 			t.Fatalf("cf run-benchmark: exit %d\n%s", code, out)
@@ -315,7 +321,9 @@ func buildPushed(t *testing.T, root string) string {
 		{"cfbench", "./cmd/cfbench"},
 		{"stub/cfbench-stub", "./cmd/cfbench-stub"},
 	} {
-		res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(dir, b.out), b.pkg)
+		// Stamped as buildPlugin stamps the plugin: cfbench refuses to run for a plugin of
+		// another version.
+		res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-ldflags", "-X main.version="+pluginVersion, "-o", filepath.Join(dir, b.out), b.pkg)
 		if res.err != nil || res.code != 0 {
 			t.Fatalf("go build %s: exit %d, %v\n%s", b.pkg, res.code, res.err, res.stderr)
 		}

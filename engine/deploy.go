@@ -194,6 +194,9 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
 			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}
 
+	if err := refuseLiveRun(ctx, cf, sp.Name, d.Access, cfg.Logger); err != nil {
+		return nil, err
+	}
 	note("pushing the tunnel app " + d.Access.TunnelApp)
 	if err := pushTunnel(ctx, cf, sp, land, cfg.Pushed, cfg.StartTimeout); err != nil {
 		return nil, err
@@ -350,6 +353,40 @@ func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platf
 		return fmt.Errorf("tunnel app: %w", err)
 	}
 	return nil
+}
+
+// ErrRunUnderWay means a run of the same spec is alive on the foundation.
+var ErrRunUnderWay = errors.New("another run of this spec is under way")
+
+// liveRunLookup bounds the look for a live run through the tunnel app as it is.
+const liveRunLookup = 20 * time.Second
+
+// refuseLiveRun fails with ErrRunUnderWay when a run of the spec named name is alive:
+// runs of one spec share their generator apps and tunnel app, and pushing the tunnel
+// again (with new credentials) would cut the live run off its results database. It
+// looks through the tunnel app as it is; where there is none, or it cannot be reached,
+// no run can be alive through it, and the new run goes on.
+func refuseLiveRun(ctx context.Context, cf *platform.CF, name string, access Access, log *slog.Logger) error {
+	app, err := cf.FindApp(ctx, access.SpaceGUID, access.TunnelApp)
+	if err != nil || app == nil {
+		return err
+	}
+	lctx, cancel := context.WithTimeout(ctx, liveRunLookup)
+	defer cancel()
+	store, closeStore, err := Connect(lctx, cf, access, log)
+	if err != nil {
+		log.Info("no live run looked for: the tunnel app as it is cannot be reached", "app", access.TunnelApp, "err", err)
+		return nil
+	}
+	defer closeStore()
+	live, err := store.LiveRuns(lctx, name)
+	if err != nil || len(live) == 0 {
+		return err
+	}
+	r := live[0]
+	return fmt.Errorf("%w: run %s of %s (its last heartbeat %s ago). Two runs of one spec at once would share its generator apps and "+
+		"its tunnel app; wait for it to end, or stop it with Ctrl-C where it runs. Try: cf benchmark-status %s",
+		ErrRunUnderWay, r.ID, name, max(0, time.Since(r.LastHeartbeat)).Round(time.Second), r.ID)
 }
 
 // pushBound pushes one of the run's own apps (the tunnel, the drain, the relay): pushed's

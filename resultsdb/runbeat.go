@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // RunHeartbeatEvery is how often the process that runs a run marks it alive, and
@@ -85,6 +87,26 @@ RETURNING r.id, r.heartbeat_at,
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("abort dead runs: %w", err)
+	}
+	return out, nil
+}
+
+// LiveRun is a run whose process is alive: running, with a fresh heartbeat.
+type LiveRun struct {
+	ID            string
+	LastHeartbeat time.Time
+}
+
+// LiveRuns returns the live runs of the spec named name, oldest first.
+func (s *Store) LiveRuns(ctx context.Context, name string) ([]LiveRun, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, heartbeat_at FROM runs
+WHERE name = $1 AND status = 'running' AND heartbeat_at >= clock_timestamp() - make_interval(secs => $2) ORDER BY id`, name, RunStaleAfter.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("look for live runs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[LiveRun])
+	if err != nil {
+		return nil, fmt.Errorf("look for live runs: %w", err)
 	}
 	return out, nil
 }

@@ -36,6 +36,9 @@ func TestDeadRunLeavesALiveRunsGeneratorsAlone(t *testing.T) {
 	stale(dead)
 	stale(olderDead)
 
+	if lr, err := s.LiveRuns(ctx, "spec"); err != nil || len(lr) != 1 || lr[0].ID != live {
+		t.Fatalf("live runs of spec: %+v, %v; want only %s", lr, err, live)
+	}
 	got, err := s.AbortDeadRuns(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
