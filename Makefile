@@ -1,5 +1,5 @@
 # The two commands a newcomer runs are `make demo` and `make test`; both install what
-# they need through scripts/install-deps.sh first.
+# they need through scripts/install-deps.sh first (demo: only what the demo uses).
 GO        ?= go
 BIN       := bin
 GOFLAGS_B := -trimpath
@@ -7,34 +7,52 @@ GOFLAGS_B := -trimpath
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 export CGO_ENABLED := 0
 PUSHED    := GOOS=linux GOARCH=amd64
+PAYLOAD   := plugin/payload/data/cfbench.gz
 
-.PHONY: build demo gallery check lint test bench deps clean cf-cli-suite
+.PHONY: build apps release demo gallery check lint test bench deps deps-demo clean cf-cli-suite
 
+# The plugin carries the program it pushes (cmd/cfbench, built for linux/amd64, what CF's
+# cells run, whatever this machine is) gzip-compressed in plugin/payload/data, so the
+# plugin file alone runs a benchmark; bin/cfbench is the same program, for --bin-dir.
 build:
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/cfbench ./cmd/cfbench
+	gzip -9 -n -c $(BIN)/cfbench > $(PAYLOAD)
+	printf '%s\n' '$(VERSION)' > $(dir $(PAYLOAD))version
 	$(GO) build $(GOFLAGS_B) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/cf-benchmark ./plugin
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
-	# Pushed to Cloud Foundry, whose cells run linux/amd64 whatever this machine is:
-	# the generator, the tunnel, the drain, and the stub and the proxy in the app dirs that
-	# manifests/stub.yml and manifests/proxy-plateau.yml push.
-	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-worker ./cmd/cfbench-worker
-	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-tunnel ./cmd/cfbench-tunnel
-	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-relay ./cmd/cfbench-relay
-	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-drain ./cmd/cfbench-drain
+	# The stub and the proxy in the app dirs that manifests/stub.yml and
+	# manifests/proxy-plateau.yml push.
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/stub/cfbench-stub ./cmd/cfbench-stub
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/proxy/cfbench-proxy ./cmd/cfbench-proxy
+
+# The Java and Node.js sample apps (apps/), which the tests and the java-vs-node spec push.
+apps:
 	scripts/build-apps.sh
 
-deps:
-	scripts/install-deps.sh
+# A release the cf way (tools/release): the plugin for the five platforms the cf CLI ships
+# for (and a macOS universal binary), SHA256SUMS, SHA1SUMS and the plugin repository
+# index `list`, in dist/VERSION, to be served at RELEASE_URL:
+#   make release VERSION=1.2.0 RELEASE_URL=https://example.com/cf-benchmark/1.2.0
+release:
+	$(GO) run ./tools/release -version $(VERSION) -url "$(RELEASE_URL)" -out dist/$(VERSION)
 
-demo: deps build
+deps:
+	scripts/install-deps.sh test
+
+# What the demo uses (the PostgreSQL server, the cf CLI: minutes of CPU on a cold cache)
+# installs while the Go programs build, on both cores.
+deps-demo:
+	scripts/install-deps.sh demo
+
+demo:
+	$(MAKE) --no-print-directory -j2 deps-demo build
 	scripts/demo.sh $(SPEC)
 
 # The docs' gallery (docs/gallery.md, docs/gallery/*.png) from runs on the local
 # foundation; GALLERY_ONLY="stub cc-api" reruns only some of its specs.
-gallery: deps build
+gallery: deps build apps
 	scripts/gallery.sh
 
 # The quick tier, for every change: vet, the gofmt check, and every Go test that needs
@@ -55,7 +73,7 @@ lint:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
 
 # Everything, as CI runs it (.ci/run): the stages and why are in scripts/test.sh.
-test: deps build lint
+test: deps build apps lint
 	GO=$(GO) scripts/test.sh
 
 # The cf CLI's own integration specs (the selection of foundation/clisuite) against a
@@ -70,9 +88,9 @@ cf-cli-suite: deps
 # then the hot-path micro-benchmarks.
 bench: deps build
 	$(GO) run ./cmd/cfbench-bench $(BENCH_FLAGS)
-	$(GO) run ./cmd/cfbench-capacity -relay-bin $(BIN)/cfbench-relay $(CAPACITY_FLAGS)
+	$(GO) run ./cmd/cfbench-capacity -relay-bin $(BIN)/cfbench $(CAPACITY_FLAGS)
 	scripts/bench-go.sh
 	scripts/bench-routerlogs.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(PAYLOAD) $(dir $(PAYLOAD))version

@@ -52,12 +52,13 @@ func buildInfo() *debug.BuildInfo {
 // carried writes out the cfbench program this plugin carries into the user's cache
 // directory (~/.cache, ~/Library/Caches, %LocalAppData%), where it stays for the next
 // run of the same build.
-func carried() (string, error) {
+func carried() (path, version string, err error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	return payload.Extract(filepath.Join(dir, "cf-benchmark", "pushed"))
+	path, err = payload.Extract(filepath.Join(dir, "cf-benchmark", "pushed"))
+	return path, payload.Version(), err
 }
 
 // binDirs are where the program pushed to Cloud Foundry is looked for when this build

@@ -22,9 +22,10 @@ type Env struct {
 	// standalone, where commands read the cf CLI's config file.
 	CF func() (CFTarget, error)
 	// Carried writes out the cfbench program this plugin carries, to push to Cloud
-	// Foundry, and returns its path; payload.ErrNotCarried when it carries none (a build
-	// without make build). Nil for none.
-	Carried func() (string, error)
+	// Foundry, and returns its path and the version it was built as;
+	// payload.ErrNotCarried when it carries none (a build without make build). Nil for
+	// none.
+	Carried func() (path, version string, err error)
 	// BinDirs are where to look for the cfbench program when neither --bin-dir nor
 	// $CFBENCH_BIN_DIR names a directory and the plugin carries none: the directory of
 	// this executable, then ./bin (make build puts it in bin/).

@@ -66,11 +66,15 @@ func findPushed(env *Env, flagDir string) (string, error) {
 	case d != "":
 		dirs = []string{d}
 	case env.Carried != nil:
-		path, err := env.Carried()
-		if err == nil {
+		path, version, err := env.Carried()
+		switch {
+		case err == nil && version != env.Version:
+			// It would refuse to start when pushed: say so now, not after a crash loop.
+			return "", usagef("this cf-benchmark (%s) carries cfbench %s, which would refuse to run for it: build both with make build, or give --bin-dir DIR with a cfbench %s",
+				env.Version, version, env.Version)
+		case err == nil:
 			return path, nil
-		}
-		if !errors.Is(err, payload.ErrNotCarried) {
+		case !errors.Is(err, payload.ErrNotCarried):
 			return "", err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/plugin/payload"
 )
 
 // TestValidateRefusesWhatRunRefuses checks that validate and run give the same answer,
@@ -77,6 +79,46 @@ func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 			if rfirst, _, _ := strings.Cut(r.stderr, "\n"); r.code != v.code || rfirst != first || r.stdout != "" ||
 				strings.Count(r.stderr, "\n") != strings.Count(v.stderr, "\n") {
 				t.Fatalf("run: exit %d, stdout %q, stderr %q; want validate's exit %d and stderr %q", r.code, r.stdout, r.stderr, v.code, v.stderr)
+			}
+		})
+	}
+}
+
+// TestFindPushedPrefersAGivenDirThenWhatThePluginCarries: --bin-dir and CFBENCH_BIN_DIR
+// override the carried program; a carried program of another version is refused before
+// anything is pushed; a plugin that carries none looks beside itself.
+func TestFindPushedPrefersAGivenDirThenWhatThePluginCarries(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cfbench"), []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	carried := func(version string, err error) func() (string, string, error) {
+		return func() (string, string, error) { return "/cache/cfbench", version, err }
+	}
+	for _, c := range []struct {
+		name    string
+		flagDir string
+		binEnv  string
+		carried func() (string, string, error)
+		want    string // the path, or a part of the error
+	}{
+		{"carried", "", "", carried("v1", nil), "/cache/cfbench"},
+		{"--bin-dir over carried", dir, "", carried("v1", nil), filepath.Join(dir, "cfbench")},
+		{"CFBENCH_BIN_DIR over carried", "", dir, carried("v1", nil), filepath.Join(dir, "cfbench")},
+		{"carried of another version", "", "", carried("v0.9", nil), "this cf-benchmark (v1) carries cfbench v0.9"},
+		{"none carried", "", "", carried("", payload.ErrNotCarried), filepath.Join(dir, "cfbench")},
+		{"none anywhere", filepath.Join(dir, "none"), "", nil, "cfbench (linux/amd64, the program pushed to Cloud Foundry) not found in " + filepath.Join(dir, "none")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := &Env{Version: "v1", Carried: c.carried, BinDirs: []string{dir}, Getenv: func(k string) string {
+				if k == "CFBENCH_BIN_DIR" {
+					return c.binEnv
+				}
+				return ""
+			}}
+			got, err := findPushed(env, c.flagDir)
+			if (err == nil && got != c.want) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("findPushed: %q, %v; want %q", got, err, c.want)
 			}
 		})
 	}

@@ -18,13 +18,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 //go:embed data
 var data embed.FS
 
-// carried is the compressed program's path in data.
-const carried = "data/cfbench.gz"
+// carried is the compressed program's path in data, and carriedVersion that of the
+// version it was built as (internal/version), which make build writes beside it.
+const (
+	carried        = "data/cfbench.gz"
+	carriedVersion = "data/version"
+)
 
 // Name is the program's file name, as it is pushed (its command is "./cfbench worker"
 // and so on).
@@ -32,6 +37,12 @@ const Name = "cfbench"
 
 // ErrNotCarried means this build of the plugin carries no program to push.
 var ErrNotCarried = errors.New("this build of cf-benchmark carries no cfbench program to push (built without make build)")
+
+// Version is the version the carried program was built as; "" when unknown.
+func Version() string {
+	b, _ := fs.ReadFile(data, carriedVersion)
+	return strings.TrimSpace(string(b))
+}
 
 // Extract writes the carried program to a folder of dir named after its content, once,
 // and returns its path. Concurrent callers, in this process or others, are safe: the

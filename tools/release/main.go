@@ -1,6 +1,6 @@
 // Command release makes a cf-benchmark release the way the cf CLI installs plugins: the
 // plugin built for every platform the cf CLI ships for, each carrying the program it
-// pushes (make build puts that in plugin/payload/data first), their SHA-256 and SHA-1
+// pushes (cmd/cfbench, built for linux/amd64 with the same version), their SHA-256 and SHA-1
 // checksums, and a plugin repository index, `list`, in the shape the community plugin
 // repository serves and `cf add-plugin-repo`, `cf repo-plugins` and
 // `cf install-plugin -r` read. Serve the output directory at -url, then:

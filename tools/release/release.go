@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -17,8 +19,9 @@ import (
 	"time"
 )
 
-// payloadFile is what make build writes and every plugin build carries.
-const payloadFile = "plugin/payload/data/cfbench.gz"
+// payloadDir is where the plugin finds what it carries (package payload); each release
+// build gets its own through an overlay, whatever make build left there.
+const payloadDir = "plugin/payload/data"
 
 // Platform is a GOOS/GOARCH pair the plugin is built for.
 type Platform struct{ OS, Arch string }
@@ -81,10 +84,14 @@ type Release struct {
 // Make builds the plugin for every platform into r.Dir, the macOS universal binary when
 // both Mac architectures are built, the checksums and the index.
 func (r Release) Make(ctx context.Context, log io.Writer) error {
-	if _, err := os.Stat(payloadFile); err != nil {
-		return fmt.Errorf("%s is missing: run make build first (the plugin carries the program it pushes)", payloadFile)
-	}
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return err
+	}
+	overlay, err := r.payload(ctx, log)
+	if overlay != "" {
+		defer os.RemoveAll(filepath.Dir(overlay))
+	}
+	if err != nil {
 		return err
 	}
 	files := map[string]string{} // cf CLI platform name: file
@@ -92,7 +99,7 @@ func (r Release) Make(ctx context.Context, log io.Writer) error {
 	var all []string
 	for _, p := range r.Platforms {
 		fmt.Fprintf(log, "release: building %s\n", p)
-		cmd := exec.CommandContext(ctx, r.Go, "build", "-trimpath", "-ldflags", "-s -w -X main.version="+r.Version,
+		cmd := exec.CommandContext(ctx, r.Go, "build", "-trimpath", "-overlay", overlay, "-ldflags", "-s -w -X main.version="+r.Version,
 			"-o", filepath.Join(r.Dir, p.file()), "./plugin")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 		cmd.Stdout, cmd.Stderr = log, log
@@ -140,6 +147,56 @@ func (r Release) Make(ctx context.Context, log io.Writer) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(r.Dir, "list"), append(b, '\n'), 0o644)
+}
+
+// payload builds the program every plugin of the release carries (cmd/cfbench for
+// linux/amd64, stamped with the release's version), compressed, and returns a go build
+// -overlay file that puts it and its version where package payload embeds them. The
+// overlay's folder is the caller's to remove, also after an error.
+func (r Release) payload(ctx context.Context, log io.Writer) (string, error) {
+	tmp, err := os.MkdirTemp("", "cf-benchmark-release-")
+	if err != nil {
+		return "", err
+	}
+	overlay := filepath.Join(tmp, "overlay.json")
+	bin := filepath.Join(tmp, "cfbench")
+	fmt.Fprintf(log, "release: building the pushed program cfbench (linux/amd64)\n")
+	cmd := exec.CommandContext(ctx, r.Go, "build", "-trimpath", "-ldflags", "-s -w -X main.version="+r.Version, "-o", bin, "./cmd/cfbench")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return overlay, fmt.Errorf("build cfbench: %w", err)
+	}
+	program, err := os.ReadFile(bin)
+	if err != nil {
+		return overlay, err
+	}
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	if _, err := zw.Write(program); err != nil {
+		return overlay, err
+	}
+	if err := zw.Close(); err != nil {
+		return overlay, err
+	}
+	if err := os.WriteFile(bin+".gz", gz.Bytes(), 0o644); err != nil {
+		return overlay, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "version"), []byte(r.Version+"\n"), 0o644); err != nil {
+		return overlay, err
+	}
+	dir, err := filepath.Abs(payloadDir)
+	if err != nil {
+		return overlay, err
+	}
+	b, err := json.Marshal(map[string]map[string]string{"Replace": {
+		filepath.Join(dir, "cfbench.gz"): bin + ".gz",
+		filepath.Join(dir, "version"):    filepath.Join(tmp, "version"),
+	}})
+	if err != nil {
+		return overlay, err
+	}
+	return overlay, os.WriteFile(overlay, b, 0o644)
 }
 
 type sums struct{ sha256, sha1 string }
