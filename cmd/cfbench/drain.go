@@ -32,6 +32,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/drain"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -101,17 +102,7 @@ func runDrain(ctx context.Context, args []string, getenv func(string) string, st
 	if started != nil {
 		started(r)
 	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- r.Wait() }()
-	select {
-	case <-ctx.Done():
-		err = r.Close()
-	case err = <-stopped:
-		if err == nil {
-			err = errors.New("stopped by itself")
-		}
-	}
-	if err != nil {
+	if err := lifecycle.Hold(ctx, r); err != nil {
 		return fail(fmt.Errorf("stop: %w", err))
 	}
 	return 0

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -68,9 +69,9 @@ func runRelay(ctx context.Context, args []string, getenv func(string) string, st
 	if started != nil {
 		started(srv)
 	}
-	<-ctx.Done()
-	if err := srv.Close(); err != nil {
-		return fail(err)
+	// Until SIGTERM; a relay whose listener died ends the program, and CF restarts it.
+	if err := lifecycle.Hold(ctx, srv); err != nil {
+		return fail(fmt.Errorf("stop: %w", err))
 	}
 	st := srv.Stats()
 	logger.Info("stopped", "requests", st.Requests, "plan_queries", st.PlanQueries, "beat_statements", st.BeatStatements, "copies", st.Copies, "rows", st.CopiedRows)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
@@ -75,9 +76,8 @@ func runTunnel(ctx context.Context, args []string, getenv func(string) string, s
 	if started != nil {
 		started(srv)
 	}
-	<-ctx.Done()
-	srv.Close()
-	if err := srv.Wait(); err != nil {
+	// Until SIGTERM; a server whose listener died ends the program, and CF restarts it.
+	if err := lifecycle.Hold(ctx, srv); err != nil {
 		return fail(fmt.Errorf("stop: %w", err))
 	}
 	return 0

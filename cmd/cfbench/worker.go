@@ -27,6 +27,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/relay"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/worker"
@@ -114,8 +115,8 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, h
 		return fail(err)
 	}
 	logger.Info("following runs", "app", *app, "index", *index, "host", host)
-	<-ctx.Done()
-	if err := w.Close(); err != nil {
+	// Until SIGTERM; a worker that stopped by itself ends the program, and CF restarts it.
+	if err := lifecycle.Hold(ctx, w); err != nil {
 		return fail(fmt.Errorf("stop: %w", err))
 	}
 	return 0
