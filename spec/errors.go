@@ -70,11 +70,27 @@ func parent(path string) string {
 // it as their error; get it back with errors.As.
 type Errors []*Error
 
-// Error joins the problems, one per line.
+// MaxShown is how many problems a spec's errors print: a large broken file (a wrong
+// file given as the spec, say) must not flood the terminal.
+const MaxShown = 50
+
+// Shown is the problems to print, at most MaxShown, and how many more there are.
+func (es Errors) Shown() (shown Errors, more int) {
+	if len(es) <= MaxShown {
+		return es, 0
+	}
+	return es[:MaxShown], len(es) - MaxShown
+}
+
+// Error joins the problems, one per line, at most MaxShown, then how many more.
 func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
+	shown, more := es.Shown()
+	lines := make([]string, len(shown), len(shown)+1)
+	for i, e := range shown {
 		lines[i] = e.Error()
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more problem(s)", more))
 	}
 	return strings.Join(lines, "\n")
 }

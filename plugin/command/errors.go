@@ -39,8 +39,12 @@ func exitCode(env *Env, prog string, c *Command, err error) int {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &serr):
-		for _, e := range serr {
+		shown, more := serr.Shown()
+		for _, e := range shown {
 			fmt.Fprintln(env.Stderr, e.Error())
+		}
+		if more > 0 {
+			fmt.Fprintf(env.Stderr, "… and %d more\n", more)
 		}
 		fmt.Fprintf(env.Stderr, "%d problem(s) in the spec\n", len(serr))
 		return ExitUsage
