@@ -100,7 +100,9 @@ func TestReleaseInstallsTheCFWay(t *testing.T) {
 		}
 		spec := writeExample(t, root, filepath.Dir(stub), "stub-on-cf.yml",
 			map[string]string{"path: ../.cfbench/foundation/access.log": "path: " + info.AccessLog})
-		cf.dir = filepath.Dir(spec)
+		home := cf.dir
+		cf.dir = filepath.Dir(spec) // removed with the subtest
+		defer func() { cf.dir = home }()
 		res = run(t, runTimeout, cf.dir, cf.env, cf.path, "run-benchmark", "-f", spec)
 		out := res.stdout + res.stderr
 		if res.err != nil || res.code != 0 {
