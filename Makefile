@@ -4,7 +4,11 @@ GO        ?= go
 BIN       := bin
 GOFLAGS_B := -trimpath
 # The version cf plugins and cf-benchmark --version show (internal/version).
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+# Worked out once: the plugin and the program it carries must get the same one.
+ifeq ($(origin VERSION), undefined)
+VERSION   := $(shell git describe --tags --always --dirty 2>/dev/null)
+export VERSION
+endif
 export CGO_ENABLED := 0
 PUSHED    := GOOS=linux GOARCH=amd64
 PAYLOAD   := plugin/payload/data/cfbench.gz
