@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/elastic/elastic-transport-go/v8/elastictransport"
-	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
@@ -126,7 +125,7 @@ var ErrClosed = errors.New("logship: shipper closed")
 // requests are retried with backoff and counted; they never stop the shipper.
 type Shipper struct {
 	cfg    Config
-	es     *esapi.API
+	es     *elastictransport.Client
 	esErr  error
 	logger *slog.Logger
 	idBase string
@@ -211,15 +210,16 @@ func New(cfg Config) *Shipper {
 		s.own = http.DefaultTransport.(*http.Transport).Clone()
 		cfg.Transport = s.own
 	}
-	s.es, s.esErr = newAPI(cfg.URL, cfg.Transport)
+	s.es, s.esErr = newTransport(cfg.URL, cfg.Transport)
 	return s
 }
 
-// newAPI is Elasticsearch's REST API at rawURL over rt. It is built on the transport
-// alone: the elasticsearch package's client brings in its typed API (some 860
-// packages, over two minutes of CPU on a cold build of the plugin) and calls none of
-// it for us.
-func newAPI(rawURL string, rt http.RoundTripper) (*esapi.API, error) {
+// newTransport is the client of Elasticsearch at rawURL over rt; esRequest sends the
+// shipper's two kinds of request through it. Neither the elasticsearch package's client
+// nor its esapi: the first brings in its typed API (some 860 packages, over two minutes
+// of CPU on a cold build of the plugin), the second is one package of every API's
+// request builders that takes 25 s to compile, alone, on the plugin's critical path.
+func newTransport(rawURL string, rt http.RoundTripper) (*elastictransport.Client, error) {
 	if rawURL == "" {
 		return nil, errors.New("no Elasticsearch URL")
 	}
@@ -237,7 +237,21 @@ func newAPI(rawURL string, rt http.RoundTripper) (*esapi.API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elasticsearch client for %s: %w", u.Redacted(), err)
 	}
-	return esapi.New(tp), nil
+	return tp, nil
+}
+
+// esRequest sends body to path (with query) through the transport, which adds the
+// URL's scheme, host, path prefix and credentials. The caller closes the response's
+// body.
+func (s *Shipper) esRequest(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http:///", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.URL.Path = path
+	req.URL.RawQuery = query.Encode()
+	req.Header.Set("Content-Type", "application/json")
+	return s.es.Perform(req)
 }
 
 // Start ships in the background until Close, or until ctx ends (then, as on Close,
@@ -516,24 +530,23 @@ func (s *Shipper) bulk(ctx context.Context, items []item) (retry []item, err err
 	if s.esErr != nil {
 		return items, s.esErr
 	}
-	var body bytes.Buffer
+	var body []byte
 	for _, it := range items {
-		body.Write(it.body)
+		body = append(body, it.body...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	res, err := s.es.Bulk(&body,
-		s.es.Bulk.WithContext(ctx),
-		s.es.Bulk.WithFilterPath("errors", "items.*.status", "items.*.error.type", "items.*.error.reason"))
+	res, err := s.esRequest(ctx, http.MethodPost, "/_bulk",
+		url.Values{"filter_path": {"errors,items.*.status,items.*.error.type,items.*.error.reason"}}, body)
 	if err != nil {
 		return items, fmt.Errorf("bulk request: %w", err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
 		_, _ = io.Copy(io.Discard, res.Body)
-		return items, fmt.Errorf("bulk request: %s", res.Status())
+		return items, fmt.Errorf("bulk request: %s", res.Status)
 	}
-	if res.IsError() {
+	if res.StatusCode > 299 {
 		s.settle(int64(len(items)), false)
 		return nil, fmt.Errorf("bulk request rejected: %s", errorText(res))
 	}
@@ -603,8 +616,7 @@ func (s *Shipper) installTemplate(ctx context.Context) {
 	}, pattern), "-_.")
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	res, err := s.es.Indices.PutIndexTemplate(name, bytes.NewReader(indexTemplate(pattern)),
-		s.es.Indices.PutIndexTemplate.WithContext(ctx))
+	res, err := s.esRequest(ctx, http.MethodPut, "/_index_template/"+name, nil, indexTemplate(pattern))
 	if err != nil {
 		s.logger.Debug("logship: put index template", "err", err)
 		return
@@ -614,12 +626,12 @@ func (s *Shipper) installTemplate(ctx context.Context) {
 		return
 	}
 	s.templateDone = true
-	if res.IsError() {
+	if res.StatusCode > 299 {
 		s.logger.Warn("logship: index template refused; indexing with dynamic mappings", "template", name, "err", errorText(res))
 	}
 }
 
-func errorText(res *esapi.Response) string {
+func errorText(res *http.Response) string {
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-	return res.Status() + " " + strings.TrimSpace(string(b))
+	return res.Status + " " + strings.TrimSpace(string(b))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,27 +274,29 @@ func TestQuotaWindows(t *testing.T) {
 	}
 }
 
-// TestNewAPI: the URL's credentials go out as basic auth; a URL the client cannot use
-// is an error that does not repeat the URL (it may carry a password).
-func TestNewAPI(t *testing.T) {
+// TestESRequest: a request goes to the URL's host under its path, with its credentials
+// as basic auth; a URL the client cannot use is an error that does not repeat the URL
+// (it may carry a password).
+func TestESRequest(t *testing.T) {
 	t.Parallel()
-	var auth atomic.Value
+	var got atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth.Store(r.Header.Get("Authorization"))
+		got.Store(r.Method + " " + r.URL.RequestURI() + " " + r.Header.Get("Authorization"))
 		fmt.Fprint(w, `{"acknowledged":true}`)
 	}))
 	t.Cleanup(srv.Close)
-	api, err := newAPI(strings.Replace(srv.URL, "http://", "http://elastic:s3cret@", 1)+"/", srv.Client().Transport)
-	if err != nil {
-		t.Fatal(err)
+	s := New(Config{URL: strings.Replace(srv.URL, "http://", "http://elastic:s3cret@", 1) + "/es/", Transport: srv.Client().Transport})
+	if s.esErr != nil {
+		t.Fatal(s.esErr)
 	}
-	res, err := api.Indices.PutIndexTemplate("t", strings.NewReader("{}"))
+	res, err := s.esRequest(context.Background(), http.MethodPut, "/_index_template/t", url.Values{"a": {"b"}}, []byte("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if got, want := auth.Load(), "Basic ZWxhc3RpYzpzM2NyZXQ="; got != want {
-		t.Errorf("Authorization = %v, want %q (elastic:s3cret)", got, want)
+	// elastic:s3cret
+	if want := "PUT /es/_index_template/t?a=b Basic ZWxhc3RpYzpzM2NyZXQ="; got.Load() != want {
+		t.Errorf("Elasticsearch got %v, want %q", got.Load(), want)
 	}
 
 	for _, tc := range []struct{ url, want string }{
@@ -303,9 +306,9 @@ func TestNewAPI(t *testing.T) {
 		{"http://elastic:s3cret@[::1", "want http(s)://host:port"},
 		{"http:///path", "want http(s)://host:port"},
 	} {
-		_, err := newAPI(tc.url, nil)
+		_, err := newTransport(tc.url, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("newAPI(%q) = %v, want an error with %q and no password", tc.url, err, tc.want)
+			t.Errorf("newTransport(%q) = %v, want an error with %q and no password", tc.url, err, tc.want)
 		}
 	}
 }
