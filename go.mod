@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	code.cloudfoundry.org/cli/v8 v8.18.0
 	github.com/cloudfoundry/go-cfclient/v3 v3.0.0-alpha.20
-	github.com/elastic/go-elasticsearch/v8 v8.19.7
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jpillora/chisel v1.12.0
 	gopkg.in/yaml.v3 v3.0.1
