@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
-# Installs what `make demo` and `make test` need on a fresh Debian machine, and nothing
-# that is already there: PostgreSQL server binaries, a JDK, Maven, Node.js, nginx and Chromium (Debian packages),
-# the Go modules, the real cf CLI, OpenTofu and the bosh CLI (built from the Go module
-# proxy into a cache dir, once per machine: about 3, 5 and 2 minutes on 2 cores), and
-# Elasticsearch and OpenSearch for tests (scripts/install-es.sh, install-opensearch.sh).
+# Installs what a make target needs on a fresh Debian machine, and nothing that is
+# already there:
+#
+#   scripts/install-deps.sh demo   what `make demo` needs: the PostgreSQL server binaries
+#                                  (the local foundation's private Postgres; a Debian
+#                                  package) and the real cf CLI (scripts/install-cf-cli.sh
+#                                  builds it from the Go module proxy into a cache dir,
+#                                  once per machine: about 2 minutes on 2 cores)
+#   scripts/install-deps.sh test   what `make test` needs (the default): the demo's, and a
+#                                  JDK, Maven, Node.js, nginx and Chromium (Debian
+#                                  packages), the Go modules, OpenTofu and the bosh CLI
+#                                  (built like the cf CLI: about 5 and 2 minutes), and
+#                                  Elasticsearch's and OpenSearch's integ-test
+#                                  distributions (scripts/install-es.sh,
+#                                  install-opensearch.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mode=${1:-test}
+case $mode in
+demo | test) ;;
+*)
+	echo "usage: scripts/install-deps.sh [demo|test]: unknown set $mode" >&2
+	exit 2
+	;;
+esac
 
 have_pg_server() {
 	command -v initdb >/dev/null 2>&1 && return 0
@@ -20,26 +39,33 @@ as_root() {
 	fi
 }
 
-# The local foundation stages Java and Node.js apps with the machine's toolchains.
+# The cf CLI builds (minutes, mostly CPU) while apt downloads and unpacks.
+scripts/install-cf-cli.sh >/dev/null &
+cf_cli=$!
+
 missing=()
 have_pg_server || missing+=(postgresql)
-command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
-# The local foundation serves Staticfile apps with nginx, as CF's staticfile buildpack does.
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-# Maven builds the Java sample app and fetches the search engines' test distributions.
-command -v mvn >/dev/null 2>&1 || missing+=(maven)
-# The report's browser test renders the HTML report in headless Chromium.
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ "$mode" = test ]; then
+	# The local foundation stages Java and Node.js apps with the machine's toolchains.
+	command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+	# The local foundation serves Staticfile apps with nginx, as CF's staticfile buildpack does.
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+	# Maven builds the Java sample app and fetches the search engines' test distributions.
+	command -v mvn >/dev/null 2>&1 || missing+=(maven)
+	# The report's browser test renders the HTML report in headless Chromium.
+	command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "install-deps: installing Debian packages: ${missing[*]}" >&2
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+wait "$cf_cli" || { echo "install-deps: scripts/install-cf-cli.sh failed" >&2; exit 1; }
+[ "$mode" = demo ] && exit 0
 
 go mod download
-scripts/install-cf-cli.sh >/dev/null
 # OpenTofu, for the terraform/ tests (e2e/terraform_test.go).
 scripts/install-tofu.sh >/dev/null
 # The bosh CLI, for the bosh-lite rendering tests (e2e/boshlite_test.go).
