@@ -6,9 +6,9 @@
 #   CFBENCH_CACHE   cache root (default: $HOME/.cache/cf-benchmark)
 #
 # The cf CLI ships no prebuilt binary through a package registry, so it is built from
-# source the way its own Makefile builds the Linux release: CGO off, netgo, and the
-# version, commit and date stamped in with -X so `cf version` reports the release
-# (scripts/lib/gomod-build.sh builds it).
+# source the way its own Makefile builds the Linux release: CGO off (so the pure Go
+# resolver, which its netgo tag asks for), and the version, commit and date stamped in
+# with -X so `cf version` reports the release (scripts/lib/gomod-build.sh builds it).
 set -euo pipefail
 
 readonly cli_module=code.cloudfoundry.org/cli/v8
@@ -42,7 +42,11 @@ gomod_fetch "$cli_module" "$cli_version"
 ldflags="-w -s -X $cli_module/version.binaryVersion=$cli_version"
 [ -n "$GOMOD_HASH" ] && ldflags+=" -X $cli_module/version.binarySHA=$(cut -c 1-7 <<<"$GOMOD_HASH")"
 [ -n "$GOMOD_TIME" ] && ldflags+=" -X $cli_module/version.binaryBuildDate=$GOMOD_TIME"
-gomod_build . "$cf_bin" -tags netgo -ldflags "$ldflags"
+# Built as `make build` builds (CGO off, -trimpath), so the two share the standard
+# library in the build cache. The release's -tags netgo is left out: with CGO off the
+# net package resolves in Go anyway, and the tag would compile net and the 11 packages
+# above it (net/http, crypto/tls, ...) a second time.
+gomod_build . "$cf_bin" -trimpath -ldflags "$ldflags"
 
 works "$cf_bin" || { log "the built binary does not report cf version ${cli_version#v}"; exit 1; }
 log "installed $cf_bin"
