@@ -12,7 +12,9 @@
 # demo started is stopped at the end; one that was already running is left alone.
 #
 # Another spec runs the same way: scripts/demo.sh examples/java-vs-node.yml (or
-# make demo SPEC=examples/java-vs-node.yml).
+# make demo SPEC=examples/java-vs-node.yml), once `make deps apps` has installed the
+# JDK, Maven and Node.js (make demo installs only what stub-on-cf.yml uses) and built
+# the sample apps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

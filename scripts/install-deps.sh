@@ -6,7 +6,8 @@
 #                                  (the local foundation's private Postgres; a Debian
 #                                  package) and the real cf CLI (scripts/install-cf-cli.sh
 #                                  builds it from the Go module proxy into a cache dir,
-#                                  once per machine: about 2 minutes on 2 cores)
+#                                  once per machine: 110 CPU-seconds on a cold cache, 90 s
+#                                  beside make build on 2 cores, as make demo runs them)
 #   scripts/install-deps.sh test   what `make test` needs (the default): the demo's, and a
 #                                  JDK, Maven, Node.js, nginx and Chromium (Debian
 #                                  packages), the Go modules, OpenTofu and the bosh CLI
