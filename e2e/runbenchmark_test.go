@@ -64,6 +64,9 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("cf run-benchmark: exit %d\n%s", code, out)
 		}
+		if env := cf.mustRun(t, "env", "stub-on-cf-gen-fast"); strings.Contains(env, secretValue) || strings.Contains(env, "CFBENCH_RELAY_TOKEN") {
+			t.Errorf("after the run the generator app's environment still holds the run's secrets:\n%s", env)
+		}
 		for _, want := range []string{"pushing the relay app stub-on-cf-relay", "pushing fast from", "stub-fast", "generator instances changed by hand from 2 to 5 during step 2",
 			"step 3 keeps the 5 generator instances scaled by hand", "run " + runID + " completed", "exported run " + runID} {
 			if !strings.Contains(out, want) {
@@ -307,7 +310,7 @@ func loggedIn(t *testing.T, root, bins string, opts ...func(*foundation.Config))
 	cf.mustRun(t, "api", info.APIURL)
 	cf.mustRun(t, "auth", info.User, info.Password)
 	cf.mustRun(t, "install-plugin", "-f", plugin)
-	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins)
+	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins, secretVar+"="+secretValue)
 	return cf, info, cl
 }
 
@@ -331,12 +334,18 @@ func buildPushed(t *testing.T, root string) string {
 	return dir
 }
 
+// secretVar is a header's ${NAME} in writeSpec's spec, set to secretValue in the cf
+// CLI's environment: a per-run secret that must not outlive the run in the generator
+// apps' environment.
+const secretVar, secretValue = "CFB_E2E_SECRET", "s3cr3t-e2e-value-0f4b"
+
 // writeSpec copies examples/stub-on-cf.yml beside manifests/stub.yml (writeExample),
 // the router logs at the test foundation's access log, the steps long enough for a
 // cf scale by hand to land inside one, and the generators through a relay (which a
 // ramp to 3 instances would not push by itself).
 func writeSpec(t *testing.T, root, bins, accessLog string) string {
 	return writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{"hold: 5s": "hold: 8s",
+		"      path: /hello\n":                    "      path: /hello\n      headers: {X-Run-Secret: \"${" + secretVar + "}\"}\n",
 		"path: ../.cfbench/foundation/access.log": "path: " + accessLog, "  plan: db\n": "  plan: db\n  relay: always\n"})
 }
 

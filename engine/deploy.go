@@ -60,6 +60,10 @@ type Deployment struct {
 	startTimeout time.Duration
 	// relay is the run's relay app, when its generators go through one; Close stops it.
 	relay *platform.App
+	// secretEnv are the generator apps' variables that hold this run's secrets (the
+	// headers' ${NAME}s, the relay's token): Close removes them, so they do not
+	// outlive the run in the Cloud Controller.
+	secretEnv []string
 	// databases are the apps' databases whose connections the run watches.
 	databases []watchedDB
 	// logCache reads container metrics with cumulative counters every metricsEvery,
@@ -211,6 +215,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			d.Close()
 		}
 	}()
+	d.secretEnv = sp.Workload.HeaderVars()
 	if sp.UsesRelay() {
 		note(fmt.Sprintf("pushing the relay app %s: the generators reach the results database through it (results_db.relay %s, ramp peak %d generator instance(s))",
 			RelayApp(sp), sp.ResultsDB.Relay, sp.PeakGenerators()))
@@ -219,6 +224,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			return nil, err
 		}
 		maps.Copy(genEnv, env)
+		d.secretEnv = append(d.secretEnv, RelayTokenEnv)
 	}
 
 	for _, v := range sp.Variants {
@@ -480,10 +486,31 @@ func (d *Deployment) Close() {
 		cancel()
 		d.relay = nil
 	}
+	d.forgetSecrets()
 	if d.close != nil {
 		d.close()
 		d.close = nil
 	}
+}
+
+// forgetSecrets removes the run's secrets from its generator apps' environment; a
+// failure is logged with what to remove by hand.
+func (d *Deployment) forgetSecrets() {
+	if len(d.secretEnv) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range d.order {
+		dv := d.variants[name]
+		if dv.fleet == nil {
+			continue
+		}
+		if err := d.cf.UnsetAppEnv(ctx, dv.fleet.app.GUID, d.secretEnv); err != nil {
+			d.log.Warn("remove the run's secrets from the generator app's environment: cf unset-env it by hand", "app", dv.fleet.app.Name, "vars", d.secretEnv, "err", err)
+		}
+	}
+	d.secretEnv = nil
 }
 
 func (d *Deployment) variant(name string) *deployedVariant { return d.variants[name] }

@@ -165,6 +165,22 @@ func (c *CF) SetAppEnv(ctx context.Context, appGUID string, env map[string]strin
 	return nil
 }
 
+// UnsetAppEnv removes names from the app's user-provided environment variables (a
+// PATCH with null values); names it does not have are no error.
+func (c *CF) UnsetAppEnv(ctx context.Context, appGUID string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	req := make(map[string]*string, len(names))
+	for _, n := range names {
+		req[n] = nil
+	}
+	if _, err := c.cl.Applications.SetEnvironmentVariables(ctx, appGUID, req); err != nil {
+		return fmt.Errorf("unset the environment of app %s: %w", appGUID, err)
+	}
+	return nil
+}
+
 // Restart stops and starts the app, so that its instances get its current env,
 // bindings and scale (POST /v3/apps/:guid/actions/restart). It returns before the
 // instances run: see WaitRunning.
