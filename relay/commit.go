@@ -1,9 +1,9 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -24,11 +24,14 @@ func (s *Server) samples(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		fail(w, fmt.Errorf("%w: read samples: %v", errBadRequest, err))
+	// Read into one buffer of the announced size (bounded by the handler's limit) rather
+	// than one that doubles as it fills.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), s.cfg.MaxBody)+bytes.MinRead))
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		fail(w, fmt.Errorf("%w: read samples: %w", errBadRequest, err))
 		return
 	}
+	body := buf.Bytes()
 	rows, n, err := resultsdb.ParseCopy(body, id)
 	if err != nil {
 		fail(w, err)

@@ -28,15 +28,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -57,15 +58,27 @@ type Config struct {
 	Committers int
 	// MaxBatchBytes bounds one COPY's rows (default 16 MiB).
 	MaxBatchBytes int
-	Logger        *slog.Logger
+	// MaxBody bounds one post of samples (default 8 MiB): a worker posts at most a batch
+	// of 32,768 samples (resultsdb.WriterOptions.BatchSize), 93 bytes each in the COPY
+	// stream, 2.9 MiB. A longer body is refused (413) having read no more than this;
+	// other calls' bodies are bounded to 1 MiB.
+	MaxBody int64
+	// Timeouts are the HTTP server's (package httplimit; the defaults when zero). A
+	// request without the token is refused (401) before its body is read, and its
+	// connection closed.
+	Timeouts httplimit.Timeouts
+	Logger   *slog.Logger
 }
 
-// maxBody bounds one post of samples (the worker's batch of 32,768 rows is 2.8 MiB).
-const maxBody = 64 << 20
+// maxJSONBody bounds the body of every call but a post of samples.
+const maxJSONBody = 1 << 20
 
 // Stats count what the relay did; the capacity simulation reports them.
 type Stats struct {
 	Requests, Polls, PlanQueries, BeatsReceived, BeatStatements, SamplePosts, Copies, CopiedRows, Forwarded int64
+	// BodyBytes is what was read of request bodies; Refused counts requests without
+	// the token.
+	BodyBytes, Refused int64
 }
 
 // Server is a relay. It follows the lifecycle of package lifecycle: Close stops taking
@@ -86,6 +99,7 @@ type Server struct {
 	subKick chan struct{}
 
 	requests, polls, planQueries, beatsReceived, beatStatements, samplePosts, copies, copiedRows, forwarded atomic.Int64
+	bodyBytes, refused                                                                                      atomic.Int64
 }
 
 var _ lifecycle.Part = (*Server)(nil)
@@ -107,6 +121,10 @@ func New(cfg Config) *Server {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 16 << 20
 	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 8 << 20
+	}
+	cfg.Timeouts = cfg.Timeouts.WithDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -130,7 +148,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.ln = ln
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.cfg.Timeouts.Server(s.handler())
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	for range s.cfg.Committers {
@@ -179,7 +197,7 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 func (s *Server) Stats() Stats {
 	return Stats{Requests: s.requests.Load(), Polls: s.polls.Load(), PlanQueries: s.planQueries.Load(), BeatsReceived: s.beatsReceived.Load(),
 		BeatStatements: s.beatStatements.Load(), SamplePosts: s.samplePosts.Load(), Copies: s.copies.Load(), CopiedRows: s.copiedRows.Load(),
-		Forwarded: s.forwarded.Load()}
+		Forwarded: s.forwarded.Load(), BodyBytes: s.bodyBytes.Load(), Refused: s.refused.Load()}
 }
 
 func (s *Server) handler() http.Handler {
@@ -196,17 +214,26 @@ func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			http.Error(w, "missing or wrong relay token", http.StatusUnauthorized)
+			s.refused.Add(1)
+			httplimit.Refuse(w, "missing or wrong relay token", http.StatusUnauthorized)
 			return
 		}
+		limit := int64(maxJSONBody)
+		if strings.HasSuffix(r.URL.Path, "/samples") {
+			limit = s.cfg.MaxBody
+		}
+		httplimit.LimitBody(w, r, s.cfg.Timeouts, limit, &s.bodyBytes)
 		mux.ServeHTTP(w, r)
 	})
 }
 
-// fail answers err: 503 when the database is away, 400 for a bad request, else 500.
+// fail answers err: 503 when the database is away, 413 for a body over its bound, 400
+// for another bad request, else 500.
 func fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
+	case httplimit.TooLarge(err):
+		code = http.StatusRequestEntityTooLarge
 	case resultsdb.Transient(err):
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, resultsdb.ErrBadCopy):
@@ -227,8 +254,8 @@ func workerID(r *http.Request) (int32, error) {
 
 // decode reads the JSON body into v.
 func decode(r *http.Request, v any) error {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", errBadRequest, err)
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil { // bounded by the handler
+		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	return nil
 }
