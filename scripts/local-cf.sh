@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/demo.sh and scripts/gallery.sh: starts the local foundation unless
 # one runs (.cfbench/foundation; stopped again on exit if started here), and logs the
 # real cf CLI in to it with its config in .cfbench/cf-home, not yours. Sets cf (the cf
