@@ -23,7 +23,7 @@ const benchLines = 50_000
 // BenchmarkDrain measures router lines per second from the first byte sent to the last
 // row committed in a real results database, on loopback: over HTTP as the syslog
 // agent's HTTPS writer sends them (one message per request, 5 keep-alive connections)
-// against a server that only reads the bodies (http-discard), and over one TCP
+// against a server that only reads the bodies (http-discard), and over one mutual-TLS
 // connection with octet counting against the store path alone (store-only:
 // StoreRouterBatch of the same rows, parsed beforehand, 5,000 per transaction). The
 // goal is the local router's ~13k requests/s (BENCHMARKS.md).
@@ -49,7 +49,7 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	receiver := func(b *testing.B) *Receiver {
 		r, err := New(Config{HTTPAddr: "127.0.0.1:0", SyslogAddr: "127.0.0.1:0", User: user, Password: password,
-			RunID: run.ID, TraceTag: run.TraceTag, Apps: map[string]string{appGUID: appName}, Store: store})
+			RunID: run.ID, TraceTag: run.TraceTag, Apps: map[string]string{appGUID: appName}, Store: store, TLS: mustPKI(b).server})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -129,12 +129,9 @@ func BenchmarkDrain(b *testing.B) {
 		report(b, total)
 	})
 
-	b.Run("tcp", func(b *testing.B) {
+	b.Run("tls", func(b *testing.B) {
 		r := receiver(b)
-		conn, err := net.Dial("tcp", r.SyslogAddr())
-		if err != nil {
-			b.Fatal(err)
-		}
+		conn := dialSyslog(b, r)
 		defer conn.Close()
 		var total time.Duration
 		for i := range b.N {

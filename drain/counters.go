@@ -24,7 +24,7 @@ type counters struct {
 	foreign     atomic.Int64 // of those, without a trace id of the run
 	other       atomic.Int64 // other sources' messages of the run's apps
 	refusedApp  atomic.Int64 // messages of apps not in the run
-	refusedAuth atomic.Int64 // HTTP requests without the run's credentials
+	refusedAuth atomic.Int64 // HTTP requests without the run's credentials, syslog connections without a client certificate of the run
 	dropped     atomic.Int64 // rows dropped: the buffer was full
 	bad         map[string]*atomic.Int64
 	// byApp counts RTR messages per app of the run (GUID), so a run can tell that the

@@ -5,11 +5,28 @@
 //
 // It takes the agent's two transports: HTTPS (an https:// drain URL: one RFC 5424
 // message per POST body, or several from the agent's batching writer) and syslog over
-// TCP or TLS (syslog:// and syslog-tls:// URLs: RFC 6587 octet counting). An HTTP
-// request must carry the run's credentials, which the agent sends as basic
-// authentication from the drain URL's user info (https://USER:PASSWORD@host/); anything
-// else is refused (401) and counted. Syslog over TCP carries no credentials: there
-// only the app check below applies, which is why runs use HTTPS drains.
+// mutual TLS (a syslog-tls:// URL: RFC 6587 octet counting). An HTTP request must carry
+// the run's credentials, which the agent sends as basic authentication from the drain
+// URL's user info (https://USER:PASSWORD@host/); anything else is refused (401) before
+// its body is read, its connection closed, and counted.
+//
+// Syslog carries no credentials: CF's syslog agent sends nothing of the drain URL's user
+// info on a syslog:// or syslog-tls:// connection, and what a frame holds (the app's GUID
+// as app-name, org.space.app as hostname, the app's tags) is known to anyone who can see
+// the app, so a frame that names one of the run's apps proves nothing. The one credential
+// the agent offers there is a client certificate: for a syslog-tls:// drain whose
+// user-provided service has "cert" and "key" credentials (CAPI 1.143 and later) it
+// presents them in the TLS handshake. So the syslog listener takes only TLS connections
+// whose client certificate the run's CA signed (Config.TLS with
+// tls.RequireAndVerifyClientCert); plain syslog:// is not offered, and a connection
+// without such a certificate is closed before any of its frames is read, and counted.
+//
+// Neither transport can be held by a client: HTTP requests have header, body, write and
+// idle deadlines (package httplimit); a syslog connection must finish its handshake and
+// its first frame within Config.SyslogFirstFrame and send each next frame within
+// Config.SyslogIdle, and when Config.MaxConns are open the oldest connection that has
+// not yet shown a certificate is closed to make room, so silent clients cannot lock the
+// agent out.
 //
 // Every message is checked before its line is: a message whose app-name (the app's
 // GUID) is not one of the run's apps is refused and counted, and so is an RTR line
@@ -35,6 +52,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -56,8 +74,9 @@ type Config struct {
 	// HTTPAddr is where HTTP drain requests are taken ("" for none). On Cloud Foundry
 	// it is $PORT: the router terminates TLS in front of it.
 	HTTPAddr string
-	// SyslogAddr is where syslog over TCP is taken ("" for none); with TLS set, over
-	// TLS (syslog-tls://).
+	// SyslogAddr is where syslog over mutual TLS is taken ("" for none). TLS must then
+	// require and verify client certificates (ClientAuth tls.RequireAndVerifyClientCert,
+	// ClientCAs the run's CA): see the package comment.
 	SyslogAddr string
 	TLS        *tls.Config
 	// User and Password are the run's credentials HTTP requests must carry.
@@ -70,10 +89,18 @@ type Config struct {
 	// MaxBuffered bounds the rows waiting for the database (default 250,000, about
 	// 20 s of a busy router and 50 MB).
 	MaxBuffered int
-	// MaxBody bounds an HTTP body (default 4 MiB: the agent batches up to 1 MiB).
+	// MaxBody bounds an HTTP body (default 4 MiB: the agent batches up to 1 MiB). A
+	// longer one is refused (413) having read no more than this.
 	MaxBody int
+	// Timeouts are the HTTP server's (package httplimit; the defaults when zero).
+	Timeouts httplimit.Timeouts
 	// MaxConns bounds concurrent syslog connections (default 64).
 	MaxConns int
+	// SyslogFirstFrame bounds a syslog connection's TLS handshake and first frame
+	// (default 10 s: the agent dials when it has a message to send); SyslogIdle the wait
+	// for each next frame (default 5 min: a closed connection costs the agent a dial, and
+	// may cost it the message it was writing when it found out).
+	SyslogFirstFrame, SyslogIdle time.Duration
 	// Grace is how long Close goes on trying to store what is buffered (default 10 s,
 	// CF's grace before SIGKILL).
 	Grace  time.Duration
@@ -92,6 +119,9 @@ func (c *Config) check() error {
 		return errors.New("drain: no apps: the run's apps are the only ones whose lines are taken")
 	case c.Store == nil:
 		return errors.New("drain: no store")
+	case c.SyslogAddr != "" && (c.TLS == nil || c.TLS.ClientAuth != tls.RequireAndVerifyClientCert || c.TLS.ClientCAs == nil):
+		return errors.New("drain: syslog needs mutual TLS (a server certificate, and client certificates required and verified against the run's CA): " +
+			"plain syslog carries no credentials, so its frames could come from anyone")
 	}
 	if c.MaxBuffered <= 0 {
 		c.MaxBuffered = 250_000
@@ -102,6 +132,13 @@ func (c *Config) check() error {
 	if c.MaxConns <= 0 {
 		c.MaxConns = 64
 	}
+	if c.SyslogFirstFrame <= 0 {
+		c.SyslogFirstFrame = 10 * time.Second
+	}
+	if c.SyslogIdle <= 0 {
+		c.SyslogIdle = 5 * time.Minute
+	}
+	c.Timeouts = c.Timeouts.WithDefaults()
 	if c.Grace <= 0 {
 		c.Grace = 10 * time.Second
 	}

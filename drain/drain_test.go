@@ -3,11 +3,11 @@ package drain
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -88,7 +88,8 @@ func rtr(seq uint64) []byte { return message(appGUID, "[RTR/0]", rtrLine(runTag,
 func newReceiver(t *testing.T, store Store, mod func(*Config)) *Receiver {
 	t.Helper()
 	cfg := Config{HTTPAddr: "127.0.0.1:0", SyslogAddr: "127.0.0.1:0", User: user, Password: password,
-		RunID: "20261124-185701-abcd", TraceTag: runTag, Apps: map[string]string{appGUID: appName}, Store: store, Grace: time.Minute}
+		RunID: "20261124-185701-abcd", TraceTag: runTag, Apps: map[string]string{appGUID: appName}, Store: store, Grace: time.Minute,
+		TLS: mustPKI(t).server}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -181,8 +182,8 @@ func TestHTTPDrain(t *testing.T) {
 	}
 }
 
-// TestSyslogTCP sends an octet-counted stream, with bad frames, on two connections.
-func TestSyslogTCP(t *testing.T) {
+// TestSyslogStream sends an octet-counted stream, with bad frames, on two connections.
+func TestSyslogStream(t *testing.T) {
 	store := &fakeStore{}
 	r := newReceiver(t, store, nil)
 	var wg sync.WaitGroup
@@ -190,7 +191,7 @@ func TestSyslogTCP(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := net.Dial("tcp", r.SyslogAddr())
+			conn, err := tls.Dial("tcp", r.SyslogAddr(), mustPKI(t).client)
 			if err != nil {
 				t.Error(err)
 				return
@@ -301,6 +302,10 @@ func TestConfigChecks(t *testing.T) {
 		"no run":         func(c *Config) { c.RunID = "" },
 		"no apps":        func(c *Config) { c.Apps = nil },
 		"no store":       func(c *Config) { c.Store = nil },
+		"plain syslog":   func(c *Config) { c.SyslogAddr = ":0" },
+		"syslog without client certificates": func(c *Config) {
+			c.SyslogAddr, c.TLS = ":0", &tls.Config{Certificates: mustPKI(t).server.Certificates}
+		},
 	} {
 		c := ok
 		mod(&c)

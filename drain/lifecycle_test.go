@@ -11,7 +11,7 @@ import (
 func TestLifecycle(t *testing.T) {
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 		r, err := New(Config{HTTPAddr: "127.0.0.1:0", SyslogAddr: "127.0.0.1:0", User: user, Password: password,
-			RunID: "r", TraceTag: runTag, Apps: map[string]string{appGUID: appName}, Store: &fakeStore{}})
+			RunID: "r", TraceTag: runTag, Apps: map[string]string{appGUID: appName}, Store: &fakeStore{}, TLS: mustPKI(t).server})
 		if err != nil {
 			t.Fatal(err)
 		}

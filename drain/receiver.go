@@ -17,6 +17,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -31,12 +32,15 @@ type Receiver struct {
 	buf *buffer
 	// stored counts the rows this receiver stored (new or already there).
 	stored atomic.Int64
-	life   lifecycle.State
+	// bodyBytes counts what was read of HTTP bodies.
+	bodyBytes atomic.Int64
+	life      lifecycle.State
 
 	mu       sync.Mutex
 	httpLn   net.Listener
 	syslogLn net.Listener
-	conns    map[net.Conn]struct{}
+	conns    map[net.Conn]*syslogConn
+	accepted int64 // syslog connections so far: their order, for eviction
 	closed   bool
 	wg       sync.WaitGroup // accept loop and connections
 	srv      *http.Server
@@ -50,8 +54,9 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	cfg.Apps = maps.Clone(cfg.Apps) // read by every connection: the caller's may change
-	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(cfg.Apps), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]struct{}{}}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}
+	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(cfg.Apps), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]*syslogConn{}}
+	r.srv = cfg.Timeouts.Server(r)
+	r.srv.ErrorLog = slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)
 	return r, nil
 }
 
@@ -204,21 +209,21 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		subtle.ConstantTimeCompare([]byte(pass), []byte(r.cfg.Password)) != 1 {
 		r.c.refusedAuth.Add(1)
 		w.Header().Set("WWW-Authenticate", `Basic realm="cfbench-drain"`)
-		http.Error(w, "the run's credentials are required", http.StatusUnauthorized)
+		httplimit.Refuse(w, "the run's credentials are required", http.StatusUnauthorized)
 		return
 	}
 	if req.Method != http.MethodPost {
-		http.Error(w, "POST syslog messages", http.StatusMethodNotAllowed)
+		httplimit.Refuse(w, "POST syslog messages", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, int64(r.cfg.MaxBody)))
+	httplimit.LimitBody(w, req, r.cfg.Timeouts, int64(r.cfg.MaxBody), &r.bodyBytes)
+	body, err := io.ReadAll(req.Body)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if httplimit.TooLarge(err) {
 			r.c.badFrame(ReasonBodySize)
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		}
-		return
+		return // else the body did not arrive in time, or the client went away
 	}
 	rfc5424.SplitBody(body, r.message)
 	w.WriteHeader(http.StatusOK)
@@ -245,6 +250,9 @@ func (r *Receiver) accept(ln net.Listener, failed chan<- error) {
 			return
 		}
 		r.mu.Lock()
+		if !r.closed && len(r.conns) >= r.cfg.MaxConns {
+			r.evict()
+		}
 		if r.closed || len(r.conns) >= r.cfg.MaxConns {
 			full := !r.closed
 			r.mu.Unlock()
@@ -254,15 +262,40 @@ func (r *Receiver) accept(ln net.Listener, failed chan<- error) {
 			conn.Close()
 			continue
 		}
-		r.conns[conn] = struct{}{}
+		r.accepted++
+		sc := &syslogConn{seq: r.accepted}
+		r.conns[conn] = sc
 		r.wg.Add(1)
 		r.mu.Unlock()
-		go r.serveConn(conn)
+		go r.serveConn(conn, sc)
 	}
 }
 
-// serveConn reads octet-counted frames from one connection until it ends.
-func (r *Receiver) serveConn(conn net.Conn) {
+// syslogConn is what the accept loop knows of a syslog connection; r.mu guards it.
+type syslogConn struct {
+	seq    int64 // its order of acceptance
+	authed bool  // it showed a client certificate of the run
+}
+
+// evict closes the oldest syslog connection that has not shown a certificate yet, if
+// any, to make room for a new one. Callers hold r.mu.
+func (r *Receiver) evict() {
+	var oldest net.Conn
+	for c, sc := range r.conns {
+		if !sc.authed && (oldest == nil || sc.seq < r.conns[oldest].seq) {
+			oldest = c
+		}
+	}
+	if oldest != nil {
+		delete(r.conns, oldest) // its serveConn deletes it again, harmlessly
+		oldest.Close()
+	}
+}
+
+// serveConn reads octet-counted frames from one connection until it ends: after the
+// TLS handshake has verified the sender's certificate, within SyslogFirstFrame, and
+// each next frame within SyslogIdle.
+func (r *Receiver) serveConn(conn net.Conn, sc *syslogConn) {
 	defer r.wg.Done()
 	defer func() {
 		r.mu.Lock()
@@ -270,14 +303,29 @@ func (r *Receiver) serveConn(conn net.Conn) {
 		r.mu.Unlock()
 		conn.Close()
 	}()
+	conn.SetDeadline(time.Now().Add(r.cfg.SyslogFirstFrame))
+	tc, ok := conn.(*tls.Conn)
+	if !ok { // Config.check allows no other
+		return
+	}
+	if err := tc.Handshake(); err != nil {
+		r.c.refusedAuth.Add(1)
+		r.log.Debug("drain: syslog connection without the run's client certificate", "remote", conn.RemoteAddr().String(), "err", err)
+		return
+	}
+	r.mu.Lock()
+	sc.authed = true
+	r.mu.Unlock()
 	fr := rfc5424.NewFrameReader(conn, 0)
 	for {
 		msg, err := fr.Next()
 		var fe *rfc5424.FrameError
 		switch {
 		case err == nil:
+			conn.SetDeadline(time.Now().Add(r.cfg.SyslogIdle))
 			r.message(msg)
 		case errors.As(err, &fe):
+			conn.SetDeadline(time.Now().Add(r.cfg.SyslogIdle))
 			r.c.badFrame(fe.Reason)
 		default:
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {

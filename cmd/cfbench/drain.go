@@ -7,7 +7,10 @@
 // It takes HTTP drain requests on $PORT (Cloud Foundry's router terminates TLS for
 // https:// drain URLs) with the run's credentials CFBENCH_DRAIN_AUTH (user:password,
 // the password at least 16 characters; the drain URL carries them as user info), and,
-// with --syslog-port, syslog over TCP (over TLS with --tls-cert and --tls-key). The run
+// with --syslog-port, syslog over mutual TLS (--tls-cert and --tls-key, and
+// --tls-client-ca, the CA of the client certificate the agent presents for a
+// syslog-tls:// drain whose service has "cert" and "key" credentials): plain syslog
+// carries no credentials, so the drain does not take it. The run
 // is CFBENCH_DRAIN_RUN; its trace tag is read from the database, and its apps too
 // unless CFBENCH_DRAIN_APPS gives them (a JSON object, app GUID to name: a run pushes
 // its drain before its variants are recorded).
@@ -21,12 +24,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/cfenv"
@@ -43,12 +48,13 @@ func runDrain(ctx context.Context, args []string, getenv func(string) string, st
 	fs := flag.NewFlagSet("cfbench drain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.String("port", getenv("PORT"), "port for HTTP drain requests, on all interfaces (default $PORT; empty: none)")
-	syslogPort := fs.String("syslog-port", "", "port for syslog over TCP (octet counting); empty: none")
+	syslogPort := fs.String("syslog-port", "", "port for syslog over mutual TLS (octet counting); empty: none")
 	certFile := fs.String("tls-cert", "", "certificate (PEM) for syslog over TLS")
 	keyFile := fs.String("tls-key", "", "its key (PEM)")
+	clientCA := fs.String("tls-client-ca", "", "CA (PEM) whose client certificates may send syslog: the only credential a syslog sender has")
 	service := fs.String("service", getenv("CFBENCH_DB_SERVICE"), "name of the bound results DB service when several Postgres services are bound")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cfbench drain [--port PORT] [--syslog-port PORT [--tls-cert FILE --tls-key FILE]] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_DRAIN_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_DRAIN_RUN=20261124-185701-ab12 cfbench drain\n\nOptions:")
+		fmt.Fprintln(stderr, "Usage: cfbench drain [--port PORT] [--syslog-port PORT --tls-cert FILE --tls-key FILE --tls-client-ca FILE] [--service NAME]\n\nExample:\n  PORT=8080 DATABASE_URL=postgres://u:p@127.0.0.1:5432/results CFBENCH_DRAIN_AUTH=cfbench:$(openssl rand -hex 16) CFBENCH_DRAIN_RUN=20261124-185701-ab12 cfbench drain\n\nOptions:")
 		fs.PrintDefaults()
 	}
 	if code, ok := cli.Parse(fs, args); !ok {
@@ -62,12 +68,23 @@ func runDrain(ctx context.Context, args []string, getenv func(string) string, st
 	if *syslogPort != "" {
 		cfg.SyslogAddr = net.JoinHostPort("0.0.0.0", *syslogPort)
 	}
-	if *certFile != "" || *keyFile != "" {
+	if *syslogPort != "" {
+		if *certFile == "" || *keyFile == "" || *clientCA == "" {
+			return fail(errors.New("--syslog-port needs --tls-cert, --tls-key and --tls-client-ca: syslog is taken only over mutual TLS, as plain syslog carries no credentials"))
+		}
 		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
 		if err != nil {
 			return fail(fmt.Errorf("tls: %w", err))
 		}
-		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		pem, err := os.ReadFile(*clientCA)
+		if err != nil {
+			return fail(fmt.Errorf("--tls-client-ca: %w", err))
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fail(fmt.Errorf("--tls-client-ca %s: no PEM certificate in it", *clientCA))
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	if cfg.RunID == "" || !resultsdb.ValidRunID(cfg.RunID) {
 		return fail(fmt.Errorf("CFBENCH_DRAIN_RUN %q is not a run id: give the run whose router lines to keep", cfg.RunID))

@@ -47,6 +47,22 @@ func TestDrainBadConfigurationIsOneClearLine(t *testing.T) {
 	}
 }
 
+// TestDrainSyslogOnlyOverMutualTLS: a syslog port without the TLS files, the client CA
+// among them, is refused: plain syslog carries no credentials.
+func TestDrainSyslogOnlyOverMutualTLS(t *testing.T) {
+	good := map[string]string{"PORT": "0", "CFBENCH_DRAIN_AUTH": auth, "CFBENCH_DRAIN_RUN": "20261124-185701-ab12"}
+	for _, args := range [][]string{
+		{"--syslog-port", "0"},
+		{"--syslog-port", "0", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+	} {
+		var stderr bytes.Buffer
+		code := runDrain(t.Context(), args, env(good), &stderr, nil)
+		if code != 1 || !strings.Contains(stderr.String(), "--tls-client-ca") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and one line naming --tls-client-ca", args, code, stderr.String())
+		}
+	}
+}
+
 // TestServesTheRunUntilSIGTERM runs the command for a run in the results database,
 // posts a router line of the run as the agent does, and stops it as CF does.
 func TestDrainServesTheRunUntilSIGTERM(t *testing.T) {
