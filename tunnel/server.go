@@ -35,6 +35,16 @@ type ServerConfig struct {
 	// KeepAlive is the SSH keepalive interval (default 25 s; the router drops idle
 	// WebSockets after 15 minutes).
 	KeepAlive time.Duration
+	// HandshakeTimeout bounds the wait, from a connection's accept, for chisel's first
+	// bytes to it: chisel answers the WebSocket upgrade once it has the request's headers,
+	// so a client that sends none, or sends them too slowly, is closed (default 10 s;
+	// chisel's own HTTP server has no timeouts).
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection after a direction of it carried nothing for this
+	// long (default 4 KeepAlives, at least 2 min): on an established tunnel chisel pings
+	// every KeepAlive and the client answers, so only a silent client, or one that
+	// stalled its SSH handshake, goes that long. It is detected within twice the time.
+	IdleTimeout time.Duration
 	// Logger receives the server's own records and chisel's server lines (failed logins,
 	// non-chisel WebSocket clients) at Warn. Nil discards them.
 	Logger *slog.Logger
@@ -93,6 +103,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 25 * time.Second
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = max(4*cfg.KeepAlive, 2*time.Minute)
 	}
 	chcfg := &chserver.Config{KeepAlive: cfg.KeepAlive}
 	if ccrypto.IsChiselKey([]byte(cfg.Key)) {
@@ -256,16 +272,35 @@ func (s *Server) relay(c net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		in, _ = io.Copy(up, c)
+		in, _ = copyUntilIdle(up, c, s.cfg.IdleTimeout, s.cfg.IdleTimeout)
 		up.Close()
 		c.Close()
 	}()
-	out, _ := io.Copy(c, up)
+	out, _ := copyUntilIdle(c, up, s.cfg.HandshakeTimeout, s.cfg.IdleTimeout)
 	c.Close()
 	up.Close()
 	<-done
 	s.log.Debug("tunnel connection closed", "client", c.RemoteAddr().String(), "duration", time.Since(start).Round(time.Millisecond),
 		"bytes_in", in, "bytes_out", out)
+}
+
+// copyUntilIdle copies src to dst until src ends, fails, or carries nothing for a
+// window: the first window is first long, the next ones idle. The deadline is set per
+// window rather than per read so that io.Copy keeps splicing; a read that times out has
+// taken no bytes, so copying goes on from where it stopped.
+func copyUntilIdle(dst, src net.Conn, first, idle time.Duration) (int64, error) {
+	var total int64
+	for window := first; ; window = idle {
+		if err := src.SetReadDeadline(time.Now().Add(window)); err != nil {
+			return total, err
+		}
+		n, err := io.Copy(dst, src)
+		total += n
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() || n == 0 {
+			return total, err
+		}
+	}
 }
 
 func (s *Server) track(cs ...net.Conn) bool {

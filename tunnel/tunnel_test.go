@@ -136,11 +136,17 @@ type fixture struct {
 	url     string
 	log     *slog.Logger
 	srvAddr string
+	mod     func(*ServerConfig)
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts a server (its config changed by mod, when given) in front of an
+// echo server.
+func newFixture(t *testing.T, mod ...func(*ServerConfig)) *fixture {
 	t.Helper()
 	f := &fixture{log: capture(t)}
+	if len(mod) > 0 {
+		f.mod = mod[0]
+	}
 	f.remote, f.hits = echoServer(t)
 	var err error
 	if f.auth, err = NewAuth(); err != nil {
@@ -159,7 +165,11 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) start(t *testing.T, addr string) {
 	t.Helper()
-	s, err := NewServer(ServerConfig{Addr: addr, Remote: f.remote, Auth: f.auth, Key: f.key, Logger: f.log})
+	cfg := ServerConfig{Addr: addr, Remote: f.remote, Auth: f.auth, Key: f.key, Logger: f.log}
+	if f.mod != nil {
+		f.mod(&cfg)
+	}
+	s, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
