@@ -55,7 +55,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		fmt.Fprintln(stderr, "cfbench-proxy:", err)
 		return 1
 	}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	// No body or write deadline: requests wait for a slot (--max-wait) and stream their
+	// bodies to the upstream. Idle connections are closed, after longer than gorouter
+	// keeps them itself.
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -53,7 +53,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Addr: *listen, Handler: stub.Handler(cfg), ReadHeaderTimeout: 10 * time.Second}
+	// No body or write deadline: --freeze-for holds answers on purpose. Idle connections
+	// are closed, after longer than gorouter keeps them itself.
+	srv := &http.Server{Addr: *listen, Handler: stub.Handler(cfg), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
