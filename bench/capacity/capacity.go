@@ -52,7 +52,7 @@ type Config struct {
 	LateJoiners int
 	// MaxConnections is the database's max_connections.
 	MaxConnections int
-	// Direct makes each instance open its own pool to the database, as cfbench-worker
+	// Direct makes each instance open its own pool to the database, as cfbench worker
 	// does without --relay; otherwise they go through one relay holding RelayConns.
 	Direct     bool
 	RelayConns int
