@@ -3,6 +3,7 @@ package main
 import (
 	"debug/macho"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -10,6 +11,9 @@ import (
 // fatAlign is the alignment of each slice in a universal binary: 2^14, the page size
 // of arm64 Macs (and a multiple of x86-64's), as lipo aligns arm64 slices.
 const fatAlign = 14
+
+// errNoSlices is writeFat's error for nothing to join.
+var errNoSlices = errors.New("no binaries to join")
 
 // writeFat joins thin Mach-O executables (one per architecture) into one universal
 // ("fat") binary at out, as lipo -create does: a big-endian header naming each

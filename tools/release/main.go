@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/internal/version"
 )
 
@@ -42,8 +43,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: release -version x.y.z -url URL [-out DIR] [-platforms %s]\n\nExample:\n  go run ./tools/release -version 1.2.0 -url https://example.com/cf-benchmark/1.2.0\n\nOptions:\n", strings.Join(allPlatforms(), ","))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if maj, min, patch := version.Numbers(*ver); maj+min+patch == 0 || strings.HasPrefix(*ver, "v") {
 		fmt.Fprintf(stderr, "release: -version %q: want x.y.z (not 0.0.0), as cf plugins shows it\n", *ver)

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -265,5 +264,3 @@ func (r Release) plugin(files map[string]string, s map[string]sums) Plugin {
 	}
 	return p
 }
-
-var errNoSlices = errors.New("no binaries to join")
