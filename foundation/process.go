@@ -117,16 +117,18 @@ func Serve(ctx context.Context, cfg Config, ready func(Info)) error {
 	}
 }
 
-// Spawner starts this program again with args, detached from the terminal, with its
-// output appended to logPath, and returns its pid without waiting for it.
-type Spawner func(args []string, logPath string) (pid int, err error)
+// Spawner starts this program again with args and, beside this process's environment,
+// env (KEY=VALUE: secrets go there, not on a command line that every user of the
+// machine can read), detached from the terminal, with its output appended to logPath,
+// and returns its pid without waiting for it.
+type Spawner func(args, env []string, logPath string) (pid int, err error)
 
 // Detach starts a foundation from the state directory dir in a background process:
-// spawn runs `foundation start --state-dir DIR FLAGS...` (which calls Serve), with its
+// spawn runs `foundation start --state-dir DIR FLAGS...` with env (which calls Serve), with its
 // log in LogFile(dir). It returns the process's pid and the foundation's Info once that
 // process serves and its API answers, within DetachTimeout. A foundation already running
 // is a *RunningError; a process that exits first is an error quoting the end of its log.
-func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int, Info, error) {
+func Detach(ctx context.Context, dir string, spawn Spawner, flags, env []string) (int, Info, error) {
 	if pid, ok := Running(dir); ok {
 		return 0, Info{}, &RunningError{Dir: dir, PID: pid}
 	}
@@ -134,7 +136,7 @@ func Detach(ctx context.Context, dir string, spawn Spawner, flags []string) (int
 		return 0, Info{}, err
 	}
 	logPath := LogFile(dir)
-	pid, err := spawn(append([]string{"foundation", "start", "--state-dir", dir}, flags...), logPath)
+	pid, err := spawn(append([]string{"foundation", "start", "--state-dir", dir}, flags...), env, logPath)
 	if err != nil {
 		return 0, Info{}, fmt.Errorf("start the foundation in the background: %w", err)
 	}

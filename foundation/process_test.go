@@ -175,29 +175,30 @@ func TestDetach(t *testing.T) {
 		dir := t.TempDir()
 		var got []string
 		live := startChild(t, "sleep", "60").pid
-		spawn := func(args []string, logPath string) (int, error) {
-			got = append(args, logPath)
+		var gotEnv []string
+		spawn := func(args, env []string, logPath string) (int, error) {
+			got, gotEnv = append(args, logPath), env
 			// What `foundation start` does in the spawned process: settings, pid file.
 			writeSettings(t, dir, api.URL)
 			writePID(t, dir, token(t, live, 0))
 			return live, nil
 		}
-		pid, info, err := Detach(context.Background(), dir, spawn, []string{"--cells", "apps=0,loadgen=0"})
+		pid, info, err := Detach(context.Background(), dir, spawn, []string{"--cells", "apps=0,loadgen=0"}, []string{"SECRET=x"})
 		want := []string{"foundation", "start", "--state-dir", dir, "--cells", "apps=0,loadgen=0", LogFile(dir)}
-		if err != nil || pid != live || info.APIURL != api.URL || strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Fatalf("Detach = %d, %+v, %v; spawned %q; want pid %d, API %s, spawned %q", pid, info, err, got, live, api.URL, want)
+		if err != nil || pid != live || info.APIURL != api.URL || strings.Join(got, " ") != strings.Join(want, " ") || strings.Join(gotEnv, " ") != "SECRET=x" {
+			t.Fatalf("Detach = %d, %+v, %v; spawned %q with %q; want pid %d, API %s, spawned %q with SECRET=x", pid, info, err, got, gotEnv, live, api.URL, want)
 		}
-		if _, _, err := Detach(context.Background(), dir, spawn, nil); !errors.As(err, new(*RunningError)) {
+		if _, _, err := Detach(context.Background(), dir, spawn, nil, nil); !errors.As(err, new(*RunningError)) {
 			t.Fatalf("Detach while one runs = %v, want a *RunningError", err)
 		}
 	})
 	t.Run("quotes the log of a process that exits", func(t *testing.T) {
 		dir := t.TempDir()
-		spawn := func(args []string, logPath string) (int, error) {
+		spawn := func(args, _ []string, logPath string) (int, error) {
 			os.WriteFile(logPath, []byte("listen: address already in use\n"), 0o644)
 			return deadPID(t), nil
 		}
-		if _, _, err := Detach(context.Background(), dir, spawn, nil); err == nil || !strings.Contains(err.Error(), "exited during start-up") ||
+		if _, _, err := Detach(context.Background(), dir, spawn, nil, nil); err == nil || !strings.Contains(err.Error(), "exited during start-up") ||
 			!strings.HasSuffix(err.Error(), "listen: address already in use") {
 			t.Fatalf("Detach = %v, want the end of the log", err)
 		}
@@ -205,7 +206,7 @@ func TestDetach(t *testing.T) {
 	t.Run("sees a spawned process that exited unreaped", func(t *testing.T) {
 		dir := t.TempDir()
 		var cmd *exec.Cmd
-		spawn := func(args []string, logPath string) (int, error) {
+		spawn := func(args, _ []string, logPath string) (int, error) {
 			os.WriteFile(logPath, []byte("error: boom\n"), 0o600)
 			cmd = exec.Command("true") // not reaped by Detach: a zombie once it exits
 			if err := cmd.Start(); err != nil {
@@ -214,14 +215,14 @@ func TestDetach(t *testing.T) {
 			return cmd.Process.Pid, nil
 		}
 		defer func() { cmd.Wait() }()
-		if _, _, err := Detach(context.Background(), dir, spawn, nil); err == nil || !strings.Contains(err.Error(), "exited during start-up") {
+		if _, _, err := Detach(context.Background(), dir, spawn, nil, nil); err == nil || !strings.Contains(err.Error(), "exited during start-up") {
 			t.Fatalf("Detach = %v, want the exit seen", err)
 		}
 	})
 	t.Run("says when it cannot spawn", func(t *testing.T) {
 		boom := errors.New("boom")
-		spawn := func([]string, string) (int, error) { return 0, boom }
-		if _, _, err := Detach(context.Background(), t.TempDir(), spawn, nil); !errors.Is(err, boom) {
+		spawn := func([]string, []string, string) (int, error) { return 0, boom }
+		if _, _, err := Detach(context.Background(), t.TempDir(), spawn, nil, nil); !errors.Is(err, boom) {
 			t.Fatalf("Detach = %v, want the spawn error", err)
 		}
 	})

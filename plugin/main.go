@@ -75,7 +75,7 @@ func binDirs() []string {
 
 // spawn starts this binary again with args in a session of its own, its output
 // appended to logPath, and does not wait for it.
-func spawn(args []string, logPath string) (int, error) {
+func spawn(args, env []string, logPath string) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -91,6 +91,7 @@ func spawn(args []string, logPath string) (int, error) {
 		return 0, err
 	}
 	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = log // stdout: /dev/null
 	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {

@@ -17,7 +17,7 @@ type Env struct {
 	Now func() time.Time
 	// Spawn starts this program again with args, detached from the terminal, with its
 	// output appended to logPath, and returns its pid. Nil where that is impossible.
-	Spawn func(args []string, logPath string) (pid int, err error)
+	Spawn func(args, env []string, logPath string) (pid int, err error)
 	// CF is the cf CLI's connection (API, token) when running as a plugin; nil when
 	// standalone, where commands read the cf CLI's config file.
 	CF func() (CFTarget, error)

@@ -18,6 +18,9 @@ import (
 // foundationCmd runs the local foundation. It is a command of the standalone CLI only:
 // a long-running server has no place inside a cf CLI invocation. On Linux only
 // (foundation_other.go says so elsewhere): its cells are cgroups.
+// esURLEnv gives foundation start its --es-url.
+const esURLEnv = "CFBENCH_ES_URL"
+
 var foundationCmd = &Command{
 	Name:        "foundation",
 	Synopsis:    foundationSynopsis,
@@ -27,7 +30,7 @@ var foundationCmd = &Command{
 		dir := fs.String("state-dir", ".cfbench/foundation", "directory holding the foundation's state, logs and settings")
 		detach := fs.Bool("detach", false, "start: run in the background and return once it answers")
 		metrics := fs.Duration("metrics-interval", 15*time.Second, "start: how often instance usage is sampled, like Diego's container metrics (stats are up to this old)")
-		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them")
+		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them (default $"+esURLEnv+"; a URL with user:password is better given there, off the command line)")
 		quotaFlag := fs.String("log-quota", "", "start: keep at most N router lines per window, like hosted logging (e.g. 1000/1h), in Elasticsearch (--es-url) or else in STATE-DIR/"+foundation.LogStoreFile+"; the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
 		platformFlag := fs.String("platform-cpus", "", "start: CPUs the foundation's own work (API, router, staging, services' Postgres) runs on, e.g. 1 or 2-3, or any (default: those of no apps cell, as a CF's routers are not its cells)")
@@ -39,6 +42,9 @@ var foundationCmd = &Command{
 			case "start":
 				if *metrics <= 0 {
 					return usagef("--metrics-interval must be positive")
+				}
+				if *esURL == "" {
+					*esURL = env.Getenv(esURLEnv)
 				}
 				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL, StatsInterval: *metrics}
 				var err error
@@ -63,13 +69,19 @@ var foundationCmd = &Command{
 				if env.Spawn == nil {
 					return errors.New("cannot start a background process from here")
 				}
-				var flags []string // the background process gets the same flags
+				// The background process gets the same flags, but the Elasticsearch URL (it
+				// may carry a password) through its environment: a command line is
+				// readable by every user of the machine.
+				var flags, childEnv []string
 				fs.Visit(func(f *flag.Flag) {
-					if f.Name != "detach" && f.Name != "state-dir" {
+					if f.Name != "detach" && f.Name != "state-dir" && f.Name != "es-url" {
 						flags = append(flags, "--"+f.Name, f.Value.String())
 					}
 				})
-				pid, info, err := foundation.Detach(ctx, *dir, env.Spawn, flags)
+				if *esURL != "" {
+					childEnv = append(childEnv, esURLEnv+"="+*esURL)
+				}
+				pid, info, err := foundation.Detach(ctx, *dir, env.Spawn, flags, childEnv)
 				if err != nil {
 					return err
 				}
