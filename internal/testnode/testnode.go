@@ -133,8 +133,9 @@ func Start(ctx context.Context, f Flavor) (*Node, error) {
 			return n, nil
 		}
 		lastErr = err
-		// Another process may take the port between our probe and the node's bind.
-		if !strings.Contains(err.Error(), "BindException") && !strings.Contains(err.Error(), "Address already in use") {
+		// Another process may take a port between our probe and the node's bind: then
+		// a launch on new ports is the remedy. Anything else fails at once.
+		if !errors.Is(err, errPortTaken) {
 			break
 		}
 	}
@@ -206,6 +207,9 @@ func launch(ctx context.Context, f Flavor, home, javaHome string, cred *credenti
 	n.cmd, n.PID, n.exited = cmd, cmd.Process.Pid, make(chan struct{})
 	go func() { cmd.Wait(); close(n.exited) }()
 	if err := n.waitReady(ctx); err != nil {
+		if n.portTaken() {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
 		tail := n.logTail()
 		return fail(fmt.Errorf("%s on %s: %w\n%s", strings.ToLower(f.Name), n.URL, err, tail))
 	}
@@ -310,10 +314,30 @@ func (n *Node) Stop() error {
 	return err
 }
 
+// errPortTaken marks a node that could not bind a port it was given.
+var errPortTaken = errors.New("a port it was given was taken meanwhile")
+
+// portTaken reports whether the node's logs say a bind failed: the whole logs, since
+// the stack trace that follows the cause can push it out of logTail's tail.
+func (n *Node) portTaken() bool {
+	for _, f := range n.logFiles() {
+		data, _ := os.ReadFile(f)
+		if bytes.Contains(data, []byte("BindException")) || bytes.Contains(data, []byte("Address already in use")) {
+			return true
+		}
+	}
+	return false
+}
+
+// logFiles are the node's console output and server log.
+func (n *Node) logFiles() []string {
+	return []string{filepath.Join(n.Dir, "console.log"), filepath.Join(n.Dir, "logs", "cfbench-test.log")}
+}
+
 // logTail is the end of the node's console output and server log.
 func (n *Node) logTail() string {
 	var b strings.Builder
-	for _, f := range []string{filepath.Join(n.Dir, "console.log"), filepath.Join(n.Dir, "logs", "cfbench-test.log")} {
+	for _, f := range n.logFiles() {
 		data, err := os.ReadFile(f)
 		if err != nil || len(bytes.TrimSpace(data)) == 0 {
 			continue
