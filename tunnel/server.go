@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	chserver "github.com/jpillora/chisel/server"
@@ -72,6 +73,8 @@ type Server struct {
 	log         *slog.Logger
 	ch          *chserver.Server
 	fingerprint string
+	// starting mutes chisel's log while it starts (its start-up lines).
+	starting atomic.Bool
 
 	life     lifecycle.State
 	mu       sync.Mutex
@@ -125,7 +128,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("tunnel server: %w", err)
 	}
 	s := &Server{cfg: cfg, log: orDiscard(cfg.Logger), ch: ch, fingerprint: fp, conns: map[net.Conn]struct{}{}}
-	ch.Logger.SetOutput(logWriter{log: s.log, level: slog.LevelWarn})
+	// Failed logins are chisel's Info lines. Info is set here, once, before any of its
+	// goroutines runs: they read it unsynchronised (each session forks the logger).
+	ch.Info = true
+	ch.Logger.SetOutput(logWriter{log: s.log, level: slog.LevelWarn, mute: &s.starting})
 	return s, nil
 }
 
@@ -147,8 +153,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	// chisel prints its start-up lines (fingerprint, the private address) through its
-	// top-level logger: mute it for those, then let it report failed logins.
-	s.ch.Info = false
+	// top-level logger: drop them, then let it report failed logins.
+	s.starting.Store(true)
 	var err error
 	for range 5 { // chisel cannot report the port it got: pick one; retry if taken meanwhile
 		var port int
@@ -164,7 +170,7 @@ func (s *Server) Start(ctx context.Context) error {
 		stop()
 		return fail(fmt.Errorf("tunnel server: start chisel: %w", err))
 	}
-	s.ch.Info = true // before the first connection reaches chisel: that goes through the relay below
+	s.starting.Store(false)
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		stop()

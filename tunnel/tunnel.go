@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jpillora/chisel/share/ccrypto"
 	"golang.org/x/crypto/ssh"
@@ -128,9 +129,14 @@ func remoteACL(remote string) string { return "^" + regexp.QuoteMeta(remote) + "
 type logWriter struct {
 	log   *slog.Logger
 	level slog.Level
+	// mute, when set and true, drops what chisel writes (its start-up lines).
+	mute *atomic.Bool
 }
 
 func (w logWriter) Write(p []byte) (int, error) {
+	if w.mute != nil && w.mute.Load() {
+		return len(p), nil
+	}
 	msg := strings.TrimSpace(string(p))
 	if len(msg) >= 20 && msg[4] == '/' && msg[7] == '/' && msg[10] == ' ' && msg[19] == ' ' {
 		msg = msg[20:] // "2006/01/02 15:04:05 "
