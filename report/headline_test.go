@@ -16,7 +16,7 @@ import (
 func studyRun(id string, speed float64) *Run {
 	slo := &spec.SLO{Latency: spec.StatP99, MaxLatency: 10 * time.Millisecond}
 	step := func(n int, thr float64, p99 int64, cores, util float64) *Step {
-		return &Step{Step: n, Load: float64(10 * n), Count: 1000, Throughput: thr, P99US: p99,
+		return &Step{Step: n, Load: float64(10 * n), Count: 1000, Throughput: thr, P50US: p99 / 3, P90US: p99 * 2 / 3, P99US: p99,
 			App: &AppUsage{CPUTotalCores: &cores, Utilisation: &util, ThroughputPerCore: ptr(thr / cores)}}
 	}
 	node := &Variant{Name: "node", LoadUnit: "users", Steps: []*Step{step(1, 420, 3000, 0.5, 0.5), step(2, 829, 6000, 0.8, 0.8)}}
