@@ -423,5 +423,9 @@
     add(th, "h2", {}, "Thresholds (--fail-on)");
     table(th, ["threshold", "verdict", "detail"], data.thresholds.map(function (t) { return [t.spec, t.failed ? "FAIL" : "ok", t.detail]; }));
   }
+  // Printed, the folded findings are opened: paper cannot be clicked.
+  window.addEventListener("beforeprint", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("ul.findings details"), function (d) { d.open = true; });
+  });
   document.body.setAttribute("data-rendered", String(window.cfbCharts.length));
 })();
