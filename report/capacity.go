@@ -182,7 +182,7 @@ func capacityValue(c *Capacity) (float64, bool, bool) {
 }
 
 // capacityBasis says how a capacity was found, in a few words: "step 2, measured",
-// "interpolated between steps 3 and 4", "mean of 3 repeats".
+// "interpolated between steps 3 and 4", "mean of the repeats".
 func capacityBasis(c *Capacity) string {
 	switch c.Basis {
 	case "measured":
