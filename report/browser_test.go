@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,32 @@ func expectedCharts(rep *Report) []wantChart {
 				seen[c.Variant] = true
 			}
 			out = append(out, wantChart{"coverage", len(seen)})
+		}
+	}
+	return out
+}
+
+// expectedMarkers counts, per kind of chart, the findings it marks on their step: on
+// throughput-vs-load those of a step with figures, on a variant's time chart those of
+// a step whose window it shows.
+func expectedMarkers(rep *Report) map[string]int {
+	out := map[string]int{"throughput-vs-load": 0, "time": 0}
+	runs := rep.Runs
+	if rep.Baseline != nil {
+		runs = append(runs[:len(runs):len(runs)], rep.Baseline)
+	}
+	for _, r := range runs {
+		for _, f := range r.Findings {
+			v := variantNamed(r.Variants, f.Variant)
+			if v == nil || f.Step == 0 {
+				continue
+			}
+			if slices.ContainsFunc(v.Steps, func(s *Step) bool { return s.Step == f.Step }) {
+				out["throughput-vs-load"]++
+			}
+			if v.Series != nil && len(v.Series.T) > 0 && slices.ContainsFunc(v.Series.Steps, func(w StepWindow) bool { return w.Step == f.Step }) {
+				out["time"]++
+			}
 		}
 	}
 	return out
@@ -222,6 +249,11 @@ func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool)
 	step("open the report", chromedp.Do(bctx, chromedp.Navigate(fileURL), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered]`))))
 	charts, err := headless.Charts(bctx)
 	step("read the charts", err)
+	// Read before the screenshot and the PDF: an evaluation in a document after it was
+	// printed hangs in headless Chromium in about half the runs (seen here).
+	marked, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]int](`window.cfbCharts.reduce(function (m, c) {
+  m[c.kind] = (m[c.kind] || 0) + (c.plot.cfbMarkers || []).length; return m; }, {})`))
+	step("read the finding markers", err)
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
 	step("screenshot", err)
 	pdf, err := chromedp.Run(bctx, chromedp.PrintToPDF(chromedp.PDFPrintBackground()))
@@ -271,6 +303,11 @@ func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool)
 		if c.Kind != w.Kind || c.Series != w.Series || c.Drawn != w.Series || !visible || c.Opaque == 0 {
 			t.Errorf("chart %d %q: kind %s with %d series, %d drawn, %d visible (%d pixels); want %s with %d series, all drawn, visible: all %v",
 				i+1, c.Title, c.Kind, c.Series, c.Drawn, c.Visible, c.Opaque, w.Kind, w.Series, allVisible)
+		}
+	}
+	for kind, want := range expectedMarkers(rep) {
+		if marked[kind] != want {
+			t.Errorf("%d finding markers on the %s charts, want %d", marked[kind], kind, want)
 		}
 	}
 	if len(pdf) < 1000 || !bytes.HasPrefix(pdf, []byte("%PDF")) {
