@@ -322,6 +322,7 @@ type firstScreenPage struct {
 		Variant, Text       string
 		Top, Bottom, Height float64
 		OnTop               bool
+		Links               []string
 	}
 	Ticks   map[string][]float64
 	Markers []struct {
@@ -357,7 +358,8 @@ func (b *browser) firstScreen(t *testing.T) {
   var out = {width: window.innerWidth, height: window.innerHeight, scrollY: window.scrollY, ticks: {}, markers: []};
   out.lines = Array.prototype.map.call(document.querySelectorAll("p.headline-line"), function (p) {
     var r = p.getBoundingClientRect(), hit = document.elementFromPoint(r.left + 5, r.top + r.height / 2);
-    return {variant: p.dataset.variant, text: p.innerText, top: r.top, bottom: r.bottom, height: r.height, onTop: !!hit && p.contains(hit)};
+    return {variant: p.dataset.variant, text: p.innerText, top: r.top, bottom: r.bottom, height: r.height, onTop: !!hit && p.contains(hit),
+      links: Array.prototype.map.call(p.querySelectorAll("a"), function (a) { return a.getAttribute("href"); })};
   });
   window.cfbCharts.forEach(function (c) {
     if (c.kind === "throughput-vs-load" || c.kind === "percentiles-vs-load") out.ticks[c.kind] = c.plot.axes[0]._splits;
@@ -387,6 +389,13 @@ func (b *browser) firstScreen(t *testing.T) {
 		}
 		if l.Top < 0 || l.Bottom > got.Height || l.Height == 0 || !l.OnTop {
 			t.Errorf("the headline of %s is not on the first screen: %+v", h.Variant, l)
+		}
+		var links []string
+		for _, i := range h.Findings {
+			links = append(links, fmt.Sprintf("#finding-%s-%d", run.ID, i))
+		}
+		if fmt.Sprint(l.Links) != fmt.Sprint(links) {
+			t.Errorf("the headline of %s links %v, want its findings %v", h.Variant, l.Links, links)
 		}
 	}
 	for kind, ticks := range got.Ticks {

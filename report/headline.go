@@ -82,6 +82,7 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 	h := Headline{Run: r.ID, Variant: v.Name, Measure: "max_throughput"}
 	var at *Step    // the step the figure rests on
 	var limit []int // the steps around the limit: where the bottleneck shows
+	var near []int  // the findings there
 	var parts []string
 	stepOf := func(n int) *Step {
 		if i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == n }); i >= 0 {
@@ -108,7 +109,7 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 		default:
 			parts = append(parts, "no step with figures")
 		}
-		limit, h.Findings = []int{c.FailedStep, c.Step}, c.Findings
+		limit, near = []int{c.FailedStep, c.Step}, c.Findings
 	} else if len(v.Steps) > 0 {
 		i := 0
 		for j, s := range v.Steps {
@@ -127,7 +128,7 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 		if i+1 < len(v.Steps) {
 			limit = append(limit, v.Steps[i+1].Step)
 		}
-		h.Findings = findingsNear(r.Findings, v.Name, limit...)
+		near = findingsNear(r.Findings, v.Name, limit...)
 	} else {
 		parts = append(parts, "no step with figures")
 	}
@@ -170,10 +171,10 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 		}
 	}
 	var named []string
-	for _, i := range h.Findings {
+	for _, i := range near {
 		f := r.Findings[i]
 		if !slices.Contains(h.LimitedBy, f.Check) {
-			h.LimitedBy = append(h.LimitedBy, f.Check)
+			h.LimitedBy, h.Findings = append(h.LimitedBy, f.Check), append(h.Findings, i)
 			named = append(named, fmt.Sprintf("%s (step %d)", f.Check, f.Step))
 		}
 	}

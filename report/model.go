@@ -70,7 +70,8 @@ type Headline struct {
 	BottleneckEvidence string `json:"bottleneck_evidence,omitempty"`
 	// LimitedBy are the checks that found something at the steps around the limit
 	// (Step and the step that broke the SLO, or the step after the best), each once;
-	// Findings are those findings as indexes into the run's Findings.
+	// Findings holds, for each of them, its first finding there, as an index into the
+	// run's Findings.
 	LimitedBy []string `json:"limited_by,omitempty"`
 	Findings  []int    `json:"findings,omitempty"`
 	// Text is the line as a person reads it.

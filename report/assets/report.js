@@ -395,9 +395,16 @@
     add(hl, "h2", {}, "Headline" + (one && one.slo ? " (SLO: " + one.slo.text + ")" : ""));
     data.headline.forEach(function (h) {
       var p = add(hl, "p", { "class": "headline-line", "data-run": h.run, "data-variant": h.variant });
-      var cut = h.text.indexOf(": ");
+      var cut = h.text.indexOf(": "), lim = (h.findings || []).length ? h.text.lastIndexOf("; limited by: ") : -1;
       add(p, "strong", {}, h.text.slice(0, cut + 1));
-      p.appendChild(document.createTextNode(h.text.slice(cut + 1)));
+      p.appendChild(document.createTextNode(h.text.slice(cut + 1, lim < 0 ? undefined : lim + 14)));
+      // the findings that limit it, as links to their entries
+      var run = data.runs.filter(function (r) { return r.id === h.run; })[0];
+      if (lim >= 0 && run) h.findings.forEach(function (fi, k) {
+        var f = run.findings[fi];
+        if (k) p.appendChild(document.createTextNode(", "));
+        add(p, "a", { href: "#" + findingId(run, fi) }, f.check + " (step " + f.step + ")");
+      });
     });
     add(hl, "p", { "class": "hint" }, "Details per run below: capacity, steps, scaling, latency decomposition, findings (folded: click to open), comparisons.");
   }
