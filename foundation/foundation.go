@@ -337,7 +337,8 @@ func (f *Foundation) start(ctx context.Context) error {
 	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
-		AppLog: f.appLog, Logger: cfg.Logger})
+		CellHosts: cellHosts(f.cells.Addrs()),
+		AppLog:    f.appLog, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -610,6 +611,16 @@ func appsDomainDialer(domain, router string) func(ctx context.Context, network, 
 
 // routerAddr is where the router listens; the API advertises it in its root document.
 func routerAddr(s Settings) string { return "127.0.0.1:" + strconv.Itoa(s.RouterPort) }
+
+// cellHosts is cc.Config.CellHosts from the cells' addresses: one cell, so one host, per
+// isolation segment.
+func cellHosts(addrs map[string]string) map[string][]string {
+	out := make(map[string][]string, len(addrs))
+	for name, addr := range addrs {
+		out[name] = []string{addr}
+	}
+	return out
+}
 
 func listen(port int, what string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))

@@ -149,6 +149,11 @@ type Config struct {
 	// use ({"apps": {"cores": 1}}), so that a run knows the CPU available per instance.
 	// A real CC has no such key.
 	CellCores map[string]float64
+	// CellHosts, when set, adds to each segment of cfbench_cells the addresses its cells'
+	// instances report as their host in process stats ({"apps": {"cores": 1, "hosts":
+	// ["127.0.1.1"]}}), so that a run maps the host of each instance to its cell's cores
+	// and counts instances sharing a cell once.
+	CellHosts map[string][]string
 	// AppLog, when set, gets the lines Cloud Controller writes to an app's log, as CC
 	// sends them to Loggregator: staging output (source type STG, instance "0") and its
 	// own notes (API), such as why an instance crashed. It must not block for long.

@@ -177,6 +177,19 @@ func (c *Cells) Cores() map[string]float64 {
 	return out
 }
 
+// Addrs reports, per cell (isolation segment) name, the address its instances report as
+// their host in process stats (127.0.1.N for the Nth cell), as Diego reports its cell's
+// IP: a run tells by it which instances share a cell.
+func (c *Cells) Addrs() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for _, cl := range c.cells {
+		out[cl.name] = cl.addr
+	}
+	return out
+}
+
 // Isolation reports whether instances run in cgroups, each cell's on its own CPUs
 // with memory limits and CPU shares. Without isolation, reason says why (not root,
 // no suitable hierarchy, Config.NoIsolation, not started); with it, reason names the

@@ -114,6 +114,10 @@ func TestCores(t *testing.T) {
 	if got := c.Cores(); len(got) != 2 || got["apps"] != 4 || got["loadgen"] != 4 {
 		t.Errorf("without isolation: %v, want every one of 4 CPUs for both", got)
 	}
+	// Each cell has its own address, the host its instances report.
+	if got := c.Addrs(); len(got) != 2 || got["apps"] != "127.0.1.1" || got["loadgen"] != "127.0.1.2" {
+		t.Errorf("addresses %v, want apps 127.0.1.1 and loadgen 127.0.1.2", got)
+	}
 
 	cpus := availableCPUs(t)
 	e := startCells(t, func(c *Config) { c.Cells = []Cell{{"apps", cpus[:1]}, {"all", nil}} })
