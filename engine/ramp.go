@@ -255,9 +255,9 @@ func (r *runner) roles(v *spec.Variant, fleet Fleet) []resultsdb.AppRole {
 	}
 	var roles []resultsdb.AppRole
 	if d := dep.variant(v.Name); d.app != nil {
-		roles = append(roles, resultsdb.AppRole{Name: d.app.Name, Role: resultsdb.RoleApp, CoresAvailable: dep.cores(true)})
+		roles = append(roles, resultsdb.AppRole{Name: d.app.Name, Role: resultsdb.RoleApp, HostCores: dep.hostCores})
 	}
-	return append(roles, resultsdb.AppRole{Name: fleet.App(), Role: resultsdb.RoleGenerator, CoresAvailable: dep.cores(false)})
+	return append(roles, resultsdb.AppRole{Name: fleet.App(), Role: resultsdb.RoleGenerator, HostCores: dep.hostCores})
 }
 
 // checkStep runs the checks on a finished step's figures, records what trips and
