@@ -478,6 +478,11 @@ func (f *Foundation) LogShipping() (logship.Stats, bool) {
 	return logship.Stats{}, false
 }
 
+// CellCPU is the CPU time the instances of the cell of an isolation segment have used,
+// from the cell's cgroup (cells.Cells.CellCPU): what a test compares a run's utilisation
+// with.
+func (f *Foundation) CellCPU(segment string) (time.Duration, error) { return f.cells.CellCPU(segment) }
+
 // Info describes how to reach the foundation.
 func (f *Foundation) Info() Info {
 	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,

@@ -3,6 +3,7 @@
 package cells
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"sync"
@@ -124,6 +125,13 @@ func TestCores(t *testing.T) {
 	requireIsolation(t, e.c)
 	if got := e.c.Cores(); len(got) != 2 || got["apps"] != 1 || got["all"] != float64(len(cpus)) {
 		t.Errorf("with isolation: %v, want apps 1 and all %d", got, len(cpus))
+	}
+	// The cell's own cgroup counts its CPU time; a cell without a group has none.
+	if _, err := e.c.CellCPU("apps"); err != nil {
+		t.Errorf("CellCPU of an isolated cell: %v", err)
+	}
+	if _, err := c.CellCPU("apps"); !errors.Is(err, ErrNotIsolated) {
+		t.Errorf("CellCPU without isolation: %v, want ErrNotIsolated", err)
 	}
 }
 
