@@ -11,6 +11,21 @@ import (
 	"time"
 )
 
+// serviceRoutes registers the endpoints of service offerings, plans, instances and credential bindings.
+func (s *Server) serviceRoutes() {
+	s.handle("GET /v3/service_offerings", s.listOfferings)
+	s.handle("GET /v3/service_plans", s.listPlans)
+	s.handle("GET /v3/service_instances", s.listServiceInstances)
+	s.handle("POST /v3/service_instances", s.createServiceInstance)
+	s.handle("GET /v3/service_instances/{guid}", s.getServiceInstance)
+	s.handle("DELETE /v3/service_instances/{guid}", s.deleteServiceInstance)
+	s.handle("GET /v3/service_credential_bindings", s.listBindings)
+	s.handle("POST /v3/service_credential_bindings", s.createBinding)
+	s.handle("GET /v3/service_credential_bindings/{guid}", s.getBinding)
+	s.handle("GET /v3/service_credential_bindings/{guid}/details", s.bindingDetails)
+	s.handle("DELETE /v3/service_credential_bindings/{guid}", s.deleteBinding)
+}
+
 // The broker's catalog gets stable guids derived from names, so that they survive
 // restarts without being stored.
 const brokerName = "cf-benchmark-local"
