@@ -242,7 +242,8 @@ type Cells struct {
 	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
 	tmpRoot  string
 	ownTmp   bool
-	cred     *osproc.Credential // whom instances run as; nil: this process's user
+	cred     *osproc.Credential // whom staging runs as; nil: this process's user
+	uids     uidPool            // with cred, each running instance's own user
 	orphans  int                // instances of a killed earlier run that Start stopped
 	started  bool
 	closed   bool
