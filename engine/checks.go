@@ -172,7 +172,12 @@ func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 	served := gain / loadGain
 	idle := fmt.Sprintf("used %.2f cores per instance (under %.2g)", *app.CPUMeanCores, c.AppCPUBelow)
 	spare := *app.CPUMeanCores < c.AppCPUBelow
-	if per, u := app.CoresPerInstance(), app.Utilisation(); per != nil && *per < 1 && u != nil {
+	per, u := app.CoresPerInstance(), app.Utilisation()
+	if u == nil && app.Instances > 1 {
+		// Instances sharing a cell of unknown cores may have had less than a core each.
+		idle += fmt.Sprintf(" (the cores of the cells its %d instances ran on are unknown: judged as if each had a core)", app.Instances)
+	}
+	if per != nil && *per < 1 && u != nil {
 		idle = fmt.Sprintf("used %.2f cores per instance, its %d instances %s (under %.0f%%)", *app.CPUMeanCores, app.Instances, usedOf(app), 100*c.AppCPUBelow)
 		spare = *u < c.AppCPUBelow
 	}

@@ -173,6 +173,8 @@ func TestCheckPlateau(t *testing.T) {
 		{"two instances fill the one core they share", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 2, 0.45, 1, checkF64(1))), false, nil},
 		{"two instances on two cells", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 2, 0.45, 2, checkF64(2))), true,
 			[]string{"used 0.45 cores per instance (under 0.5)"}},
+		{"two instances on cells of unknown cores", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 2, 0.45, 1, nil)), true,
+			[]string{"used 0.45 cores per instance (under 0.5) (the cores of the cells its 2 instances ran on are unknown: judged as if each had a core)"}},
 		{"three instances idle on the core they share", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 3, 0.1, 1, checkF64(1))), true,
 			[]string{"used 0.10 cores per instance, its 3 instances used 0.30 of the 1.00 cores of the 1 cell they shared (30%) (under 50%)"}},
 		{"a manual scale counts in the load", prev, func() resultsdb.StepSummary {
