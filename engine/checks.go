@@ -193,7 +193,7 @@ func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 		100*loadGain, prev.OfferedLoad(), cur.OfferedLoad(), unit, 100*gain, prev.Throughput, cur.Throughput, app.App, idle)
 	ev := map[string]any{"load_growth": loadGain, "throughput_growth": gain, "served": served,
 		"throughput_before": prev.Throughput, "throughput": cur.Throughput, "app_cpu_mean_cores": *app.CPUMeanCores}
-	if u := app.Utilisation(); u != nil {
+	if u != nil {
 		ev["app_cpu_total_cores"], ev["app_cpu_available_cores"], ev["app_cells"], ev["app_cpu_share"] = *app.CPUTotalCores, *app.CPUAvailableCores, *app.Cells, *u
 	}
 	return &Finding{Check: PlateauCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
