@@ -85,9 +85,9 @@ type AppStepMetrics struct {
 }
 
 // Utilisation is the share of the CPU available that the instances used together
-// (CPUTotalCores / CPUAvailableCores); nil when either is unknown.
+// (CPUTotalCores / CPUAvailableCores); nil when either, or the cells, are unknown.
 func (a AppStepMetrics) Utilisation() *float64 {
-	if a.CPUTotalCores == nil || a.CPUAvailableCores == nil || *a.CPUAvailableCores <= 0 {
+	if a.CPUTotalCores == nil || a.CPUAvailableCores == nil || *a.CPUAvailableCores <= 0 || a.Cells == nil {
 		return nil
 	}
 	u := *a.CPUTotalCores / *a.CPUAvailableCores
