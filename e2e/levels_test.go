@@ -121,8 +121,8 @@ func appInstances(t *testing.T, cf *cfCLI, cl *client.Client, f *foundation.Foun
 			continue
 		}
 		u := csvFloat(t, m["cpu_total_cores"]) / csvFloat(t, m["cpu_available_cores"])
-		t.Logf("step %s: %s instance(s) used %s of %s cores (%.1f%%); the cell's cgroup was busy %.1f%% of the window",
-			m["step"], m["instances"], m["cpu_total_cores"], m["cpu_available_cores"], 100*u, 100*share)
+		t.Logf("step %s: %s instance(s) used %s of %s cores (%.1f%%, counters over %s of the window); the cell's cgroup was busy %.1f%% of the window",
+			m["step"], m["instances"], m["cpu_total_cores"], m["cpu_available_cores"], 100*u, m["cpu_covered"], 100*share)
 		if math.Abs(u-share) > 0.05 {
 			t.Errorf("step %s: utilisation %.1f%%, the apps cell busy %.1f%% of the step: want within 5%%", m["step"], 100*u, 100*share)
 		}
