@@ -170,18 +170,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 			if res.Run.Status != resultsdb.RunCompleted || len(res.Summaries) != c.max {
 				t.Fatalf("run %s (%s) with %d step summaries, want completed with %d", res.Run.Status, res.Run.Reason, len(res.Summaries), c.max)
 			}
-			// The workers' own counters against the rows: sent = stored, none dropped.
-			sent := query[int64](t, direct, `SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			counted := query[int64](t, direct, `SELECT coalesce(sum(stored), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			dropped := query[int64](t, direct, `SELECT coalesce(sum(dropped), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			spilled := query[int64](t, direct, `SELECT coalesce(sum(spilled), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			rows := query[int64](t, direct, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, res.Run.ID)
-			open := query[int64](t, direct, `SELECT count(*) FROM workers WHERE run_id = $1 AND stopped_at IS NULL`, res.Run.ID)
-			t.Logf("sent %d, stored %d (rows %d), spilled %d, dropped %d", sent, counted, rows, spilled, dropped)
-			if sent == 0 || rows != sent || counted != sent || dropped != 0 || open != 0 {
-				t.Fatalf("sent %d, rows %d, stored by the writers' count %d, dropped %d, workers not stopped %d: want every sample stored once",
-					sent, rows, counted, dropped, open)
-			}
+			spilled := storedOnce(t, direct, res.Run.ID)
 			if c.spillMust && spilled == 0 {
 				t.Errorf("no sample went through a spill file: the outage did not reach the writers")
 			}
@@ -196,6 +185,25 @@ func TestFaultsLoseNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storedOnce checks the workers' own counters of a run against its rows: every sample
+// sent is stored once, none dropped, every worker stopped. It returns how many went
+// through a spill file.
+func storedOnce(t *testing.T, dsn, runID string) (spilled int64) {
+	t.Helper()
+	sent := query[int64](t, dsn, `SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, runID)
+	counted := query[int64](t, dsn, `SELECT coalesce(sum(stored), 0) FROM workers WHERE run_id = $1`, runID)
+	dropped := query[int64](t, dsn, `SELECT coalesce(sum(dropped), 0) FROM workers WHERE run_id = $1`, runID)
+	spilled = query[int64](t, dsn, `SELECT coalesce(sum(spilled), 0) FROM workers WHERE run_id = $1`, runID)
+	rows := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID)
+	open := query[int64](t, dsn, `SELECT count(*) FROM workers WHERE run_id = $1 AND stopped_at IS NULL`, runID)
+	t.Logf("sent %d, stored %d (rows %d), spilled %d, dropped %d", sent, counted, rows, spilled, dropped)
+	if sent == 0 || rows != sent || counted != sent || dropped != 0 || open != 0 {
+		t.Fatalf("sent %d, rows %d, stored by the writers' count %d, dropped %d, workers not stopped %d: want every sample stored once",
+			sent, rows, counted, dropped, open)
+	}
+	return spilled
 }
 
 // relayed starts a relay on dsn and returns the backends of instances that use it.
