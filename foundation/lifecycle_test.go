@@ -43,4 +43,3 @@ func TestLifecycle(t *testing.T) {
 		}}
 	})
 }
-
