@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,9 +96,13 @@ func TestRelay(t *testing.T) {
 	}
 	var ids [2]int32
 	for i := range ids {
-		if ids[i], err = c.RegisterWorker(ctx, resultsdb.Worker{RunID: run.ID, Variant: "v", AppName: "app", InstanceIndex: i}); err != nil {
+		if ids[i], err = c.JoinRun(ctx, resultsdb.Worker{RunID: run.ID, Variant: "v", AppName: "app", InstanceIndex: i}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A run that is not running is refused as the database refuses it, not as an outage.
+	if _, err := c.JoinRun(ctx, resultsdb.Worker{RunID: "nosuchrun", Variant: "v", AppName: "app"}); !errors.Is(err, resultsdb.ErrRunNotRunning) {
+		t.Errorf("join a run that is not running through the relay: %v, want resultsdb.ErrRunNotRunning", err)
 	}
 	now, _ := store.Now(ctx)
 	st := resultsdb.Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 2, Started: now, WarmupUntil: now, Ends: now.Add(time.Minute)}

@@ -10,7 +10,7 @@
 // Protocol (JSON unless said; every request carries "Authorization: Bearer TOKEN"):
 //
 //	GET  /v1/assignment?app=NAME           → resultsdb.Assignment or null
-//	POST /v1/workers                       resultsdb.Worker → {"id": N}
+//	POST /v1/workers                       resultsdb.Worker → {"id": N}; 409 when the run is not running
 //	POST /v1/workers/ID/heartbeat          resultsdb.WorkerCounters → 204 (stored within BeatEvery)
 //	POST /v1/workers/ID/steps/IDX/join     {"step": resultsdb.Step, "joined": T, "late": B} → 204
 //	POST /v1/workers/ID/steps/IDX/finish   {"sent": N, "missed": N} → 204
@@ -238,6 +238,8 @@ func fail(w http.ResponseWriter, err error) {
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, resultsdb.ErrBadCopy):
 		code = http.StatusBadRequest
+	case errors.Is(err, resultsdb.ErrRunNotRunning):
+		code = http.StatusConflict
 	}
 	http.Error(w, err.Error(), code)
 }
@@ -306,7 +308,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.forwarded.Add(1)
-	id, err := s.cfg.Store.RegisterWorker(r.Context(), in)
+	id, err := s.cfg.Store.JoinRun(r.Context(), in)
 	if err != nil {
 		fail(w, err)
 		return

@@ -32,7 +32,7 @@ import (
 // later (the worker retries, a sample writer keeps its samples).
 type Backend interface {
 	Assignment(ctx context.Context, app string) (*resultsdb.Assignment, error)
-	RegisterWorker(ctx context.Context, w resultsdb.Worker) (int32, error)
+	JoinRun(ctx context.Context, w resultsdb.Worker) (int32, error)
 	Heartbeat(ctx context.Context, id int32, c resultsdb.WorkerCounters) error
 	JoinStep(ctx context.Context, id int32, st *resultsdb.Step, joined time.Time, late bool) error
 	FinishStep(ctx context.Context, id int32, step int, sent, missed uint64) error
@@ -118,8 +118,9 @@ func (w *Worker) Run(ctx context.Context) error { return lifecycle.Run(ctx, w) }
 
 func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 	var (
-		cur    *membership
-		broken string // a run this instance could not join; not retried
+		cur     *membership
+		broken  string // a run this instance could not join; not retried
+		refused string // a run the database said is not running; retried, said once
 	)
 	leave := func() error {
 		if cur == nil {
@@ -151,10 +152,19 @@ func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 			failures = 0
 			if a != nil && cur == nil && a.RunID != broken {
 				var again *retryJoin
-				if cur, err = w.join(ctx, a, offset); errors.As(err, &again) {
+				cur, err = w.join(ctx, a, offset)
+				switch {
+				case errors.Is(err, resultsdb.ErrRunNotRunning):
+					// Ended, or its process is gone. One that rode out an outage of
+					// the database heartbeats again within seconds: joined then.
+					if refused != a.RunID {
+						w.cfg.Logger.Info("not joining a run that is not running", "run", a.RunID, "err", err)
+						refused = a.RunID
+					}
+				case errors.As(err, &again):
 					// The database (or relay) did not answer: the next poll tries again.
 					w.cfg.Logger.Warn("join run; retrying", "run", a.RunID, "err", err)
-				} else if err != nil {
+				case err != nil:
 					w.cfg.Logger.Error("join run; waiting for the next one", "run", a.RunID, "err", err)
 					broken = a.RunID
 				}
@@ -225,9 +235,12 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, dbCallTimeout)
-	id, err := w.cfg.Store.RegisterWorker(rctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
+	id, err := w.cfg.Store.JoinRun(rctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
 		InstanceIndex: w.cfg.Index, InstanceGUID: w.cfg.GUID, Host: w.cfg.Host})
 	cancel()
+	if errors.Is(err, resultsdb.ErrRunNotRunning) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, &retryJoin{err}
 	}
