@@ -58,6 +58,9 @@ type Options struct {
 	// SpillDir holds the spill files of in-process generator instances: samples the
 	// database cannot take wait there (default the system's temporary directory).
 	SpillDir string
+
+	// byHand, in tests, wraps each in-process fleet in one that someone else scales.
+	byHand func(Fleet) Fleet
 }
 
 // Result is what a finished (or aborted) run left in the store.
@@ -254,6 +257,9 @@ func (r *runner) legs(ctx context.Context) error {
 			// the newest repeat.
 			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
 				backend: r.opts.Backend, poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, spillDir: r.opts.SpillDir, ctx: fctx}
+			if r.opts.byHand != nil {
+				fleet = r.opts.byHand(fleet)
+			}
 		}
 		rv.GeneratorApp, rv.Workload = fleet.App(), wl.Marshal()
 		if err := r.db(ctx, "record the variant", func(ctx context.Context) error { return r.opts.Store.AddRunVariant(ctx, rv) }); err != nil {

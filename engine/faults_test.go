@@ -394,3 +394,89 @@ func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 		t.Fatalf("samples dropped: %v", err)
 	}
 }
+
+// byHand is an in-process fleet that someone else scales too: takeAway stops every
+// instance at once, as a cf scale -i 0 from another terminal would.
+type byHand struct {
+	mu sync.Mutex
+	f  Fleet
+}
+
+func (b *byHand) App() string { return b.f.App() }
+
+func (b *byHand) Scale(ctx context.Context, n int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.f.Scale(ctx, n)
+}
+
+func (b *byHand) Desired(ctx context.Context) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.f.Desired(ctx)
+}
+
+func (b *byHand) Stop(ctx context.Context) error { return b.Scale(ctx, 0) }
+
+func (b *byHand) takeAway() error { return b.Scale(context.Background(), 0) }
+
+// TestGeneratorsTakenAwayFailTheRun: someone else scales the generators to 0 in the
+// middle of the first step. The run does not end completed: it fails with
+// ErrGeneratorsLost and a generators_lost finding on that step, runs no further step,
+// and the step's window (and so its rate) ends when its last generator left, not at
+// the planned end; no stall is read into the time nobody sent.
+func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer target.Close()
+	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", "6s").Replace(faultSpec)
+	sp, err := spec.Parse("faults.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := testpg.DSN(t)
+	store, err := resultsdb.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rep := &stepStarts{first: make(chan struct{})}
+	fleets := make(chan *byHand, 1)
+	taken := make(chan error, 1)
+	go func() {
+		<-rep.first
+		time.Sleep(2 * time.Second)
+		taken <- (<-fleets).takeAway()
+	}()
+	res, err := Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir(),
+		byHand: func(f Fleet) Fleet { b := &byHand{f: f}; fleets <- b; return b }})
+	if !errors.Is(err, ErrGeneratorsLost) {
+		t.Fatalf("run: %v, want ErrGeneratorsLost", err)
+	}
+	if terr := <-taken; terr != nil {
+		t.Fatal(terr)
+	}
+	t.Logf("run: %v", err)
+	if res.Run.Status != resultsdb.RunFailed || !strings.Contains(res.Run.Reason, "left before the step's end") {
+		t.Errorf("run %s (%s), want failed, saying the generators left", res.Run.Status, res.Run.Reason)
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Check != GeneratorsLostCheck || res.Findings[0].Step != 0 {
+		t.Errorf("findings %+v, want only generators_lost on step 1", res.Findings)
+	}
+	if len(res.Summaries) != 1 {
+		t.Fatalf("%d steps ran, want the ramp to end with the step that lost its generators", len(res.Summaries))
+	}
+	id := res.Run.ID
+	left := query[time.Time](t, dsn, `SELECT max(stopped_at) FROM workers WHERE run_id = $1`, id)
+	ended := query[time.Time](t, dsn, `SELECT ended_at FROM steps WHERE run_id = $1`, id)
+	ends := query[time.Time](t, dsn, `SELECT ends_at FROM steps WHERE run_id = $1`, id)
+	from := query[time.Time](t, dsn, `SELECT warmup_until FROM steps WHERE run_id = $1`, id)
+	if !ended.Equal(left) || !ended.Before(ends) {
+		t.Fatalf("step ended at %s, its generator left at %s, planned end %s: want the step ended when its load did", ended, left, ends)
+	}
+	sum := res.Summaries[0]
+	if want := ended.Sub(from).Seconds(); sum.Seconds != want || sum.Count == 0 || sum.Throughput != float64(sum.Count)/want {
+		t.Errorf("step over %.3f s, %d requests, %.1f req/s; want over the %.3f s it ran", sum.Seconds, sum.Count, sum.Throughput, want)
+	}
+	storedOnce(t, dsn, id)
+}

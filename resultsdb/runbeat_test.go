@@ -106,3 +106,48 @@ func TestAGeneratorJoinsOnlyALiveRun(t *testing.T) {
 		t.Errorf("join a run whose process heartbeats again: %v", err)
 	}
 }
+
+// TestStepLoadSaysWhenEveryGeneratorLeft: of two instances that joined a step, one
+// stopped before its planned end and one went silent (killed before it could say so).
+// Counting silence, both left and the step's load ended with the later; without (the
+// database just came back and nobody could heartbeat), only the stopped one left.
+func TestStepLoadSaysWhenEveryGeneratorLeft(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run, err := s.CreateRun(ctx, "spec", "spec.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 2, Started: now.Add(-time.Minute), WarmupUntil: now.Add(-time.Minute), Ends: now.Add(time.Minute)}
+	if err := s.StartStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	var ids [2]int32
+	for i := range ids {
+		if ids[i], err = s.JoinRun(ctx, Worker{RunID: run.ID, Variant: "v", AppName: "gen", InstanceIndex: i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.JoinStep(ctx, ids[i], &st, st.Started, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped, silent := now.Add(-40*time.Second), now.Add(-30*time.Second)
+	if _, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = $2, heartbeat_at = $2 WHERE id = $1`, ids[0], stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE workers SET heartbeat_at = $2 WHERE id = $1`, ids[1], silent); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.StepLoad(ctx, run.ID, "v", 0, true)
+	if err != nil || l.Joined != 2 || l.Left != 2 || !l.Ended.Equal(silent) {
+		t.Errorf("counting silence: %+v, %v; want 2 joined, 2 left, ended %s", l, err, silent)
+	}
+	l, err = s.StepLoad(ctx, run.ID, "v", 0, false)
+	if err != nil || l.Joined != 2 || l.Left != 1 || !l.Ended.IsZero() {
+		t.Errorf("not counting silence: %+v, %v; want 2 joined, 1 left, no end", l, err)
+	}
+}

@@ -211,6 +211,8 @@ func (s *Store) PlannedStep(ctx context.Context, runID, variant string, idx int)
 }
 
 // EndStep records the end of a step and, when a stop condition fired, why the ramp ends.
+// ended is when it really ended: when its load did, if every generator left before
+// the planned end; a step's measured window ends at the earlier of the two.
 func (s *Store) EndStep(ctx context.Context, runID, variant string, idx int, ended time.Time, stopReason string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE steps SET ended_at = $4, stop_reason = $5 WHERE run_id = $1 AND variant = $2 AND idx = $3`,
 		runID, variant, idx, ended, stopReason)
