@@ -14,7 +14,7 @@
 //	POST /v1/workers/ID/heartbeat          resultsdb.WorkerCounters → 204 (stored within BeatEvery)
 //	POST /v1/workers/ID/steps/IDX/join     {"step": resultsdb.Step, "joined": T, "late": B} → 204
 //	POST /v1/workers/ID/steps/IDX/finish   {"sent": N, "missed": N} → 204
-//	POST /v1/workers/ID/stop               resultsdb.WorkerCounters → 204
+//	POST /v1/workers/ID/stop               resultsdb.WorkerCounters → 204; 202 when the database is away (kept, written when it is back)
 //	POST /v1/workers/ID/samples            binary COPY stream (resultsdb.CopyStream) → 204 once stored
 //	GET  /v1/stats                         Stats (what the relay did so far)
 //
@@ -93,6 +93,9 @@ type Server struct {
 
 	beatMu sync.Mutex
 	beats  map[int32]resultsdb.WorkerCounters
+	// stops are final counters of instances that stopped while the database was away:
+	// kept and written with the heartbeats, as the instance itself may be gone by then.
+	stops map[int32]resultsdb.WorkerCounters
 
 	subMu   sync.Mutex
 	subs    []*submission
@@ -128,7 +131,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, beats: map[int32]resultsdb.WorkerCounters{}, subKick: make(chan struct{}, 1)}
+	return &Server{cfg: cfg, beats: map[int32]resultsdb.WorkerCounters{}, stops: map[int32]resultsdb.WorkerCounters{}, subKick: make(chan struct{}, 1)}
 }
 
 // Start listens and serves in the background.
@@ -345,6 +348,7 @@ func (s *Server) writeBeats(ctx context.Context) {
 			last, ctx = true, context.WithoutCancel(ctx)
 		case <-t.C:
 		}
+		s.writeStops(ctx)
 		s.beatMu.Lock()
 		beats := s.beats
 		s.beats = map[int32]resultsdb.WorkerCounters{}
@@ -364,6 +368,26 @@ func (s *Server) writeBeats(ctx context.Context) {
 					s.beats[id] = c
 				}
 			}
+			s.beatMu.Unlock()
+		}
+	}
+}
+
+// writeStops writes the final counters kept while the database was away; those it
+// cannot write yet wait for the next call.
+func (s *Server) writeStops(ctx context.Context) {
+	s.beatMu.Lock()
+	stops := s.stops
+	s.stops = map[int32]resultsdb.WorkerCounters{}
+	s.beatMu.Unlock()
+	for id, c := range stops {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := s.cfg.Store.StopWorker(wctx, id, c)
+		cancel()
+		if err != nil {
+			s.cfg.Logger.Warn("record the final counters of a stopped worker; keeping them", "worker", id, "err", err)
+			s.beatMu.Lock()
+			s.stops[id] = c
 			s.beatMu.Unlock()
 		}
 	}
@@ -422,6 +446,15 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 		s.beatMu.Unlock()
 		s.forwarded.Add(1)
 		err = s.cfg.Store.StopWorker(r.Context(), id, c)
+	}
+	if err != nil && resultsdb.Transient(err) {
+		// The instance is on its way out (SIGTERM, a few seconds): the relay keeps its
+		// final counters for the database, so the run learns exactly what it stored.
+		s.beatMu.Lock()
+		s.stops[id] = c
+		s.beatMu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		return
 	}
 	done(w, err)
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/loadgen"
@@ -391,13 +392,30 @@ func (m *membership) leave(ctx context.Context, grace time.Duration) error {
 	}
 	m.abort()
 	m.gen.Close()
-	flushCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	err := m.writer.Close(flushCtx)
-	c := m.counters()
-	if serr := m.w.cfg.Store.StopWorker(flushCtx, m.id, c); serr != nil {
-		err = errors.Join(err, serr)
+	// The samples get the grace but a reserve: the final counters must get through
+	// too, so that the run knows exactly what was not stored.
+	reserve := min(grace/8, time.Second)
+	flushCtx, cancel := context.WithDeadline(ctx, deadline.Add(-reserve))
+	// A database that refuses at once (down, restarting) may be back within the grace.
+	retry := backoff.Backoff{First: 100 * time.Millisecond, Max: time.Second}
+	for m.writer.Flush(flushCtx) != nil && retry.Wait(flushCtx) {
 	}
-	m.log.Info("left run", "sent", c.Sent, "stored", c.Stored, "spilled", c.Spilled, "missed", c.Missed, "dropped", c.Dropped)
+	err := m.writer.Close(flushCtx)
+	cancel()
+	c := m.counters()
+	stopCtx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(reserve)))
+	defer cancel()
+	if !m.retry(stopCtx, nil, "record the final counters", m.last, func(ctx context.Context) error { return m.w.cfg.Store.StopWorker(ctx, m.id, c) }) {
+		err = errors.Join(err, fmt.Errorf("record the final counters of worker %d: %w", m.id, stopCtx.Err()))
+	}
+	m.log.Info("left run", "sent", c.Sent, "stored", c.Stored, "not_stored", c.Sent-min(c.Sent, c.Stored),
+		"spilled", c.Spilled, "missed", c.Missed, "dropped", c.Dropped)
 	return err
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
