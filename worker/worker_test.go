@@ -238,7 +238,9 @@ func TestAnInstanceStoppedInAnOutageCountsWhatItLost(t *testing.T) {
 	}
 	f.live(1)
 	f.plan(0, time.Minute)
-	f.waitFor("samples sent", func() bool { return f.int(`SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, f.run.ID) > 0 })
+	f.waitFor("samples sent", func() bool {
+		return f.int(`SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, f.run.ID) > 0
+	})
 	err := w.Close()
 	if err == nil || !strings.Contains(err.Error(), "samples not stored") {
 		t.Fatalf("Close: %v, want the samples not stored", err)
