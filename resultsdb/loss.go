@@ -23,8 +23,10 @@ type Loss struct {
 	Running int
 }
 
-// Any reports whether samples were lost, or may have been.
-func (l Loss) Any() bool { return l.Samples > 0 || l.Silent > 0 }
+// Any reports whether samples are known to be lost. An instance that went silent
+// having stored all it had sent by its last heartbeat is not: what it sent after is
+// unknown, and a clean run whose instance was killed late in its stop must not warn.
+func (l Loss) Any() bool { return l.Samples > 0 || l.SilentSamples > 0 }
 
 // Loss reads what the generator instances of variant of run runID sent and did not
 // store.
@@ -51,11 +53,11 @@ FROM w`, runID, variant).Scan(&l.Samples, &l.Workers, &l.Silent, &l.SilentSample
 // String says what was lost, for the run's summary.
 func (l Loss) String() string {
 	msg := ""
-	if l.Samples > 0 || l.Silent == 0 {
+	if l.Samples > 0 || l.SilentSamples == 0 {
 		msg = fmt.Sprintf("%d samples sent were not stored (exact, by the final counts of the %d generator instance(s) that stopped before they could store them)",
 			l.Samples, l.Workers)
 	}
-	if l.Silent > 0 {
+	if l.SilentSamples > 0 {
 		if msg != "" {
 			msg += "; "
 		}
