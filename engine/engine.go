@@ -136,6 +136,9 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	}
 	store := opts.Store
 	AbortDeadRuns(ctx, store, opts.Deployment.cleaner(), opts.Reporter.Note, opts.Logger)
+	if opts.Deployment == nil {
+		recoverSpills(ctx, store, opts.SpillDir, opts.Reporter.Note, opts.Logger)
+	}
 	run, err := store.CreateRun(ctx, sp.Name, sp.File, specText, time.Now())
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -342,7 +343,8 @@ func startPG(dir string) (*pgserver.Server, error) {
 // TestOutageBeyondTheBoundSpillsEverything: the results database goes away for longer
 // than the run waits. The run fails with ErrOutage, and what the generators held is in
 // their spill files, all of it: the error's count of samples not stored is the number
-// of records in the files, and none was dropped.
+// of records in the files, and none was dropped. Once the database is back, the next
+// run's start hands the files to it: every record stored, none twice, no file left.
 func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 	t.Parallel()
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
@@ -392,6 +394,26 @@ func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "dropped") {
 		t.Fatalf("samples dropped: %v", err)
+	}
+
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	runID := regexp.MustCompile(`cfbench-spill-(\S+)-\d+`).FindStringSubmatch(err.Error())
+	if runID == nil {
+		t.Fatalf("error %q names no spill file", err)
+	}
+	before := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID[1])
+	if err := store.FinishRun(context.Background(), runID[1], resultsdb.RunFailed, "outage"); err != nil {
+		t.Fatal(err)
+	}
+	notes := &stepStarts{first: make(chan struct{})}
+	recoverSpills(context.Background(), store, spill, notes.Note, slog.New(slog.DiscardHandler))
+	after := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID[1])
+	left, _ := os.ReadDir(spill)
+	if after != before+records || len(left) != 0 || !notes.said("samples its generators had kept in") {
+		t.Errorf("after recovery: %d rows (%d before, %d records spilled), files left %v, notes %q; want every record stored once and no file left",
+			after, before, records, left, notes.notes)
 	}
 }
 

@@ -250,7 +250,7 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		opts.Logger = w.cfg.Logger
 	}
 	if w.cfg.SpillDir != "" {
-		opts.SpillPath = filepath.Join(w.cfg.SpillDir, fmt.Sprintf("cfbench-spill-%s-%d", a.RunID, id))
+		opts.SpillPath = filepath.Join(w.cfg.SpillDir, resultsdb.SpillName(a.RunID, id))
 	}
 	writer, err := w.cfg.Store.NewSampleWriter(id, opts)
 	if err != nil {
