@@ -72,7 +72,7 @@ func pushBinary(t *testing.T, info Info, bits []byte, name, command string) stri
 // appsCannotReachTheSecrets pushes an app that tries to read the foundation's
 // settings (admin password, token-signing secret), the API's state, the services'
 // Postgres password and the logs, to list the state dir, and to bind every address;
-// it reports what worked in its log. What it reaches is what the README says ("What
+// it reports what worked in its log. What it reaches is what docs/local-foundation.md says ("What
 // an app can reach").
 func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	if os.Geteuid() != 0 {
@@ -105,7 +105,7 @@ func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	for _, m := range regexp.MustCompile(`probe (.+): (\S+)`).FindAllStringSubmatch(string(b), -1) {
 		got[m[1]] = m[2]
 	}
-	want := map[string]string{"bind 0.0.0.0": "open", "write home": "open"} // README: no network namespace
+	want := map[string]string{"bind 0.0.0.0": "open", "write home": "open"} // docs/local-foundation.md: no network namespace
 	for _, p := range secrets {
 		want["read "+p] = "closed"
 	}

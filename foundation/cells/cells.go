@@ -137,7 +137,8 @@ type Config struct {
 	Clock  func() time.Time
 	// OnMetrics, if set, receives the container metrics of every instance with a live
 	// process after each sample (every StatsInterval), as Diego's rep emits them to
-	// Loggregator. It is called from the sampler goroutine, never under a lock, and
+	// Loggregator; an instance whose program has not begun (no memory charged yet)
+	// has no reading until it has. It is called from the sampler goroutine, never under a lock, and
 	// must not block for long.
 	OnMetrics func([]ContainerMetrics)
 	// OnEvent, if set, is called on every instance state change, in order per

@@ -109,11 +109,11 @@ func TestSandboxKeepsInstancesFromTheCellsFiles(t *testing.T) {
 		t.Errorf("instance runs as uid %d with groups %v, want %s (%s) and no other group", p.UID, p.Groups, testSandboxUser, u.Uid)
 	}
 	want := map[string]map[string]bool{ // true: allowed
-		// Instances share their user, so they can read each other's files (README).
+		// Instances share their user, so they can read each other's files (docs/local-foundation.md).
 		"read": {secret: false, filepath.Join(app, "fixture"): false, other: true, filepath.Join(env0["HOME"], "fixture"): true},
 		"write": {filepath.Join(env0["HOME"], "written"): true, filepath.Join(env0["TMPDIR"], "written"): true,
 			filepath.Join(app, "written"): false},
-		// No network namespace (README, "What an app can reach"): any address of the
+		// No network namespace (docs/local-foundation.md, "What an app can reach"): any address of the
 		// host, but no privileged port.
 		"bind": {"0.0.0.0:0": true, "127.0.0.1:0": true, "0.0.0.0:80": false},
 	}
