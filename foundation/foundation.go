@@ -508,8 +508,8 @@ func isolation(c *cells.Cells, cl []cells.Cell) string {
 }
 
 // pinPlatform moves this process and the services' Postgres (with its processes) to
-// cpus; what either starts later (a restarted Postgres too) inherits them. This process's CPUs before are kept
-// for shutdown to give back.
+// cpus; what either starts later (a restarted Postgres too) inherits them. This
+// process's CPUs before are kept for shutdown to give back.
 func (f *Foundation) pinPlatform(cpus []int) error {
 	own, err := cpuaffinity.Of(os.Getpid())
 	if err != nil {

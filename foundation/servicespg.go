@@ -21,31 +21,26 @@ const (
 	pgStableAfter = time.Minute
 )
 
-var pgRestartBackoff = backoff.Backoff{First: 250 * time.Millisecond, Max: 8 * time.Second}
-
 // servicesPG keeps the services' Postgres running, as a Cloud Foundry's database
 // service comes back after its server dies: a server that exits on its own (killed,
 // crashed) is started again on the same port with the same password, so bound
 // credentials stay valid and clients reconnect. Each restart is logged. It follows the
 // lifecycle of package lifecycle; it stops on its own (Wait's error) only when
-// pgRestarts attempts in a row could not bring the server back.
+// pgRestarts attempts brought back no server that stayed up for pgStableAfter.
 type servicesPG struct {
-	opts     pgserver.Options
-	log      *slog.Logger
-	restarts int             // attempts in a row before giving up
-	retry    backoff.Backoff // between attempts
+	opts  pgserver.Options
+	log   *slog.Logger
+	retry backoff.Backoff // between attempts; its failures are the attempts in a row
 
-	mu  sync.Mutex
-	cur *pgserver.Server // the server running now
-	// restarted counts the servers started after the first (for tests and logs).
-	restarted int
-	life      lifecycle.State
+	mu   sync.Mutex
+	cur  *pgserver.Server // the server running now
+	life lifecycle.State
 }
 
 var _ lifecycle.Part = (*servicesPG)(nil)
 
 func newServicesPG(opts pgserver.Options, log *slog.Logger) *servicesPG {
-	return &servicesPG{opts: opts, log: log, restarts: pgRestarts, retry: pgRestartBackoff}
+	return &servicesPG{opts: opts, log: log, retry: backoff.Backoff{First: 250 * time.Millisecond, Max: 8 * time.Second}}
 }
 
 // Start starts (or attaches to) the server and returns once it accepts connections.
@@ -78,13 +73,6 @@ func (p *servicesPG) server() *pgserver.Server {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cur
-}
-
-// Restarts is how many times the server was started again after exiting on its own.
-func (p *servicesPG) Restarts() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.restarted
 }
 
 // keep watches srv and starts a new server whenever the running one exits on its own.
@@ -133,7 +121,7 @@ func (p *servicesPG) keep(ctx context.Context, srv *pgserver.Server) {
 // nil) or the attempts in a row are used up (nil and the last failure).
 func (p *servicesPG) restart(life context.Context) (*pgserver.Server, error) {
 	var last error
-	for p.retry.Failures() < p.restarts {
+	for p.retry.Failures() < pgRestarts {
 		if !p.retry.Wait(life) {
 			return nil, nil
 		}
@@ -141,7 +129,7 @@ func (p *servicesPG) restart(life context.Context) (*pgserver.Server, error) {
 		err := srv.Start(life)
 		if err == nil {
 			p.mu.Lock()
-			p.cur, p.restarted = srv, p.restarted+1
+			p.cur = srv
 			p.mu.Unlock()
 			p.log.Warn("the services' postgres is back", "pid", srv.PID(), "port", srv.Port(), "attempt", p.retry.Failures())
 			return srv, nil
@@ -150,7 +138,7 @@ func (p *servicesPG) restart(life context.Context) (*pgserver.Server, error) {
 			return nil, nil
 		}
 		last = err
-		p.log.Warn("the services' postgres did not start again; retrying", "attempt", p.retry.Failures(), "of", p.restarts, "err", err)
+		p.log.Warn("the services' postgres did not start again; retrying", "attempt", p.retry.Failures(), "of", pgRestarts, "err", err)
 	}
-	return nil, fmt.Errorf("exited and did not start again in %d attempts: %w", p.restarts, last)
+	return nil, fmt.Errorf("exited and did not start again in %d attempts: %w", pgRestarts, last)
 }
