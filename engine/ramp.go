@@ -108,6 +108,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			// checks (plateau, stall) would misread them.
 			f := generatorsLost(load, st, want)
 			r.finding(name, idx, f)
+			rep.Left = 0 // the run ends here
 			r.opts.Reporter.Step(rep)
 			return fmt.Errorf("%w: %s step %d: %s", ErrGeneratorsLost, name, idx+1, f.Message)
 		}
