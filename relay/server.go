@@ -373,23 +373,27 @@ func (s *Server) writeBeats(ctx context.Context) {
 	}
 }
 
-// writeStops writes the final counters kept while the database was away; those it
-// cannot write yet wait for the next call.
+// writeStops writes the final counters kept while the database was away. At the
+// first failure it keeps the rest for the next call: the database is still away.
 func (s *Server) writeStops(ctx context.Context) {
 	s.beatMu.Lock()
 	stops := s.stops
 	s.stops = map[int32]resultsdb.WorkerCounters{}
 	s.beatMu.Unlock()
+	var err error
 	for id, c := range stops {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := s.cfg.Store.StopWorker(wctx, id, c)
-		cancel()
-		if err != nil {
-			s.cfg.Logger.Warn("record the final counters of a stopped worker; keeping them", "worker", id, "err", err)
-			s.beatMu.Lock()
-			s.stops[id] = c
-			s.beatMu.Unlock()
+		if err == nil {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = s.cfg.Store.StopWorker(wctx, id, c)
+			cancel()
+			if err == nil {
+				continue
+			}
+			s.cfg.Logger.Warn("record the final counters of stopped workers; keeping them", "workers", len(stops), "err", err)
 		}
+		s.beatMu.Lock()
+		s.stops[id] = c
+		s.beatMu.Unlock()
 	}
 }
 
