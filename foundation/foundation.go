@@ -138,13 +138,14 @@ type Info struct {
 
 // Foundation is a local foundation. It follows the lifecycle of package lifecycle: Close
 // and the end of Start's context stop it in order (router, log shipper, API, every app
-// instance gracefully, Postgres). When any of its parts fails on its own — the API
-// server, the router, the cells, the log shipper or Postgres — the foundation stops the
-// others and Wait reports that failure.
+// instance gracefully, Postgres). The services' Postgres that exits on its own is
+// started again, as a Cloud Foundry's service comes back (servicesPG); when it cannot
+// be, or any other part fails on its own — the API server, the router, the cells, the
+// log shipper — the foundation stops the others and Wait reports that failure.
 type Foundation struct {
 	cfg      Config
 	settings Settings
-	pg       *pgserver.Server
+	pg       *servicesPG // restarted when it exits on its own
 	cells    *cells.Cells
 	cc       *cc.Server
 	api      *http.Server
@@ -285,7 +286,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The parts live until the foundation stops them, in order (see shutdown).
 	life := context.WithoutCancel(ctx)
 	secret, _ := hex.DecodeString(settings.Secret)
-	pg := pgserver.New(pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort})
+	pg := newServicesPG(pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort}, cfg.Logger)
 	if err := pg.Start(life); err != nil {
 		return fmt.Errorf("start the services' postgres: %w", err)
 	}
@@ -327,7 +328,8 @@ func (f *Foundation) start(ctx context.Context) error {
 			return err
 		}
 	}
-	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
+	// A restarted server keeps the port and the password: the broker's DSN holds.
+	broker := pgbroker.New(f.pg.server().DSN("postgres"), "127.0.0.1", f.pg.server().Port(), secret)
 	var segments []string
 	for _, c := range cfg.Cells {
 		segments = append(segments, c.Name)
@@ -513,8 +515,8 @@ func isolation(c *cells.Cells, cl []cells.Cell) string {
 }
 
 // pinPlatform moves this process and the services' Postgres (with its processes) to
-// cpus; what either starts later inherits them. This process's CPUs before are kept
-// for shutdown to give back.
+// cpus; what either starts later (a restarted Postgres too) inherits them. This
+// process's CPUs before are kept for shutdown to give back.
 func (f *Foundation) pinPlatform(cpus []int) error {
 	own, err := cpuaffinity.Of(os.Getpid())
 	if err != nil {
@@ -529,7 +531,7 @@ func (f *Foundation) pinPlatform(cpus []int) error {
 		return fmt.Errorf("platform CPUs: %w", err)
 	}
 	f.ownCPUs = own
-	if err := cpuaffinity.PinWithChildren(f.pg.PID(), cpus); err != nil {
+	if err := cpuaffinity.PinWithChildren(f.pg.server().PID(), cpus); err != nil {
 		return fmt.Errorf("platform CPUs: the services' postgres: %w", err)
 	}
 	return nil
