@@ -191,7 +191,7 @@ func TestConfounders(t *testing.T) {
 				if s := num(t, ev, "cpu_wait_share"); s < 0.5 {
 					t.Errorf("wait share %v, want over the threshold of 0.5", s)
 				}
-				if c := num(t, ev, "app_cpu_share_of_cell"); c >= 0.6 {
+				if c := num(t, ev, "app_cpu_share_of_cells"); c >= 0.6 {
 					t.Errorf("the app used %v of its cell, want under 0.6 (the neighbour took half)", c)
 				}
 			}},
@@ -323,8 +323,8 @@ func logStepMetrics(t *testing.T, dir string) {
 			m["send_lag_mean_us"], m["stalled_ms"], m["omitted"], m["missed"])
 	}
 	for _, a := range readCSV(t, filepath.Join(dir, "step_app_metrics.csv")) {
-		t.Logf("%s step %s: %s %s: cpu mean %s cores, max %s, of %s available (%s, %s points, %s covered), %s instance(s), run-queue wait %s cores (%s of ready time)",
-			a["variant"], a["step"], a["role"], a["app_name"], a["cpu_mean_cores"], a["cpu_max_cores"], a["cores_available"], a["cpu_source"],
+		t.Logf("%s step %s: %s %s: cpu mean %s cores, max %s, %s of %s available on %s cell(s) (%s, %s points, %s covered), %s instance(s), run-queue wait %s cores (%s of ready time)",
+			a["variant"], a["step"], a["role"], a["app_name"], a["cpu_mean_cores"], a["cpu_max_cores"], a["cpu_total_cores"], a["cpu_available_cores"], a["cells"], a["cpu_source"],
 			a["cpu_points"], a["cpu_covered"], a["instances"], a["cpu_wait_cores"], a["cpu_wait_share"])
 	}
 }

@@ -33,11 +33,14 @@ func TestExamplesOnLocalFoundation(t *testing.T) {
 		}
 	}
 	bins := buildPushed(t, root)
-	cf, info, cl := loggedIn(t, root, bins)
+	cf, f, cl := loggedInTo(t, root, bins)
+	info := f.Info()
+	// First: it compares the apps cell's busy time with the app's utilisation, so no
+	// other run's apps may be idling on that cell yet.
+	t.Run("a ramp of app instances", func(t *testing.T) { appInstances(t, cf, cl, f, root, bins) })
 	t.Run("pool-size matrix", func(t *testing.T) { poolSizeMatrix(t, root, cf, cl) })
 	t.Run("proxy bake-off", func(t *testing.T) { proxyBakeoff(t, root, cf, cl, info) })
 	t.Run("a ramp of rates in all", func(t *testing.T) { rateLevels(t, cf, cl, root, bins) })
-	t.Run("a ramp of app instances", func(t *testing.T) { appInstances(t, cf, cl, root, bins) })
 }
 
 // poolSizeMatrix runs examples/pool-size.yml shortened to a matrix of two pool sizes

@@ -303,6 +303,14 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 // foundation (testfoundation.Start).
 func loggedIn(t *testing.T, root, bins string, opts ...func(*foundation.Config)) (*cfCLI, foundation.Info, *client.Client) {
 	t.Helper()
+	cf, f, cl := loggedInTo(t, root, bins, opts...)
+	return cf, f.Info(), cl
+}
+
+// loggedInTo is loggedIn returning the foundation itself, for what only it can measure
+// (its cells' CPU time).
+func loggedInTo(t *testing.T, root, bins string, opts ...func(*foundation.Config)) (*cfCLI, *foundation.Foundation, *client.Client) {
+	t.Helper()
 	plugin := buildPlugin(t, root)
 	f, cl := testfoundation.Start(t, opts...)
 	cf := newCF(t, root)
@@ -311,7 +319,7 @@ func loggedIn(t *testing.T, root, bins string, opts ...func(*foundation.Config))
 	cf.mustRun(t, "auth", info.User, info.Password)
 	cf.mustRun(t, "install-plugin", "-f", plugin)
 	cf.env = append(cf.env, "CFBENCH_BIN_DIR="+bins, secretVar+"="+secretValue)
-	return cf, info, cl
+	return cf, f, cl
 }
 
 // buildPushed builds the program a run pushes (cmd/cfbench) and the stub app into

@@ -98,9 +98,11 @@ func instanceList(ins []resultsdb.InstanceHost) string {
 // CheckGeneratorSaturation reports generators that are the bottleneck themselves, judged
 // by their own signal: requests went out late against when they were due (closed loop:
 // after the user was ready; open loop: after its slot) by at least c.SendLagShare of the
-// mean latency and at least c.SendLagMin on average, or a generator instance used at
-// least c.CPUShare of the cores available to it (where known). Entitlement alone is no
-// evidence: on Diego an instance runs far above it whenever its cell has spare CPU.
+// mean latency and at least c.SendLagMin on average, or the generator instances used
+// together at least c.CPUShare of the CPU available to them (the cores of the cells
+// they ran on, each cell once; where known): instances that share a cell share its
+// cores. Entitlement alone is no evidence: on Diego an instance runs far above it
+// whenever its cell has spare CPU.
 func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummary) *Finding {
 	if !warns(c.Level) || m.Count == 0 {
 		return nil
@@ -117,11 +119,11 @@ func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummar
 	if g, ok := m.App(resultsdb.RoleGenerator); ok && g.CPUMaxCores != nil {
 		ev["generator_cpu_max_cores"] = *g.CPUMaxCores
 		cpu = fmt.Sprintf("; its busiest instance used %.2f cores", *g.CPUMaxCores)
-		if g.CoresAvailable != nil && *g.CoresAvailable > 0 {
-			share := *g.CPUMaxCores / *g.CoresAvailable
-			ev["generator_cores_available"], ev["generator_cpu_share"] = *g.CoresAvailable, share
-			cpu += fmt.Sprintf(" of the %.3g available (%.0f%%)", *g.CoresAvailable, 100*share)
-			busy = share >= c.CPUShare
+		if share := g.Utilisation(); share != nil {
+			ev["generator_cpu_total_cores"], ev["generator_cpu_available_cores"], ev["generator_cells"] = *g.CPUTotalCores, *g.CPUAvailableCores, *g.Cells
+			ev["generator_cpu_share"] = *share
+			cpu += fmt.Sprintf(", its %d instance(s) %s", g.Instances, usedOf(g))
+			busy = *share >= c.CPUShare
 		}
 	}
 	if !lagged && !busy {
@@ -149,7 +151,10 @@ func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummar
 // had CPU to spare: the limit is outside the app. It trips when the offered load grew by
 // at least c.LoadGrowthMin over prev (the previous step of the same variant), the
 // throughput grew by less than c.ServedBelow of the load's growth, and the app's mean CPU
-// per instance stayed under c.AppCPUBelow cores. Without the app's CPU (a url: variant)
+// per instance stayed under c.AppCPUBelow cores, or, where its instances had less than a
+// core each (several sharing a cell), its instances together used less than
+// c.AppCPUBelow of the CPU available to them: two instances using 0.45 cores each of the
+// one core they share left it no CPU to spare. Without the app's CPU (a url: variant)
 // there is no evidence the app idled, so it does not trip.
 func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 	if !warns(c.Level) || prev.Throughput <= 0 || prev.OfferedLoad() <= 0 {
@@ -165,20 +170,47 @@ func CheckPlateau(c spec.Plateau, prev, cur resultsdb.StepSummary) *Finding {
 	}
 	gain := (cur.Throughput - prev.Throughput) / prev.Throughput
 	served := gain / loadGain
-	if served >= c.ServedBelow || *app.CPUMeanCores >= c.AppCPUBelow {
+	idle := fmt.Sprintf("used %.2f cores per instance (under %.2g)", *app.CPUMeanCores, c.AppCPUBelow)
+	spare := *app.CPUMeanCores < c.AppCPUBelow
+	per, u := app.CoresPerInstance(), app.Utilisation()
+	if u == nil && app.Instances > 1 {
+		// Instances sharing a cell of unknown cores may have had less than a core each.
+		idle += fmt.Sprintf(" (the cores of the cells its %d instances ran on are unknown: judged as if each had a core)", app.Instances)
+	}
+	if per != nil && *per < 1 && u != nil {
+		idle = fmt.Sprintf("used %.2f cores per instance, its %d instances %s (under %.0f%%)", *app.CPUMeanCores, app.Instances, usedOf(app), 100*c.AppCPUBelow)
+		spare = *u < c.AppCPUBelow
+	}
+	if served >= c.ServedBelow || !spare {
 		return nil
 	}
 	unit := "users"
 	if cur.Open {
 		unit = "req/s offered"
 	}
-	msg := fmt.Sprintf("load grew %+.0f%% (%.4g to %.4g %s) but throughput only %+.1f%% (%.1f to %.1f req/s) while app %s used %.2f cores per instance"+
-		" (under %.2g): the bottleneck is outside the app."+
+	msg := fmt.Sprintf("load grew %+.0f%% (%.4g to %.4g %s) but throughput only %+.1f%% (%.1f to %.1f req/s) while app %s %s: the bottleneck is outside the app."+
 		" Try: look at what is in front of it or behind it: a proxy or the router (gorouter time in router_requests), the database pool (pool wait in app_timings), the network.",
-		100*loadGain, prev.OfferedLoad(), cur.OfferedLoad(), unit, 100*gain, prev.Throughput, cur.Throughput, app.App, *app.CPUMeanCores, c.AppCPUBelow)
+		100*loadGain, prev.OfferedLoad(), cur.OfferedLoad(), unit, 100*gain, prev.Throughput, cur.Throughput, app.App, idle)
 	ev := map[string]any{"load_growth": loadGain, "throughput_growth": gain, "served": served,
 		"throughput_before": prev.Throughput, "throughput": cur.Throughput, "app_cpu_mean_cores": *app.CPUMeanCores}
+	if u != nil {
+		ev["app_cpu_total_cores"], ev["app_cpu_available_cores"], ev["app_cells"], ev["app_cpu_share"] = *app.CPUTotalCores, *app.CPUAvailableCores, *app.Cells, *u
+	}
 	return &Finding{Check: PlateauCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}
+}
+
+// usedOf says what share of the CPU available to an app's instances they used, e.g.
+// "used 0.90 of the 1.00 cores of the 1 cell they shared (90%)"; a.Utilisation must
+// be known.
+func usedOf(a resultsdb.AppStepMetrics) string {
+	cells := fmt.Sprintf("the %d cells they ran on", *a.Cells)
+	if *a.Cells == 1 {
+		cells = "the 1 cell they shared"
+		if a.Instances == 1 {
+			cells = "its cell"
+		}
+	}
+	return fmt.Sprintf("used %.2f of the %.2f cores of %s (%.0f%%)", *a.CPUTotalCores, *a.CPUAvailableCores, cells, 100**a.Utilisation())
 }
 
 // plateauExplainers are the checks whose finding on a step explains flat throughput
@@ -214,10 +246,10 @@ func deferPlateau(found []*Finding) []*Finding {
 // CheckContention reports a step in which the app waited for a CPU that others took:
 // its threads were ready to run but waited on a run queue for at least c.WaitShare of
 // that time and at least c.WaitedCores cores' worth per instance, while its instances
-// together used less than c.CPUShare of the cores of their cell. A scheduler idles no
-// CPU a ready thread may use, so the rest of the cell went to its neighbours or the
-// host (on the local foundation all of an app's instances share one cell, so it is not
-// the app crowding itself). notJudged says why the step could not be judged (no
+// together used less than c.CPUShare of the CPU available to them (the cores of the
+// cells they ran on, each cell once). A scheduler idles no CPU a ready thread may use,
+// so the rest of those cells went to their neighbours or the host, not to the app's
+// own instances. notJudged says why the step could not be judged (no
 // run-queue wait counter: Cloud Foundry's cells send none; the cell's cores unknown),
 // "" when it was or the check is off.
 func CheckContention(c spec.Contention, m resultsdb.StepSummary) (f *Finding, notJudged string) {
@@ -232,20 +264,20 @@ func CheckContention(c spec.Contention, m resultsdb.StepSummary) (f *Finding, no
 	case app.CPUWaitCores == nil || app.CPUWaitShare == nil || app.CPUTotalCores == nil:
 		return nil, fmt.Sprintf("contention not judged for app %s: the platform counts no run-queue wait for its containers"+
 			" (Cloud Foundry's cells send none; the local foundation's cells do where the kernel keeps schedstat)", app.App)
-	case app.CoresAvailable == nil || *app.CoresAvailable <= 0:
-		return nil, fmt.Sprintf("contention not judged for app %s: the cores of its cell are unknown, so its wait cannot be told from its own saturation", app.App)
+	case app.Utilisation() == nil:
+		return nil, fmt.Sprintf("contention not judged for app %s: the cores of the cells it ran on are unknown, so its wait cannot be told from its own saturation", app.App)
 	}
-	waited, share, used, avail := *app.CPUWaitCores, *app.CPUWaitShare, *app.CPUTotalCores, *app.CoresAvailable
-	ev := map[string]any{"cpu_wait_share": share, "cpu_wait_cores": waited, "app_cpu_total_cores": used, "cores_available": avail,
-		"app_cpu_share_of_cell": used / avail, "latency_mean_ms": ms(m.Mean), "throughput": m.Throughput}
+	waited, share, used, avail := *app.CPUWaitCores, *app.CPUWaitShare, *app.CPUTotalCores, *app.CPUAvailableCores
+	ev := map[string]any{"cpu_wait_share": share, "cpu_wait_cores": waited, "app_cpu_total_cores": used, "cpu_available_cores": avail,
+		"app_cells": *app.Cells, "app_cpu_share_of_cells": used / avail, "latency_mean_ms": ms(m.Mean), "throughput": m.Throughput}
 	if share < c.WaitShare || waited < c.WaitedCores || used/avail >= c.CPUShare {
 		return nil, ""
 	}
 	msg := fmt.Sprintf("app %s waited for a CPU: its threads spent %.2f cores' worth of time per instance ready to run but waiting (%.0f%% of their ready time),"+
-		" while its instances used %.2f of the %.3g cores of their cell (%.0f%%): neighbours on the cell, or the host, took the rest."+
+		" while its instances %s: neighbours on the cell, or the host, took the rest."+
 		" The step's latency (mean %sms) and throughput (%.1f req/s) measure the contention, not the app."+
 		" Try: run the app alone on its cell (an isolation segment of its own), or stop what else runs there and on the host.",
-		app.App, waited, 100*share, used, avail, 100*used/avail, report.Millis(m.Mean), m.Throughput)
+		app.App, waited, 100*share, usedOf(app), report.Millis(m.Mean), m.Throughput)
 	return &Finding{Check: ContentionCheck, Level: spec.CheckWarn, Message: msg, Evidence: ev}, ""
 }
 

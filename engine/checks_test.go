@@ -79,9 +79,21 @@ func step(users, instances int, rps float64, mean, lag time.Duration, apps ...re
 		Throughput: rps, Mean: mean, P99: 3 * mean, SendLagMean: lag, SendLagP99: 3 * lag, Apps: apps}
 }
 
+// appCPU is one instance of an app using cores, on a cell of available cores (nil:
+// unknown).
 func appCPU(role string, cores float64, available *float64) resultsdb.AppStepMetrics {
-	return resultsdb.AppStepMetrics{App: role + "-app", Role: role, Instances: 1, CPUSource: resultsdb.CPUFromCounters, CPUPoints: 2,
-		CPUMeanCores: checkF64(cores), CPUMaxCores: checkF64(cores), CPUTotalCores: checkF64(cores), CoresAvailable: available}
+	return onCells(role, 1, cores, 1, available)
+}
+
+// onCells is n instances of an app using cores each, on cells cells of available cores
+// in all (nil: unknown).
+func onCells(role string, n int, cores float64, cells int, available *float64) resultsdb.AppStepMetrics {
+	a := resultsdb.AppStepMetrics{App: role + "-app", Role: role, Instances: n, CPUSource: resultsdb.CPUFromCounters, CPUPoints: 2 * n,
+		CPUMeanCores: checkF64(cores), CPUMaxCores: checkF64(cores), CPUTotalCores: checkF64(cores * float64(n)), CPUAvailableCores: available}
+	if available != nil {
+		a.Cells = &cells
+	}
+	return a
 }
 
 func TestCheckGeneratorSaturation(t *testing.T) {
@@ -104,7 +116,12 @@ func TestCheckGeneratorSaturation(t *testing.T) {
 			[]string{"1.000ms late on average (p99 3.000ms)", "50% of the mean latency (2.000ms)", "with fewer users each"}},
 		{"one user each: no advice to use fewer", c, step(1, 2, 3000, 2*ms, ms), true, []string{"or a generator cell with more CPU"}},
 		{"busy on a known cell", c, step(1, 4, 3000, ms, 20*us, appCPU(resultsdb.RoleGenerator, 0.95, checkF64(1))), true,
-			[]string{"busiest instance used 0.95 cores of the 1 available (95%)"}},
+			[]string{"busiest instance used 0.95 cores, its 1 instance(s) used 0.95 of the 1.00 cores of its cell (95%)"}},
+		// Instances sharing a cell share its cores: four at 0.48 cores each fill a 2-core
+		// cell, though each used only a quarter of it.
+		{"four instances fill the cell they share", c, step(1, 4, 3000, ms, 20*us, onCells(resultsdb.RoleGenerator, 4, 0.48, 1, checkF64(2))), true,
+			[]string{"its 4 instance(s) used 1.92 of the 2.00 cores of the 1 cell they shared (96%)"}},
+		{"four instances on four cells", c, step(1, 4, 3000, ms, 20*us, onCells(resultsdb.RoleGenerator, 4, 0.48, 4, checkF64(4))), false, nil},
 		// examples/confounders/saturation.yml: 2 in flight cannot carry the rate.
 		{"an open loop short of requests in flight", c, func() resultsdb.StepSummary {
 			s := step(0, 1, 45, 1890*ms, 1866*ms, appCPU(resultsdb.RoleGenerator, 0.01, nil))
@@ -151,6 +168,15 @@ func TestCheckPlateau(t *testing.T) {
 		{"flat with a busy app is the app's own limit", prev, step(1, 5, 1000, ms, 0, app(0.98)), false, nil},
 		{"app CPU unknown", prev, step(1, 5, 900, ms, 0), false, nil},
 		{"load did not grow", prev, step(1, 4, 500, ms, 0, app(0.1)), false, nil},
+		// The study's Java step: 2 instances at 0.45 cores each on the one core they
+		// share have none to spare; on a core each they would.
+		{"two instances fill the one core they share", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 2, 0.45, 1, checkF64(1))), false, nil},
+		{"two instances on two cells", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 2, 0.45, 2, checkF64(2))), true,
+			[]string{"used 0.45 cores per instance (under 0.5)"}},
+		{"two instances on cells of unknown cores", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 2, 0.45, 1, nil)), true,
+			[]string{"used 0.45 cores per instance (under 0.5) (the cores of the cells its 2 instances ran on are unknown: judged as if each had a core)"}},
+		{"three instances idle on the core they share", prev, step(1, 5, 962, ms, 0, onCells(resultsdb.RoleApp, 3, 0.1, 1, checkF64(1))), true,
+			[]string{"used 0.10 cores per instance, its 3 instances used 0.30 of the 1.00 cores of the 1 cell they shared (30%) (under 50%)"}},
 		{"a manual scale counts in the load", prev, func() resultsdb.StepSummary {
 			s := step(1, 4, 1001, ms, 0, app(0.2))
 			s.InstancesSeen = 8
@@ -311,7 +337,7 @@ func TestCheckContention(t *testing.T) {
 		// A neighbour burns the cell: the app ran 0.4 of its one core and waited 1.2
 		// cores' worth (three quarters of its ready time).
 		{"a noisy neighbour", step(2, 2, 40, 50*ms, 0, appWait(0.4, 1.2, 0.75, one)), true, "",
-			[]string{"app app-app waited for a CPU", "1.20 cores' worth", "75% of their ready time", "0.40 of the 1 cores of their cell (40%)"}},
+			[]string{"app app-app waited for a CPU", "1.20 cores' worth", "75% of their ready time", "while its instances used 0.40 of the 1.00 cores of its cell (40%)"}},
 		// A light app on a busy host: almost all of its little ready time was waiting,
 		// but a quarter of a core's worth is no material loss (measured: 0.22-0.34 at
 		// a load average of 36 on 2 cores).
@@ -323,7 +349,7 @@ func TestCheckContention(t *testing.T) {
 		{"no wait counter (Cloud Foundry)", step(2, 2, 100, 10*ms, 0, appCPU(resultsdb.RoleApp, 0.3, one)), false,
 			"contention not judged for app app-app: the platform counts no run-queue wait", nil},
 		{"cell cores unknown", step(2, 2, 100, 10*ms, 0, appWait(0.3, 2, 0.9, nil)), false,
-			"contention not judged for app app-app: the cores of its cell are unknown", nil},
+			"contention not judged for app app-app: the cores of the cells it ran on are unknown", nil},
 		{"a url: variant has no app", step(2, 2, 100, 10*ms, 0), false, "", nil},
 	}
 	for _, tc := range cases {
@@ -337,7 +363,7 @@ func TestCheckContention(t *testing.T) {
 				return
 			}
 			wantFinding(t, f, ContentionCheck, spec.CheckWarn, tc.parts...)
-			if f.Evidence["cpu_wait_share"] != 0.75 || f.Evidence["cpu_wait_cores"] != 1.2 || f.Evidence["cores_available"] != 1.0 {
+			if f.Evidence["cpu_wait_share"] != 0.75 || f.Evidence["cpu_wait_cores"] != 1.2 || f.Evidence["cpu_available_cores"] != 1.0 || f.Evidence["app_cells"] != 1 {
 				t.Errorf("evidence %v", f.Evidence)
 			}
 		})

@@ -71,18 +71,11 @@ type Deployment struct {
 	logCache     *logcache.Poller
 	metricsEvery time.Duration
 	log          *slog.Logger
-	// appCores and generatorCores are the cores of one cell of the apps' and the
-	// generators' isolation segment, where the foundation says; nil when unknown.
-	appCores, generatorCores *float64
-}
-
-// cores is the CPU one instance of an app (app true) or generator can get at most, in
-// cores: its cell's, where known; nil otherwise.
-func (d *Deployment) cores(app bool) *float64 {
-	if app {
-		return d.appCores
-	}
-	return d.generatorCores
+	// hostCores is, per host that process stats report, the cores the instances there
+	// may use, where the foundation says (the local foundation's cfbench_cells); empty
+	// on Cloud Foundry, whose API does not say: a step's CPU available is then unknown,
+	// its cells still counted.
+	hostCores map[string]float64
 }
 
 // deployedVariant is what a variant runs as.
@@ -272,18 +265,10 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		}
 	}
 	d.databases = findDatabases(ctx, cf, sp, serviceGUIDs, d, note)
-	if cores, err := cf.CellCores(ctx); err == nil {
-		d.appCores, d.generatorCores = coresOf(cores, land.Apps.IsolationSegment), coresOf(cores, land.Generators.IsolationSegment)
+	if cores, err := cf.HostCores(ctx); err == nil {
+		d.hostCores = cores
 	}
 	return d, nil
-}
-
-// coresOf is the cores of segment's cells, nil when the foundation does not say.
-func coresOf(cores map[string]float64, segment string) *float64 {
-	if c, ok := cores[segment]; ok && c > 0 {
-		return &c
-	}
-	return nil
 }
 
 // App environment of the in-app timings (apps/README.md): recording on from the start,

@@ -58,6 +58,9 @@ type Options struct {
 	// SpillDir holds the spill files of in-process generator instances: samples the
 	// database cannot take wait there (default the system's temporary directory).
 	SpillDir string
+
+	// byHand, in tests, wraps each in-process fleet in one that someone else scales.
+	byHand func(Fleet) Fleet
 }
 
 // Result is what a finished (or aborted) run left in the store.
@@ -133,6 +136,9 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	}
 	store := opts.Store
 	AbortDeadRuns(ctx, store, opts.Deployment.cleaner(), opts.Reporter.Note, opts.Logger)
+	if opts.Deployment == nil {
+		recoverSpills(ctx, store, opts.SpillDir, opts.Reporter.Note, opts.Logger)
+	}
 	run, err := store.CreateRun(ctx, sp.Name, sp.File, specText, time.Now())
 	if err != nil {
 		return nil, err
@@ -155,6 +161,9 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	}
 
 	final := context.WithoutCancel(ctx)
+	if !errors.Is(runErr, ErrOutage) {
+		r.judgeLoss(final)
+	}
 	status, reason := resultsdb.RunCompleted, ""
 	switch {
 	case ctx.Err() != nil && outer.Err() == nil:
@@ -181,6 +190,40 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 		runErr = err
 	}
 	return res, runErr
+}
+
+// lossWait bounds the wait for stopped generators to record their final counters:
+// Cloud Foundry gives an instance 10 s after SIGTERM, and one killed is silent after
+// 10 s more.
+const lossWait = 25 * time.Second
+
+// LossCheck names the finding of a variant whose generators sent samples that were not
+// stored.
+const LossCheck = "samples_lost"
+
+// judgeLoss waits (within lossWait) until every generator instance of the run has
+// stopped or gone silent, then records a finding for each variant whose instances
+// sent samples that were not stored, saying exactly how many (or, for instances
+// that left no final count, at least how many).
+func (r *runner) judgeLoss(ctx context.Context) {
+	deadline := time.Now().Add(lossWait)
+	for _, leg := range r.sp.Legs() {
+		for {
+			l, err := r.opts.Store.Loss(ctx, r.run.ID, leg.Name)
+			if err != nil {
+				r.opts.Logger.Warn("read the samples the generators lost", "variant", leg.Name, "err", err)
+				break
+			}
+			if l.Running > 0 && time.Now().Before(deadline) && wait.For(ctx, r.opts.PollEvery) {
+				continue
+			}
+			if l.Any() {
+				ev := map[string]any{"lost": l.Samples, "instances": l.Workers, "silent_instances": l.Silent, "lost_at_least": l.SilentSamples}
+				r.finding(leg.Name, -1, Finding{Check: LossCheck, Level: spec.CheckWarn, Message: l.String(), Evidence: ev})
+			}
+			break
+		}
+	}
 }
 
 // runner is one run in progress.
@@ -254,6 +297,9 @@ func (r *runner) legs(ctx context.Context) error {
 			// the newest repeat.
 			fleet = &localFleet{app: fmt.Sprintf("cfbench-local-%s-%s", r.run.ID, v.Name), store: r.opts.Store,
 				backend: r.opts.Backend, poll: r.opts.PollEvery, log: r.opts.Logger, lookupEnv: r.opts.LookupEnv, spillDir: r.opts.SpillDir, ctx: fctx}
+			if r.opts.byHand != nil {
+				fleet = r.opts.byHand(fleet)
+			}
 		}
 		rv.GeneratorApp, rv.Workload = fleet.App(), wl.Marshal()
 		if err := r.db(ctx, "record the variant", func(ctx context.Context) error { return r.opts.Store.AddRunVariant(ctx, rv) }); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -170,18 +171,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 			if res.Run.Status != resultsdb.RunCompleted || len(res.Summaries) != c.max {
 				t.Fatalf("run %s (%s) with %d step summaries, want completed with %d", res.Run.Status, res.Run.Reason, len(res.Summaries), c.max)
 			}
-			// The workers' own counters against the rows: sent = stored, none dropped.
-			sent := query[int64](t, direct, `SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			counted := query[int64](t, direct, `SELECT coalesce(sum(stored), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			dropped := query[int64](t, direct, `SELECT coalesce(sum(dropped), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			spilled := query[int64](t, direct, `SELECT coalesce(sum(spilled), 0) FROM workers WHERE run_id = $1`, res.Run.ID)
-			rows := query[int64](t, direct, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, res.Run.ID)
-			open := query[int64](t, direct, `SELECT count(*) FROM workers WHERE run_id = $1 AND stopped_at IS NULL`, res.Run.ID)
-			t.Logf("sent %d, stored %d (rows %d), spilled %d, dropped %d", sent, counted, rows, spilled, dropped)
-			if sent == 0 || rows != sent || counted != sent || dropped != 0 || open != 0 {
-				t.Fatalf("sent %d, rows %d, stored by the writers' count %d, dropped %d, workers not stopped %d: want every sample stored once",
-					sent, rows, counted, dropped, open)
-			}
+			spilled := storedOnce(t, direct, res.Run.ID)
 			if c.spillMust && spilled == 0 {
 				t.Errorf("no sample went through a spill file: the outage did not reach the writers")
 			}
@@ -196,6 +186,25 @@ func TestFaultsLoseNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storedOnce checks the workers' own counters of a run against its rows: every sample
+// sent is stored once, none dropped, every worker stopped. It returns how many went
+// through a spill file.
+func storedOnce(t *testing.T, dsn, runID string) (spilled int64) {
+	t.Helper()
+	sent := query[int64](t, dsn, `SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, runID)
+	counted := query[int64](t, dsn, `SELECT coalesce(sum(stored), 0) FROM workers WHERE run_id = $1`, runID)
+	dropped := query[int64](t, dsn, `SELECT coalesce(sum(dropped), 0) FROM workers WHERE run_id = $1`, runID)
+	spilled = query[int64](t, dsn, `SELECT coalesce(sum(spilled), 0) FROM workers WHERE run_id = $1`, runID)
+	rows := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID)
+	open := query[int64](t, dsn, `SELECT count(*) FROM workers WHERE run_id = $1 AND stopped_at IS NULL`, runID)
+	t.Logf("sent %d, stored %d (rows %d), spilled %d, dropped %d", sent, counted, rows, spilled, dropped)
+	if sent == 0 || rows != sent || counted != sent || dropped != 0 || open != 0 {
+		t.Fatalf("sent %d, rows %d, stored by the writers' count %d, dropped %d, workers not stopped %d: want every sample stored once",
+			sent, rows, counted, dropped, open)
+	}
+	return spilled
 }
 
 // relayed starts a relay on dsn and returns the backends of instances that use it.
@@ -334,7 +343,8 @@ func startPG(dir string) (*pgserver.Server, error) {
 // TestOutageBeyondTheBoundSpillsEverything: the results database goes away for longer
 // than the run waits. The run fails with ErrOutage, and what the generators held is in
 // their spill files, all of it: the error's count of samples not stored is the number
-// of records in the files, and none was dropped.
+// of records in the files, and none was dropped. Once the database is back, the next
+// run's start hands the files to it: every record stored, none twice, no file left.
 func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 	t.Parallel()
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
@@ -385,4 +395,110 @@ func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 	if strings.Contains(err.Error(), "dropped") {
 		t.Fatalf("samples dropped: %v", err)
 	}
+
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	runID := regexp.MustCompile(`cfbench-spill-(\S+)-\d+`).FindStringSubmatch(err.Error())
+	if runID == nil {
+		t.Fatalf("error %q names no spill file", err)
+	}
+	before := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID[1])
+	if err := store.FinishRun(context.Background(), runID[1], resultsdb.RunFailed, "outage"); err != nil {
+		t.Fatal(err)
+	}
+	notes := &stepStarts{first: make(chan struct{})}
+	recoverSpills(context.Background(), store, spill, notes.Note, slog.New(slog.DiscardHandler))
+	after := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID[1])
+	left, _ := os.ReadDir(spill)
+	if after != before+records || len(left) != 0 || !notes.said("samples its generators had kept in") {
+		t.Errorf("after recovery: %d rows (%d before, %d records spilled), files left %v, notes %q; want every record stored once and no file left",
+			after, before, records, left, notes.notes)
+	}
+}
+
+// byHand is an in-process fleet that someone else scales too: takeAway stops every
+// instance at once, as a cf scale -i 0 from another terminal would.
+type byHand struct {
+	mu sync.Mutex
+	f  Fleet
+}
+
+func (b *byHand) App() string { return b.f.App() }
+
+func (b *byHand) Scale(ctx context.Context, n int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.f.Scale(ctx, n)
+}
+
+func (b *byHand) Desired(ctx context.Context) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.f.Desired(ctx)
+}
+
+func (b *byHand) Stop(ctx context.Context) error { return b.Scale(ctx, 0) }
+
+func (b *byHand) takeAway() error { return b.Scale(context.Background(), 0) }
+
+// TestGeneratorsTakenAwayFailTheRun: someone else scales the generators to 0 in the
+// middle of the first step. The run does not end completed: it fails with
+// ErrGeneratorsLost and a generators_lost finding on that step, runs no further step,
+// and the step's window (and so its rate) ends when its last generator left, not at
+// the planned end; no stall is read into the time nobody sent.
+func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer target.Close()
+	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", "6s").Replace(faultSpec)
+	sp, err := spec.Parse("faults.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := testpg.DSN(t)
+	store, err := resultsdb.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rep := &stepStarts{first: make(chan struct{})}
+	fleets := make(chan *byHand, 1)
+	taken := make(chan error, 1)
+	go func() {
+		<-rep.first
+		time.Sleep(2 * time.Second)
+		taken <- (<-fleets).takeAway()
+	}()
+	res, err := Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir(),
+		byHand: func(f Fleet) Fleet { b := &byHand{f: f}; fleets <- b; return b }})
+	if !errors.Is(err, ErrGeneratorsLost) {
+		t.Fatalf("run: %v, want ErrGeneratorsLost", err)
+	}
+	if terr := <-taken; terr != nil {
+		t.Fatal(terr)
+	}
+	t.Logf("run: %v", err)
+	if res.Run.Status != resultsdb.RunFailed || !strings.Contains(res.Run.Reason, "left before the step's end") {
+		t.Errorf("run %s (%s), want failed, saying the generators left", res.Run.Status, res.Run.Reason)
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Check != GeneratorsLostCheck || res.Findings[0].Step != 0 {
+		t.Errorf("findings %+v, want only generators_lost on step 1", res.Findings)
+	}
+	if len(res.Summaries) != 1 {
+		t.Fatalf("%d steps ran, want the ramp to end with the step that lost its generators", len(res.Summaries))
+	}
+	id := res.Run.ID
+	left := query[time.Time](t, dsn, `SELECT max(stopped_at) FROM workers WHERE run_id = $1`, id)
+	ended := query[time.Time](t, dsn, `SELECT ended_at FROM steps WHERE run_id = $1`, id)
+	ends := query[time.Time](t, dsn, `SELECT ends_at FROM steps WHERE run_id = $1`, id)
+	from := query[time.Time](t, dsn, `SELECT warmup_until FROM steps WHERE run_id = $1`, id)
+	if !ended.Equal(left) || !ended.Before(ends) {
+		t.Fatalf("step ended at %s, its generator left at %s, planned end %s: want the step ended when its load did", ended, left, ends)
+	}
+	sum := res.Summaries[0]
+	if want := ended.Sub(from).Seconds(); sum.Seconds != want || sum.Count == 0 || sum.Throughput != float64(sum.Count)/want {
+		t.Errorf("step over %.3f s, %d requests, %.1f req/s; want over the %.3f s it ran", sum.Seconds, sum.Count, sum.Throughput, want)
+	}
+	storedOnce(t, dsn, id)
 }

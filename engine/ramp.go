@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -62,6 +63,18 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		}
 		ended := time.Now()
 		final := context.WithoutCancel(ctx)
+		var load resultsdb.StepLoad
+		if err := r.db(final, "read what became of the generators", func(ctx context.Context) (err error) {
+			load, err = store.StepLoad(ctx, r.run.ID, name, idx, r.settled(staleAfterOutage))
+			return err
+		}); err != nil {
+			return err
+		}
+		if !load.Ended.IsZero() && load.Ended.Before(ended) {
+			// Every generator left before the planned end: the step's load, and so
+			// its measured window, ended then.
+			ended = load.Ended
+		}
 		r.flushTimings(final, leg, idx)
 		if err := r.db(final, "record the instances seen", func(ctx context.Context) error {
 			return store.SetInstancesSeen(ctx, r.run.ID, name, idx, seen)
@@ -89,6 +102,16 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			return nil
 		}
 		rep := StepReport{StepSummary: sum, Steps: len(steps), Left: r.timeLeft(leg, len(steps)-idx-1)}
+		if load.Left > 0 {
+			// The step ran with less load than planned, taken away by someone or
+			// something else: its figures answer no question of the ramp, and the
+			// checks (plateau, stall) would misread them.
+			f := generatorsLost(load, st, want)
+			r.finding(name, idx, f)
+			rep.Left = 0 // the run ends here
+			r.opts.Reporter.Step(rep)
+			return fmt.Errorf("%w: %s step %d: %s", ErrGeneratorsLost, name, idx+1, f.Message)
+		}
 		checkErr := r.checkStep(ctx, leg, fleet, prev, sum)
 		rep.Stop = stopReason(sp.Ramp.Stop, prev, sum)
 		if rep.Stop != "" {
@@ -110,6 +133,29 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		prev = &sum
 	}
 	return nil
+}
+
+// ErrGeneratorsLost is returned when generator instances that joined a step stopped
+// before its end without the run asking (scaled down or stopped by someone else, or
+// dead): the run ends failed, not completed, and says which step and how many.
+var ErrGeneratorsLost = errors.New("generator instances taken away")
+
+// GeneratorsLostCheck names the finding of a step whose generators were taken away.
+const GeneratorsLostCheck = "generators_lost"
+
+// generatorsLost is the finding of step st, which asked for asked instances, whose
+// instances load says were taken away.
+func generatorsLost(load resultsdb.StepLoad, st resultsdb.Step, asked int) Finding {
+	msg := fmt.Sprintf("%d of the %d generator instances that joined left before the step's end (scaled down or stopped by someone else, or dead)",
+		load.Left, load.Joined)
+	ev := map[string]any{"joined": load.Joined, "left": load.Left, "asked": asked}
+	if !load.Ended.IsZero() {
+		ran := load.Ended.Sub(st.Started).Round(100 * time.Millisecond)
+		msg += fmt.Sprintf(": its load ended %s into the step, which was planned for %s, and its rate is over the time it ran",
+			ran, st.Ends.Sub(st.Started))
+		ev["ran_ms"] = load.Ended.Sub(st.Started).Milliseconds()
+	}
+	return Finding{Check: GeneratorsLostCheck, Level: spec.CheckFail, Message: msg, Evidence: ev}
 }
 
 // instancesFor is how many instances a step with planned instances runs, the ramp having
@@ -255,9 +301,9 @@ func (r *runner) roles(v *spec.Variant, fleet Fleet) []resultsdb.AppRole {
 	}
 	var roles []resultsdb.AppRole
 	if d := dep.variant(v.Name); d.app != nil {
-		roles = append(roles, resultsdb.AppRole{Name: d.app.Name, Role: resultsdb.RoleApp, CoresAvailable: dep.cores(true)})
+		roles = append(roles, resultsdb.AppRole{Name: d.app.Name, Role: resultsdb.RoleApp, HostCores: dep.hostCores})
 	}
-	return append(roles, resultsdb.AppRole{Name: fleet.App(), Role: resultsdb.RoleGenerator, CoresAvailable: dep.cores(false)})
+	return append(roles, resultsdb.AppRole{Name: fleet.App(), Role: resultsdb.RoleGenerator, HostCores: dep.hostCores})
 }
 
 // checkStep runs the checks on a finished step's figures, records what trips and

@@ -306,12 +306,26 @@ func (d *reading) variants(r *resultsdb.ReportRows) error {
 
 func (d *reading) apps(r *resultsdb.ReportRows) error {
 	err := d.each("step_app_metrics", []string{"variant", "step", "app_name", "role", "instances", "cpu_source", "cpu_points", "cpu_covered",
-		"cpu_mean_cores", "cpu_max_cores", "cpu_total_cores", "cores_available", "mem_mean_bytes", "mem_max_bytes", "mem_quota_bytes"}, func(t *table) {
-		r.Apps = append(r.Apps, resultsdb.ReportApp{Variant: t.str("variant"), Idx: int(t.int("step")) - 1, Name: t.str("app_name"),
+		"cpu_mean_cores", "cpu_max_cores", "cpu_total_cores", "mem_mean_bytes", "mem_max_bytes", "mem_quota_bytes"}, func(t *table) {
+		a := resultsdb.ReportApp{Variant: t.str("variant"), Idx: int(t.int("step")) - 1, Name: t.str("app_name"),
 			Role: t.str("role"), Instances: int(t.int("instances")), CPUSource: t.str("cpu_source"), CPUPoints: int(t.int("cpu_points")),
 			CPUCovered: t.float("cpu_covered"), CPUMeanCores: t.optFloat("cpu_mean_cores"), CPUMaxCores: t.optFloat("cpu_max_cores"),
-			CPUTotalCores: t.optFloat("cpu_total_cores"), CoresAvailable: t.optFloat("cores_available"), Mem: t.optFloat("mem_mean_bytes"),
-			MemMaxBytes: t.optInt("mem_max_bytes"), MemQuotaBytes: t.optInt("mem_quota_bytes")})
+			CPUTotalCores: t.optFloat("cpu_total_cores"), Mem: t.optFloat("mem_mean_bytes"),
+			MemMaxBytes: t.optInt("mem_max_bytes"), MemQuotaBytes: t.optInt("mem_quota_bytes")}
+		if _, ok := t.cols["cpu_available_cores"]; ok {
+			a.CPUAvailableCores = t.optFloat("cpu_available_cores")
+			if n := t.optInt("cells"); n != nil {
+				c := int(*n)
+				a.Cells = &c
+			}
+		} else if c := t.optFloat("cores_available"); c != nil {
+			// An export of schema v14 or older: cores_available came only from the local
+			// foundation, whose one cell per segment ran all the app's instances (the
+			// results DB's migration 0015 reads it alike).
+			one := 1
+			a.Cells, a.CPUAvailableCores = &one, c
+		}
+		r.Apps = append(r.Apps, a)
 	})
 	if err != nil {
 		return err

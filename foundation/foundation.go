@@ -138,13 +138,14 @@ type Info struct {
 
 // Foundation is a local foundation. It follows the lifecycle of package lifecycle: Close
 // and the end of Start's context stop it in order (router, log shipper, API, every app
-// instance gracefully, Postgres). When any of its parts fails on its own — the API
-// server, the router, the cells, the log shipper or Postgres — the foundation stops the
-// others and Wait reports that failure.
+// instance gracefully, Postgres). The services' Postgres that exits on its own is
+// started again, as a Cloud Foundry's service comes back (servicesPG); when it cannot
+// be, or any other part fails on its own — the API server, the router, the cells, the
+// log shipper — the foundation stops the others and Wait reports that failure.
 type Foundation struct {
 	cfg      Config
 	settings Settings
-	pg       *pgserver.Server
+	pg       *servicesPG // restarted when it exits on its own
 	cells    *cells.Cells
 	cc       *cc.Server
 	api      *http.Server
@@ -285,7 +286,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The parts live until the foundation stops them, in order (see shutdown).
 	life := context.WithoutCancel(ctx)
 	secret, _ := hex.DecodeString(settings.Secret)
-	pg := pgserver.New(pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort})
+	pg := newServicesPG(pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort}, cfg.Logger)
 	if err := pg.Start(life); err != nil {
 		return fmt.Errorf("start the services' postgres: %w", err)
 	}
@@ -293,7 +294,8 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The cgroup root is named after the state dir, so two foundations never share one.
 	// Every sample's container metrics go to the Log Cache, as Diego's rep sends them.
 	f.logs = logcache.NewStore(0)
-	// Instances run as InstanceUser in copies of their droplets, and a start after a
+	// Instances run each as a user of their own (staging as InstanceUser) in copies of
+	// their droplets, and a start after a
 	// kill -9 stops those the killed foundation left (recorded in run/) and drops
 	// their directories.
 	if f.containers, err = freshDir(filepath.Join(os.TempDir(), "cfbench-instances-"+hashOf(dir))); err != nil {
@@ -326,7 +328,8 @@ func (f *Foundation) start(ctx context.Context) error {
 			return err
 		}
 	}
-	broker := pgbroker.New(f.pg.DSN("postgres"), "127.0.0.1", f.pg.Port(), secret)
+	// A restarted server keeps the port and the password: the broker's DSN holds.
+	broker := pgbroker.New(f.pg.server().DSN("postgres"), "127.0.0.1", f.pg.server().Port(), secret)
 	var segments []string
 	for _, c := range cfg.Cells {
 		segments = append(segments, c.Name)
@@ -337,7 +340,8 @@ func (f *Foundation) start(ctx context.Context) error {
 	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
-		AppLog: f.appLog, Logger: cfg.Logger})
+		CellHosts: cellHosts(f.cells.Addrs()),
+		AppLog:    f.appLog, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -477,6 +481,11 @@ func (f *Foundation) LogShipping() (logship.Stats, bool) {
 	return logship.Stats{}, false
 }
 
+// CellCPU is the CPU time the instances of the cell of an isolation segment have used,
+// from the cell's cgroup (cells.Cells.CellCPU): what a test compares a run's utilisation
+// with.
+func (f *Foundation) CellCPU(segment string) (time.Duration, error) { return f.cells.CellCPU(segment) }
+
 // Info describes how to reach the foundation.
 func (f *Foundation) Info() Info {
 	return Info{APIURL: "http://" + f.apiLn.Addr().String(), RouterAddr: f.router.Addr(), AppsDomain: f.settings.AppsDomain,
@@ -506,8 +515,8 @@ func isolation(c *cells.Cells, cl []cells.Cell) string {
 }
 
 // pinPlatform moves this process and the services' Postgres (with its processes) to
-// cpus; what either starts later inherits them. This process's CPUs before are kept
-// for shutdown to give back.
+// cpus; what either starts later (a restarted Postgres too) inherits them. This
+// process's CPUs before are kept for shutdown to give back.
 func (f *Foundation) pinPlatform(cpus []int) error {
 	own, err := cpuaffinity.Of(os.Getpid())
 	if err != nil {
@@ -522,7 +531,7 @@ func (f *Foundation) pinPlatform(cpus []int) error {
 		return fmt.Errorf("platform CPUs: %w", err)
 	}
 	f.ownCPUs = own
-	if err := cpuaffinity.PinWithChildren(f.pg.PID(), cpus); err != nil {
+	if err := cpuaffinity.PinWithChildren(f.pg.server().PID(), cpus); err != nil {
 		return fmt.Errorf("platform CPUs: the services' postgres: %w", err)
 	}
 	return nil
@@ -610,6 +619,16 @@ func appsDomainDialer(domain, router string) func(ctx context.Context, network, 
 
 // routerAddr is where the router listens; the API advertises it in its root document.
 func routerAddr(s Settings) string { return "127.0.0.1:" + strconv.Itoa(s.RouterPort) }
+
+// cellHosts is cc.Config.CellHosts from the cells' addresses: one cell, so one host, per
+// isolation segment.
+func cellHosts(addrs map[string]string) map[string][]string {
+	out := make(map[string][]string, len(addrs))
+	for name, addr := range addrs {
+		out[name] = []string{addr}
+	}
+	return out
+}
 
 func listen(port int, what string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))

@@ -51,7 +51,7 @@ func TestPlatformRunsOffTheAppsCPUs(t *testing.T) {
 		what string
 		pid  int
 		want []int
-	}{{"this process", os.Getpid(), platform}, {"the services' postgres", f.pg.PID(), platform}, {"the app instance", instance, apps}} {
+	}{{"this process", os.Getpid(), platform}, {"the services' postgres", f.pg.server().PID(), platform}, {"the app instance", instance, apps}} {
 		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p.pid) + "/task")
 		if err != nil {
 			t.Fatal(err)

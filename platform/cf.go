@@ -120,6 +120,7 @@ type rootInfo struct {
 	router    string             // the local router's host:port; "" on a real CF
 	logCache  string             // Log Cache's URL; "" when the foundation has none
 	cellCores map[string]float64 // the local foundation's cores per segment; empty on a real CF
+	hostCores map[string]float64 // the same per host its cells' instances report; empty on a real CF
 }
 
 // root reads the API's root document, once.
@@ -146,14 +147,15 @@ func (c *CF) root(ctx context.Context) (*rootInfo, error) {
 			Router   *link `json:"cfbench_router"`
 			LogCache *link `json:"log_cache"`
 			Cells    map[string]struct {
-				Cores float64 `json:"cores"`
+				Cores float64  `json:"cores"`
+				Hosts []string `json:"hosts"`
 			} `json:"cfbench_cells"`
 		} `json:"links"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&root); err != nil {
 		return nil, fmt.Errorf("read the API root: %w", err)
 	}
-	info := &rootInfo{cellCores: map[string]float64{}}
+	info := &rootInfo{cellCores: map[string]float64{}, hostCores: map[string]float64{}}
 	if r := root.Links.Router; r != nil && r.Href != "" {
 		u, err := url.Parse(r.Href)
 		if err != nil || u.Host == "" {
@@ -171,6 +173,9 @@ func (c *CF) root(ctx context.Context) (*rootInfo, error) {
 	for name, cell := range root.Links.Cells {
 		if cell.Cores > 0 {
 			info.cellCores[name] = cell.Cores
+			for _, h := range cell.Hosts {
+				info.hostCores[h] = cell.Cores
+			}
 		}
 	}
 	c.rootDoc = info
@@ -206,4 +211,16 @@ func (c *CF) CellCores(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	return maps.Clone(r.cellCores), nil
+}
+
+// HostCores is, per host that process stats report, how many CPU cores the instances on
+// it may use, as the local foundation advertises it (the hosts of each segment in its
+// root's non-standard cfbench_cells); empty on a real Cloud Foundry, whose cells' cores
+// the API does not say. The map is the caller's.
+func (c *CF) HostCores(ctx context.Context) (map[string]float64, error) {
+	r, err := c.root(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(r.hostCores), nil
 }

@@ -93,20 +93,23 @@ func fakeJWT() string {
 }
 
 // TestLogCacheAndCellCores reads links.log_cache and the local foundation's
-// cfbench_cells from the root: a real CF links a Log Cache and says nothing of cores;
+// cfbench_cells (cores per segment and per host) from the root: a real CF links a Log
+// Cache and says nothing of cores;
 // the local foundation says both; a CF without Log Cache links null.
 func TestLogCacheAndCellCores(t *testing.T) {
 	cases := []struct {
-		name, links string
-		url         string
-		cores       map[string]float64
-		err         string
+		name, links  string
+		url          string
+		cores, hosts map[string]float64
+		err          string
 	}{
-		{"real CF", `"log_cache": {"href": "https://log-cache.sys.example.com"}`, "https://log-cache.sys.example.com", map[string]float64{}, ""},
-		{"local foundation", `"log_cache": {"href": "http://127.0.0.1:4000/"}, "cfbench_cells": {"apps": {"cores": 1}, "loadgen": {"cores": 2}}`,
-			"http://127.0.0.1:4000", map[string]float64{"apps": 1, "loadgen": 2}, ""},
-		{"no log cache", `"log_cache": null`, "", map[string]float64{}, ""},
-		{"broken link", `"log_cache": {"href": "log-cache"}`, "", nil, `log_cache link "log-cache" is not a URL`},
+		{"real CF", `"log_cache": {"href": "https://log-cache.sys.example.com"}`, "https://log-cache.sys.example.com", map[string]float64{}, map[string]float64{}, ""},
+		{"local foundation", `"log_cache": {"href": "http://127.0.0.1:4000/"}, "cfbench_cells": {"apps": {"cores": 1, "hosts": ["127.0.1.1"]}, "loadgen": {"cores": 2, "hosts": ["127.0.1.2"]}}`,
+			"http://127.0.0.1:4000", map[string]float64{"apps": 1, "loadgen": 2}, map[string]float64{"127.0.1.1": 1, "127.0.1.2": 2}, ""},
+		{"an older local foundation: cores without hosts", `"log_cache": null, "cfbench_cells": {"apps": {"cores": 1}}`,
+			"", map[string]float64{"apps": 1}, map[string]float64{}, ""},
+		{"no log cache", `"log_cache": null`, "", map[string]float64{}, map[string]float64{}, ""},
+		{"broken link", `"log_cache": {"href": "log-cache"}`, "", nil, nil, `log_cache link "log-cache" is not a URL`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,8 +135,9 @@ func TestLogCacheAndCellCores(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || cerr != nil || u != c.url || fmt.Sprint(cores) != fmt.Sprint(c.cores) {
-				t.Fatalf("= %q %v (%v, %v); want %q %v", u, cores, err, cerr, c.url, c.cores)
+			hosts, herr := cf.HostCores(context.Background())
+			if err != nil || cerr != nil || herr != nil || u != c.url || fmt.Sprint(cores) != fmt.Sprint(c.cores) || fmt.Sprint(hosts) != fmt.Sprint(c.hosts) {
+				t.Fatalf("= %q %v %v (%v, %v, %v); want %q %v %v", u, cores, hosts, err, cerr, herr, c.url, c.cores, c.hosts)
 			}
 		})
 	}

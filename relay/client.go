@@ -68,7 +68,11 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("relay %s %s: %s: %s", method, strings.SplitN(path, "?", 2)[0], resp.Status, strings.TrimSpace(string(msg)))
+		err := fmt.Errorf("relay %s %s: %s: %s", method, strings.SplitN(path, "?", 2)[0], resp.Status, strings.TrimSpace(string(msg)))
+		if resp.StatusCode == http.StatusConflict {
+			err = fmt.Errorf("%w (%w)", resultsdb.ErrRunNotRunning, err)
+		}
+		return err
 	}
 	if out == nil {
 		io.Copy(io.Discard, resp.Body)
@@ -97,8 +101,8 @@ func (c *Client) Assignment(ctx context.Context, app string) (*resultsdb.Assignm
 	return a, nil
 }
 
-// RegisterWorker registers an instance for a run and returns its id.
-func (c *Client) RegisterWorker(ctx context.Context, w resultsdb.Worker) (int32, error) {
+// JoinRun registers an instance for a run and returns its id (see resultsdb.Store.JoinRun).
+func (c *Client) JoinRun(ctx context.Context, w resultsdb.Worker) (int32, error) {
 	var out struct{ ID int32 }
 	if err := c.post(ctx, "/v1/workers", w, &out); err != nil {
 		return 0, err

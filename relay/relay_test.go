@@ -2,11 +2,14 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -95,9 +98,13 @@ func TestRelay(t *testing.T) {
 	}
 	var ids [2]int32
 	for i := range ids {
-		if ids[i], err = c.RegisterWorker(ctx, resultsdb.Worker{RunID: run.ID, Variant: "v", AppName: "app", InstanceIndex: i}); err != nil {
+		if ids[i], err = c.JoinRun(ctx, resultsdb.Worker{RunID: run.ID, Variant: "v", AppName: "app", InstanceIndex: i}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A run that is not running is refused as the database refuses it, not as an outage.
+	if _, err := c.JoinRun(ctx, resultsdb.Worker{RunID: "nosuchrun", Variant: "v", AppName: "app"}); !errors.Is(err, resultsdb.ErrRunNotRunning) {
+		t.Errorf("join a run that is not running through the relay: %v, want resultsdb.ErrRunNotRunning", err)
 	}
 	now, _ := store.Now(ctx)
 	st := resultsdb.Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 2, Started: now, WarmupUntil: now, Ends: now.Add(time.Minute)}
@@ -153,4 +160,64 @@ func TestRelay(t *testing.T) {
 			rows, beats, stopped, done0)
 	}
 	t.Logf("stats %+v", s.Stats()) // how the posts shared COPYs depends on timing: logged, not asserted
+}
+
+// TestFinalCountersOutliveAnOutage: an instance stops while the relay's database is
+// away. The relay accepts its final counters (202) and writes them once the database
+// is back, so the run learns exactly what the instance stored, though it is gone.
+func TestFinalCountersOutliveAnOutage(t *testing.T) {
+	ctx := context.Background()
+	dsn := testpg.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := faultproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	u.Host = p.Addr()
+	store, err := resultsdb.OpenPool(ctx, u.String(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s := New(Config{Store: store, Token: "test-token-0123456789", BeatEvery: 50 * time.Millisecond})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, _ := NewClient(s.URL(), "test-token-0123456789", "")
+	run, err := store.CreateRun(ctx, "r", "r.yml", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.JoinRun(ctx, resultsdb.Worker{RunID: run.ID, Variant: "v", AppName: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	final := resultsdb.WorkerCounters{Sent: 1234, Stored: 1000, Spilled: 300}
+	if err := c.StopWorker(ctx, id, final); err != nil {
+		t.Fatalf("stop while the database is away: %v, want it accepted", err)
+	}
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	direct, err := resultsdb.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var sent, stored int64
+		err := direct.Pool().QueryRow(ctx, `SELECT sent, stored FROM workers WHERE id = $1 AND stopped_at IS NOT NULL`, id).Scan(&sent, &stored)
+		if err == nil && sent == 1234 && stored == 1000 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the final counters were not written after the outage: sent %d stored %d, %v", sent, stored, err)
+		}
+	}
 }

@@ -10,11 +10,11 @@
 // Protocol (JSON unless said; every request carries "Authorization: Bearer TOKEN"):
 //
 //	GET  /v1/assignment?app=NAME           → resultsdb.Assignment or null
-//	POST /v1/workers                       resultsdb.Worker → {"id": N}
+//	POST /v1/workers                       resultsdb.Worker → {"id": N}; 409 when the run is not running
 //	POST /v1/workers/ID/heartbeat          resultsdb.WorkerCounters → 204 (stored within BeatEvery)
 //	POST /v1/workers/ID/steps/IDX/join     {"step": resultsdb.Step, "joined": T, "late": B} → 204
 //	POST /v1/workers/ID/steps/IDX/finish   {"sent": N, "missed": N} → 204
-//	POST /v1/workers/ID/stop               resultsdb.WorkerCounters → 204
+//	POST /v1/workers/ID/stop               resultsdb.WorkerCounters → 204; 202 when the database is away (kept, written when it is back)
 //	POST /v1/workers/ID/samples            binary COPY stream (resultsdb.CopyStream) → 204 once stored
 //	GET  /v1/stats                         Stats (what the relay did so far)
 //
@@ -93,6 +93,9 @@ type Server struct {
 
 	beatMu sync.Mutex
 	beats  map[int32]resultsdb.WorkerCounters
+	// stops are final counters of instances that stopped while the database was away:
+	// kept and written with the heartbeats, as the instance itself may be gone by then.
+	stops map[int32]resultsdb.WorkerCounters
 
 	subMu   sync.Mutex
 	subs    []*submission
@@ -128,7 +131,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, beats: map[int32]resultsdb.WorkerCounters{}, subKick: make(chan struct{}, 1)}
+	return &Server{cfg: cfg, beats: map[int32]resultsdb.WorkerCounters{}, stops: map[int32]resultsdb.WorkerCounters{}, subKick: make(chan struct{}, 1)}
 }
 
 // Start listens and serves in the background.
@@ -238,6 +241,8 @@ func fail(w http.ResponseWriter, err error) {
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, resultsdb.ErrBadCopy):
 		code = http.StatusBadRequest
+	case errors.Is(err, resultsdb.ErrRunNotRunning):
+		code = http.StatusConflict
 	}
 	http.Error(w, err.Error(), code)
 }
@@ -306,7 +311,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.forwarded.Add(1)
-	id, err := s.cfg.Store.RegisterWorker(r.Context(), in)
+	id, err := s.cfg.Store.JoinRun(r.Context(), in)
 	if err != nil {
 		fail(w, err)
 		return
@@ -343,6 +348,7 @@ func (s *Server) writeBeats(ctx context.Context) {
 			last, ctx = true, context.WithoutCancel(ctx)
 		case <-t.C:
 		}
+		s.writeStops(ctx)
 		s.beatMu.Lock()
 		beats := s.beats
 		s.beats = map[int32]resultsdb.WorkerCounters{}
@@ -364,6 +370,30 @@ func (s *Server) writeBeats(ctx context.Context) {
 			}
 			s.beatMu.Unlock()
 		}
+	}
+}
+
+// writeStops writes the final counters kept while the database was away. At the
+// first failure it keeps the rest for the next call: the database is still away.
+func (s *Server) writeStops(ctx context.Context) {
+	s.beatMu.Lock()
+	stops := s.stops
+	s.stops = map[int32]resultsdb.WorkerCounters{}
+	s.beatMu.Unlock()
+	var err error
+	for id, c := range stops {
+		if err == nil {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = s.cfg.Store.StopWorker(wctx, id, c)
+			cancel()
+			if err == nil {
+				continue
+			}
+			s.cfg.Logger.Warn("record the final counters of stopped workers; keeping them", "workers", len(stops), "err", err)
+		}
+		s.beatMu.Lock()
+		s.stops[id] = c
+		s.beatMu.Unlock()
 	}
 }
 
@@ -420,6 +450,15 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 		s.beatMu.Unlock()
 		s.forwarded.Add(1)
 		err = s.cfg.Store.StopWorker(r.Context(), id, c)
+	}
+	if err != nil && resultsdb.Transient(err) {
+		// The instance is on its way out (SIGTERM, a few seconds): the relay keeps its
+		// final counters for the database, so the run learns exactly what it stored.
+		s.beatMu.Lock()
+		s.stops[id] = c
+		s.beatMu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		return
 	}
 	done(w, err)
 }

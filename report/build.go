@@ -243,8 +243,8 @@ func (b *q) appMetrics(vs []*Variant) {
 			continue
 		}
 		a := AppUsage{Name: ra.Name, Instances: ra.Instances, CPUSource: ra.CPUSource, CPUPoints: ra.CPUPoints, CPUCovered: ra.CPUCovered,
-			CPUMeanCores: ra.CPUMeanCores, CPUMaxCores: ra.CPUMaxCores, CPUTotalCores: ra.CPUTotalCores, CoresAvailable: ra.CoresAvailable,
-			MemMeanBytes: ra.Mem, MemMaxBytes: ra.MemMaxBytes, MemQuotaBytes: ra.MemQuotaBytes}
+			CPUMeanCores: ra.CPUMeanCores, CPUMaxCores: ra.CPUMaxCores, CPUTotalCores: ra.CPUTotalCores, Cells: ra.Cells,
+			CPUAvailableCores: ra.CPUAvailableCores, MemMeanBytes: ra.Mem, MemMaxBytes: ra.MemMaxBytes, MemQuotaBytes: ra.MemQuotaBytes}
 		s := v.Steps[i]
 		if ra.Role == "generator" {
 			s.Generator = &a
@@ -255,8 +255,8 @@ func (b *q) appMetrics(vs []*Variant) {
 			perPct := per / 100
 			a.ThroughputPerCore, a.ThroughputPerCPUPercent = &per, &perPct
 		}
-		if a.CPUTotalCores != nil && a.CoresAvailable != nil && *a.CoresAvailable > 0 && a.Instances > 0 {
-			u := *a.CPUTotalCores / (float64(a.Instances) * *a.CoresAvailable)
+		if a.CPUTotalCores != nil && a.CPUAvailableCores != nil && *a.CPUAvailableCores > 0 {
+			u := *a.CPUTotalCores / *a.CPUAvailableCores
 			a.Utilisation = &u
 		}
 		s.App = &a
@@ -518,16 +518,8 @@ func utilisation(steps []*Step) []Utilisation {
 		}
 		u := &out[i]
 		u.Steps = append(u.Steps, s.Step)
-		u.CPUMaxTotalCores = max(u.CPUMaxTotalCores, *a.CPUTotalCores)
-		if a.CoresAvailable != nil {
-			c := float64(a.Instances) * *a.CoresAvailable
-			u.CoresAvailable = &c
-		}
-	}
-	for i := range out {
-		if u := &out[i]; u.CoresAvailable != nil && *u.CoresAvailable > 0 {
-			x := u.CPUMaxTotalCores / *u.CoresAvailable
-			u.Utilisation = &x
+		if len(u.Steps) == 1 || *a.CPUTotalCores > u.CPUMaxTotalCores {
+			u.CPUMaxTotalCores, u.Cells, u.CoresAvailable, u.Utilisation = *a.CPUTotalCores, a.Cells, a.CPUAvailableCores, a.Utilisation
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].AppInstances < out[j].AppInstances })

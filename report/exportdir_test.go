@@ -3,11 +3,14 @@ package report
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,5 +257,76 @@ func setManifestBytes(t *testing.T, dir, table string, n int64) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), body, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An export of schema v14 or older has step_app_metrics.cores_available (one instance's
+// cell cores, only ever from the local foundation, whose one cell per segment ran all
+// instances) instead of cells and cpu_available_cores: its report reads it as one cell of
+// those cores, as migration 0015 reads the stored rows, and is the report of the same run
+// exported now.
+func TestReportFromAnOlderExportDir(t *testing.T) {
+	_, dirs := exportedFixture(t, 50)
+	old := filepath.Join(t.TempDir(), fixtureRun)
+	if err := os.CopyFS(old, os.DirFS(dirs[fixtureRun])); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(old, "step_app_metrics.csv")
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	header := strings.Split(lines[0], ",")
+	cells := slices.Index(header, "cells")
+	if cells < 0 || header[cells+1] != "cpu_available_cores" {
+		t.Fatalf("step_app_metrics.csv header %v lacks cells, cpu_available_cores", header)
+	}
+	for i, l := range lines {
+		f := strings.Split(l, ",") // the fixture's app names need no quoting
+		if i == 0 {
+			f[cells+1] = "cores_available"
+		}
+		lines[i] = strings.Join(slices.Delete(f, cells, cells+1), ",")
+	}
+	body = []byte(strings.Join(lines, "\n") + "\n")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := exportdir.Manifest(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	for i := range m.Files {
+		if m.Files[i].Table == "step_app_metrics" {
+			m.Files[i].Bytes, m.Files[i].SHA256 = int64(len(body)), hex.EncodeToString(sum[:])
+		}
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "manifest.json"), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now, err := Build(ctx, exportdir.Reader{}, []string{dirs[fixtureRun]}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := Build(ctx, exportdir.Reader{}, []string{old}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := now.WriteJSON(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a.String(), `"cells": 1`) || a.String() != b.String() {
+		t.Errorf("the report of an older export differs from the same run's now (or has no cells):\n%s", lineDiff(a.String(), b.String()))
 	}
 }

@@ -157,9 +157,9 @@ func (f fixture) seed(t testing.TB, store *resultsdb.Store) {
 				continue
 			}
 			execSQL(t, db, `INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered,
-				cpu_mean_cores, cpu_max_cores, cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cores_available)
-				VALUES ($1,$2,$3,$4,'app', 1, 'counters', 2, 1, $5, $6, $5, $7, $8, $9, 2),
-				       ($1,$2,$3,$10,'generator', $11, 'stats', 8, 0.75, $12, $13, $14, 25e6, 26000000, 268435456, NULL)`,
+				cpu_mean_cores, cpu_max_cores, cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cells, cpu_available_cores)
+				VALUES ($1,$2,$3,$4,'app', 1, 'counters', 2, 1, $5, $6, $5, $7, $8, $9, 1, 2),
+				       ($1,$2,$3,$10,'generator', $11, 'stats', 8, 0.75, $12, $13, $14, 25e6, 26000000, 268435456, NULL, NULL)`,
 				f.id, variant, si, app, fs.appCPU, fs.appCPU*1.1, float64(300+40*si)*1e6, int64(310+40*si)*1e6, int64(1024)<<20,
 				gen, 2*(si+1), 0.2+0.05*float64(si), 0.3+0.05*float64(si), (0.2+0.05*float64(si))*float64(2*(si+1)))
 			execSQL(t, db, `INSERT INTO app_timing_flushes (run_id, variant, step, app_name, instance_index, at, rows_received, stored, foreign_rows, dropped)

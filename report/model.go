@@ -236,21 +236,25 @@ type AppUsage struct {
 	CPUPoints int    `json:"cpu_points"`
 	// CPUCovered is the share of the step's window the CPU readings span (0..1): a
 	// figure resting on a small part of the step is less sure.
-	CPUCovered     float64  `json:"cpu_covered"`
-	CPUMeanCores   *float64 `json:"cpu_mean_cores,omitempty"`
-	CPUMaxCores    *float64 `json:"cpu_max_cores,omitempty"`
-	CPUTotalCores  *float64 `json:"cpu_total_cores,omitempty"`
-	CoresAvailable *float64 `json:"cores_available,omitempty"`
-	MemMeanBytes   *float64 `json:"mem_mean_bytes,omitempty"`
-	MemMaxBytes    *int64   `json:"mem_max_bytes,omitempty"`
-	MemQuotaBytes  *int64   `json:"mem_quota_bytes,omitempty"`
+	CPUCovered    float64  `json:"cpu_covered"`
+	CPUMeanCores  *float64 `json:"cpu_mean_cores,omitempty"`
+	CPUMaxCores   *float64 `json:"cpu_max_cores,omitempty"`
+	CPUTotalCores *float64 `json:"cpu_total_cores,omitempty"`
+	// Cells is how many distinct cells (hosts) the instances ran on, nil when the
+	// readings said no host; CPUAvailableCores the cores of those cells together, each
+	// counted once, nil when unknown (Cloud Foundry does not say a cell's cores).
+	Cells             *int     `json:"cells,omitempty"`
+	CPUAvailableCores *float64 `json:"cpu_available_cores,omitempty"`
+	MemMeanBytes      *float64 `json:"mem_mean_bytes,omitempty"`
+	MemMaxBytes       *int64   `json:"mem_max_bytes,omitempty"`
+	MemQuotaBytes     *int64   `json:"mem_quota_bytes,omitempty"`
 	// ThroughputPerCore is the step's requests per second per core used by all
 	// instances together (requests per CPU-second); ThroughputPerCPUPercent the same
 	// per CPU% as cf app shows it (100,000 req/s at 250% → 400). Apps only.
 	ThroughputPerCore       *float64 `json:"throughput_per_core,omitempty"`
 	ThroughputPerCPUPercent *float64 `json:"throughput_per_cpu_percent,omitempty"`
-	// Utilisation is CPUTotalCores / (Instances × CoresAvailable); nil when the cores
-	// available are unknown.
+	// Utilisation is CPUTotalCores / CPUAvailableCores; nil when the cores available
+	// are unknown.
 	Utilisation *float64 `json:"utilisation,omitempty"`
 }
 
@@ -317,7 +321,10 @@ type Capacity struct {
 // count (the study's table: 1/2/3 instances, 400/800/1200% available, 57/45/35% used).
 type Utilisation struct {
 	AppInstances int `json:"app_instances"`
-	// CoresAvailable is all instances' cores together; nil when unknown.
+	// Cells is how many cells the instances shared, and CoresAvailable the cores of
+	// those cells together (each cell once), in the step that used the most CPU; nil
+	// when unknown.
+	Cells          *int     `json:"cells,omitempty"`
 	CoresAvailable *float64 `json:"cores_available,omitempty"`
 	// CPUMaxTotalCores is the most CPU all instances used together in any step with
 	// this instance count.

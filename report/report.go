@@ -46,8 +46,9 @@ func StepLine(p StepProgress) string {
 		s.Variant, s.Step+1, p.Steps, load, s.Throughput, Millis(s.P50), Millis(s.P99), 100*s.ErrorRate(), cpuOf(s), p.Left.Round(time.Second))
 }
 
-// cpuOf writes the CPU of a step's app and generators in cores per instance, saying
-// when a figure rests on few sampled readings.
+// cpuOf writes the CPU of a step's app and generators in cores per instance, the app's
+// share of the CPU available where known, saying when a figure rests on few sampled
+// readings.
 func cpuOf(s resultsdb.StepSummary) string {
 	out := ""
 	for _, role := range []string{resultsdb.RoleApp, resultsdb.RoleGenerator} {
@@ -62,6 +63,9 @@ func cpuOf(s resultsdb.StepSummary) string {
 		out += fmt.Sprintf("  %s CPU %.2f cores/instance", name, *a.CPUMeanCores)
 		if role == resultsdb.RoleApp && a.Instances > 0 {
 			out += fmt.Sprintf(" of %d instance(s)", a.Instances) // a ramp of app instances changes it step by step
+			if u := a.Utilisation(); u != nil {
+				out += fmt.Sprintf(", %.0f%% of the %.2f cores of %d cell(s)", 100**u, *a.CPUAvailableCores, *a.Cells)
+			}
 		}
 		if a.CPUSource == resultsdb.CPUFromStats && a.CPUPoints < FewCPUReadings*max(a.Instances, 1) {
 			out += fmt.Sprintf(" (%d readings)", a.CPUPoints)

@@ -51,11 +51,12 @@ func TestSummaryTable(t *testing.T) {
 }
 
 func TestStepLine(t *testing.T) {
-	cpu, gen := 0.43, 0.07
+	cpu, total, avail, cells, gen := 0.43, 0.86, 1.0, 1, 0.07
 	seen := rows[1]
 	seen.InstancesSeen = seen.Instances + 4
-	seen.Apps = []resultsdb.AppStepMetrics{
-		{App: "a", Role: resultsdb.RoleApp, Instances: 2, CPUSource: resultsdb.CPUFromCounters, CPUPoints: 4, CPUMeanCores: &cpu},
+	seen.Apps = []resultsdb.AppStepMetrics{ // 2 instances sharing 1 core
+		{App: "a", Role: resultsdb.RoleApp, Instances: 2, CPUSource: resultsdb.CPUFromCounters, CPUPoints: 4, CPUMeanCores: &cpu,
+			CPUTotalCores: &total, CPUAvailableCores: &avail, Cells: &cells},
 		{App: "g", Role: resultsdb.RoleGenerator, Instances: 5, CPUSource: resultsdb.CPUFromStats, CPUPoints: 6, CPUMeanCores: &gen},
 	}
 	open := rows[2]

@@ -229,14 +229,12 @@ func (t *textWriter) run(r *Run, what string) {
 			appInst, avail, cpu, perCore, perPct, util, gen := "–", "–", "–", "–", "–", "–", "–"
 			if a := s.App; a != nil {
 				appInst = fmt.Sprint(a.Instances)
-				if a.CoresAvailable != nil && a.Instances > 0 {
-					avail = fmt.Sprintf("%.2f", float64(a.Instances)**a.CoresAvailable)
-				}
+				avail = available(a.CPUAvailableCores, a.Cells)
 				cpu = fmtOpt(a.CPUTotalCores, "%.2f")
 				if a.CPUSource == "stats" {
 					cpu += " (sampled)"
 				}
-				if a.CPUTotalCores != nil && a.CPUCovered < 0.9 {
+				if a.CPUTotalCores != nil && a.CPUCovered < coveredAll {
 					cpu += fmt.Sprintf(" (over %.0f%% of the step)", 100*a.CPUCovered)
 				}
 				perCore, perPct = fmtOpt(a.ThroughputPerCore, "%.0f"), fmtOpt(a.ThroughputPerCPUPercent, "%.1f")
@@ -255,19 +253,22 @@ func (t *textWriter) run(r *Run, what string) {
 	rows = rows[:0]
 	for _, v := range r.Variants {
 		for _, u := range v.Utilisation {
-			avail, util := "unknown", "–"
+			cells, avail, util := "unknown", "unknown", "–"
+			if u.Cells != nil {
+				cells = fmt.Sprint(*u.Cells)
+			}
 			if u.CoresAvailable != nil {
 				avail = fmt.Sprintf("%.2f (%.0f%%)", *u.CoresAvailable, 100**u.CoresAvailable)
 			}
 			if u.Utilisation != nil {
 				util = fmt.Sprintf("%.0f%%", 100**u.Utilisation)
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%.2f (%.0f%%)\t%s\t%s", v.Name, u.AppInstances, avail, u.CPUMaxTotalCores, 100*u.CPUMaxTotalCores, util, joinInts(u.Steps)))
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%.2f (%.0f%%)\t%s\t%s", v.Name, u.AppInstances, cells, avail, u.CPUMaxTotalCores, 100*u.CPUMaxTotalCores, util, joinInts(u.Steps)))
 		}
 	}
 	if len(rows) > 0 {
-		t.printf("  CPU utilisation per app instance count:\n")
-		t.table("variant\tapp instances\tcores available\tused at most\tutilisation\tsteps", rows)
+		t.printf("  CPU utilisation per app instance count (cells: the distinct cells the instances ran on, each counted once in the cores available):\n")
+		t.table("variant\tapp instances\tcells\tcores available\tused at most\tutilisation\tsteps", rows)
 	}
 	for _, v := range r.Variants {
 		if m := v.Memory; m != nil {
@@ -400,4 +401,24 @@ func sourceWords(src string) string {
 		return "the run's syslog drain (every line as it happened, no pull)"
 	}
 	return src + " (pulled after the run)"
+}
+
+// coveredAll is the CPUCovered below which a CPU figure says how much of its step it
+// rests on: counters interpolated to both edges of the window cover all of it.
+const coveredAll = 0.995
+
+// available is the CPU available to an app's instances as the scaling table shows it:
+// the cores and the cells they shared, each "unknown" where it is.
+func available(cores *float64, cells *int) string {
+	c := "unknown"
+	if cores != nil {
+		c = fmt.Sprintf("%.2f", *cores)
+	}
+	switch {
+	case cells == nil:
+		return c + " (cells unknown)"
+	case *cells == 1:
+		return c + " on 1 cell"
+	}
+	return fmt.Sprintf("%s on %d cells", c, *cells)
 }

@@ -220,6 +220,45 @@ WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3`, runID, variant, idx).S
 	return p, nil
 }
 
+// StepLoad is what became of the generator instances that joined a step.
+type StepLoad struct {
+	// Joined counts the instances that joined the step; Left those of them that
+	// stopped before its planned end (or, when asked, went silent before it).
+	Joined, Left int
+	// Ended, when every instance that joined left before the planned end, is when the
+	// last of them did: the step's load ended then. Zero otherwise.
+	Ended time.Time
+}
+
+// StepLoad reports how many instances that joined step idx of variant left before its
+// planned end, and when its load ended if all of them did. An instance left when it
+// stopped; with silent, also when it has sent no heartbeat for 10 s (its last one is
+// when it left: it died, or was killed before it could say so). silent is for a
+// database that has been reachable for a while: during an outage nobody heartbeats.
+func (s *Store) StepLoad(ctx context.Context, runID, variant string, idx int, silent bool) (StepLoad, error) {
+	var (
+		l     StepLoad
+		ended *time.Time
+	)
+	err := s.pool.QueryRow(ctx, `
+WITH gone AS (
+  SELECT st.ends_at, least(w.stopped_at,
+           CASE WHEN $4 AND w.heartbeat_at < clock_timestamp() - interval '10 seconds' THEN w.heartbeat_at END) AS at
+  FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id
+  JOIN steps st ON st.run_id = w.run_id AND st.variant = w.variant AND st.idx = ws.step
+  WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3)
+SELECT count(*), count(*) FILTER (WHERE at < ends_at),
+       CASE WHEN count(*) > 0 AND bool_and(coalesce(at < ends_at, false)) THEN max(at) END
+FROM gone`, runID, variant, idx, silent).Scan(&l.Joined, &l.Left, &ended)
+	if err != nil {
+		return l, fmt.Errorf("generator instances of step %d of %s: %w", idx+1, variant, err)
+	}
+	if ended != nil {
+		l.Ended = *ended
+	}
+	return l, nil
+}
+
 // LiveWorkers counts a variant's instances that sent a heartbeat in the last 3 s and
 // have not stopped.
 func (s *Store) LiveWorkers(ctx context.Context, runID, variant string) (int, error) {

@@ -70,15 +70,18 @@ type ReportStep struct {
 
 // ReportApp is a step_app_metrics row.
 type ReportApp struct {
-	Variant                                                       string
-	Idx                                                           int
-	Name, Role                                                    string
-	Instances                                                     int
-	CPUSource                                                     string
-	CPUPoints                                                     int
-	CPUCovered                                                    float64
-	CPUMeanCores, CPUMaxCores, CPUTotalCores, CoresAvailable, Mem *float64
-	MemMaxBytes, MemQuotaBytes                                    *int64
+	Variant                                  string
+	Idx                                      int
+	Name, Role                               string
+	Instances                                int
+	CPUSource                                string
+	CPUPoints                                int
+	CPUCovered                               float64
+	CPUMeanCores, CPUMaxCores, CPUTotalCores *float64
+	// Cells and CPUAvailableCores are AppStepMetrics'.
+	Cells                      *int
+	CPUAvailableCores, Mem     *float64
+	MemMaxBytes, MemQuotaBytes *int64
 }
 
 // SeriesPoint is one interval of a variant's step: K is the interval's number
@@ -239,7 +242,7 @@ ORDER BY st.variant, st.idx`, r.Run.ID)
 func readApps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	rows, err := tx.Query(ctx, `
 SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores, cpu_total_cores,
-       cores_available, mem_mean_bytes, mem_max_bytes, mem_quota_bytes
+       cells, cpu_available_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes
 FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`, r.Run.ID)
 	if err != nil {
 		return fmt.Errorf("read the step app metrics: %w", err)
@@ -247,7 +250,7 @@ FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`,
 	r.Apps, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReportApp, error) {
 		var a ReportApp
 		err := row.Scan(&a.Variant, &a.Idx, &a.Name, &a.Role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
-			&a.CPUMaxCores, &a.CPUTotalCores, &a.CoresAvailable, &a.Mem, &a.MemMaxBytes, &a.MemQuotaBytes)
+			&a.CPUMaxCores, &a.CPUTotalCores, &a.Cells, &a.CPUAvailableCores, &a.Mem, &a.MemMaxBytes, &a.MemQuotaBytes)
 		return a, err
 	})
 	if err != nil {

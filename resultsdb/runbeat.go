@@ -20,7 +20,8 @@ const (
 )
 
 // ErrRunNotRunning is returned by HeartbeatRun when the run is no longer running: it
-// was marked aborted (or finished) by another process.
+// was marked aborted (or finished) by another process; and by JoinRun for a run
+// that ended or whose process is gone.
 var ErrRunNotRunning = fmt.Errorf("run is no longer running")
 
 // HeartbeatRun marks run id alive. It fails with ErrRunNotRunning when the run is no

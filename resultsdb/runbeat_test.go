@@ -2,6 +2,7 @@ package resultsdb
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -55,5 +56,98 @@ func TestDeadRunLeavesALiveRunsGeneratorsAlone(t *testing.T) {
 	}
 	if d := byID[olderDead]; !slices.Equal(d.GeneratorApps, []string{"spec-gen-b", "spec-gen-c"}) || len(d.InUse) != 0 {
 		t.Errorf("older dead run: to scale down %q, in use %q; want spec-gen-b and spec-gen-c, none in use", d.GeneratorApps, d.InUse)
+	}
+}
+
+// TestAGeneratorJoinsOnlyALiveRun: a generator instance joins a running run whose
+// process heartbeats; a run that ended, or whose process is gone but nobody marked it
+// aborted yet, is refused with ErrRunNotRunning and gets no worker row. A run whose
+// process heartbeats again (it rode out an outage) is joined again.
+func TestAGeneratorJoinsOnlyALiveRun(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	newRun := func() string {
+		r, err := s.CreateRun(ctx, "spec", "spec.yml", "version: 1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	exec := func(sql, id string) {
+		if _, err := s.pool.Exec(ctx, sql, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	join := func(id string) error {
+		_, err := s.JoinRun(ctx, Worker{RunID: id, Variant: "v", AppName: "spec-gen-v"})
+		return err
+	}
+	live, ended, dead := newRun(), newRun(), newRun()
+	if err := s.FinishRun(ctx, ended, RunCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	exec(`UPDATE runs SET heartbeat_at = clock_timestamp() - interval '31 seconds' WHERE id = $1`, dead)
+	if err := join(live); err != nil {
+		t.Fatalf("join a live run: %v", err)
+	}
+	for name, id := range map[string]string{"ended": ended, "dead": dead, "unknown": "nosuchrun"} {
+		if err := join(id); !errors.Is(err, ErrRunNotRunning) {
+			t.Errorf("join the %s run: %v, want ErrRunNotRunning", name, err)
+		}
+	}
+	var rows int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM workers WHERE run_id <> $1`, live).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("%d workers registered for runs not running (%v), want 0", rows, err)
+	}
+	if err := s.HeartbeatRun(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	if err := join(dead); err != nil {
+		t.Errorf("join a run whose process heartbeats again: %v", err)
+	}
+}
+
+// TestStepLoadSaysWhenEveryGeneratorLeft: of two instances that joined a step, one
+// stopped before its planned end and one went silent (killed before it could say so).
+// Counting silence, both left and the step's load ended with the later; without (the
+// database just came back and nobody could heartbeat), only the stopped one left.
+func TestStepLoadSaysWhenEveryGeneratorLeft(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run, err := s.CreateRun(ctx, "spec", "spec.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 2, Started: now.Add(-time.Minute), WarmupUntil: now.Add(-time.Minute), Ends: now.Add(time.Minute)}
+	if err := s.StartStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	var ids [2]int32
+	for i := range ids {
+		if ids[i], err = s.JoinRun(ctx, Worker{RunID: run.ID, Variant: "v", AppName: "gen", InstanceIndex: i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.JoinStep(ctx, ids[i], &st, st.Started, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped, silent := now.Add(-40*time.Second), now.Add(-30*time.Second)
+	if _, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = $2, heartbeat_at = $2 WHERE id = $1`, ids[0], stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE workers SET heartbeat_at = $2 WHERE id = $1`, ids[1], silent); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.StepLoad(ctx, run.ID, "v", 0, true)
+	if err != nil || l.Joined != 2 || l.Left != 2 || !l.Ended.Equal(silent) {
+		t.Errorf("counting silence: %+v, %v; want 2 joined, 2 left, ended %s", l, err, silent)
+	}
+	l, err = s.StepLoad(ctx, run.ID, "v", 0, false)
+	if err != nil || l.Joined != 2 || l.Left != 1 || !l.Ended.IsZero() {
+		t.Errorf("not counting silence: %+v, %v; want 2 joined, 1 left, no end", l, err)
 	}
 }

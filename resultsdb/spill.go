@@ -1,11 +1,17 @@
 package resultsdb
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/sample"
 )
@@ -92,6 +98,103 @@ func (s *spillFile) Close() error {
 		err = rerr
 	}
 	return err
+}
+
+// spillPrefix begins the name of every spill file (SpillName).
+const spillPrefix = "cfbench-spill-"
+
+// SpillName is the file name of the spill file of worker of run runID.
+func SpillName(runID string, worker int32) string {
+	return fmt.Sprintf("%s%s-%d", spillPrefix, runID, worker)
+}
+
+// ParseSpillName reads the run and worker a spill file's name (SpillName) belongs to.
+func ParseSpillName(name string) (runID string, worker int32, ok bool) {
+	rest, found := strings.CutPrefix(name, spillPrefix)
+	i := strings.LastIndexByte(rest, '-')
+	if !found || i <= 0 {
+		return "", 0, false
+	}
+	id, err := strconv.ParseInt(rest[i+1:], 10, 32)
+	if err != nil || id <= 0 {
+		return "", 0, false
+	}
+	return rest[:i], int32(id), true
+}
+
+// ErrSpillInUse is returned by RecoverSpill for the spill file of a run still running:
+// its writer may be using it.
+var ErrSpillInUse = errors.New("its run is still running")
+
+// ErrNotOurSpill is returned by RecoverSpill for a spill file whose name is not one of
+// SpillName's or whose worker this database does not know for its run.
+var ErrNotOurSpill = errors.New("not a spill file of this results database")
+
+// RecoverSpill stores the samples left in the spill file at path by a writer whose
+// process stopped before the database came back, brings its worker's stored count up
+// to the worker's rows, and removes the file. Samples of the file stored before are
+// not stored twice; a record cut short by a crash is not a sample. It returns the
+// file's run and how many samples the file held; the file of a run still running is
+// left alone (ErrSpillInUse), and so is one this database does not know
+// (ErrNotOurSpill).
+func (s *Store) RecoverSpill(ctx context.Context, path string) (runID string, samples int, err error) {
+	runID, worker, ok := ParseSpillName(filepath.Base(path))
+	if !ok {
+		return "", 0, fmt.Errorf("%s: %w", path, ErrNotOurSpill)
+	}
+	var status RunStatus
+	err = s.pool.QueryRow(ctx, `SELECT r.status FROM workers w JOIN runs r ON r.id = w.run_id WHERE w.id = $1 AND w.run_id = $2`, worker, runID).Scan(&status)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return runID, 0, fmt.Errorf("%s: %w", path, ErrNotOurSpill)
+	case err != nil:
+		return runID, 0, fmt.Errorf("recover spill file %s: %w", path, err)
+	case status == RunRunning:
+		return runID, 0, fmt.Errorf("%s: %w", path, ErrSpillInUse)
+	}
+	samples, err = s.copySpill(ctx, path, worker)
+	return runID, samples, err
+}
+
+// copySpill stores the samples of the spill file at path for worker and removes it.
+func (s *Store) copySpill(ctx context.Context, path string, worker int32) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("recover spill file: %w", err)
+	}
+	defer f.Close()
+	const batch = 32 << 10
+	buf := make([]byte, batch*recordSize)
+	total := 0
+	for {
+		n, err := io.ReadFull(f, buf)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return total, fmt.Errorf("read spill file %s: %w", path, err)
+		}
+		samples := make([]sample.Sample, n/recordSize)
+		for i := range samples {
+			samples[i] = parseRecord(buf[i*recordSize:])
+		}
+		if len(samples) > 0 {
+			if err := s.CopySamples(ctx, worker, [][]sample.Sample{samples}); err != nil {
+				return total, fmt.Errorf("recover spill file %s: %w", path, err)
+			}
+		}
+		total += len(samples)
+		if n < len(buf) {
+			break
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE workers SET stored = (SELECT count(*) FROM samples WHERE worker_id = $1) WHERE id = $1`, worker); err != nil {
+		return total, fmt.Errorf("recover spill file %s: count the stored samples: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return total, fmt.Errorf("recover spill file: %w", err)
+	}
+	return total, nil
 }
 
 func appendRecord(b []byte, s *sample.Sample) []byte {

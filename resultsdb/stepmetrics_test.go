@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -63,14 +64,21 @@ func TestSumAppMetrics(t *testing.T) {
 			stat("web/0", from.Add(-time.Second), 0.99, 9000), stat("web/0", from, 0.2, 1000), stat("web/0", to, 0.6, 2000),
 			stat("web/0", to.Add(time.Second), 0.99, 9000), stat("web/1", from.Add(10*time.Second), 0.4, 3000),
 		}, CPUFromStats, 2, 0.4, 0.4, 0.8, 3, 0.5},
-		{"counters bracket the window", []metricRow{
-			counter("web/0", from.Add(-2*time.Second), 100), counter("web/0", from.Add(5*time.Second), 104),
-			counter("web/0", to.Add(2*time.Second), 124),       // 24 s of CPU over 24 s: one core
+		// Interpolated to the edges: web/0 used a core until from+4 s and nothing after, so 4
+		// of its CPU-seconds fall in the window's 20 s (0.2 cores); the readings bracketing
+		// the window would say 8 over 28 s.
+		{"counters interpolated to the window's edges", []metricRow{
+			counter("web/0", from.Add(-4*time.Second), 0), counter("web/0", from.Add(4*time.Second), 8),
+			counter("web/0", to.Add(4*time.Second), 8),
 			counter("web/1", from, 0), counter("web/1", to, 5), // a quarter of a core
-		}, CPUFromCounters, 2, 0.625, 1, 1.25, 5, 1},
+		}, CPUFromCounters, 2, 0.225, 0.25, 0.45, 5, 1},
 		{"counters only inside the window cover part of it", []metricRow{
 			counter("web/0", from.Add(5*time.Second), 10), counter("web/0", from.Add(15*time.Second), 15),
 		}, CPUFromCounters, 1, 0.5, 0.5, 0.5, 2, 0.5},
+		{"no reading after the window: the span stops at the last", []metricRow{
+			counter("web/0", from.Add(-2*time.Second), 0), counter("web/0", from.Add(2*time.Second), 2),
+			counter("web/0", from.Add(10*time.Second), 6),
+		}, CPUFromCounters, 1, 0.5, 0.5, 0.5, 3, 0.5},
 		{"a restart between the readings falls back to the sampled rate", []metricRow{
 			{instance: "web/0", at: from, cpuTimeNS: i(50e9), cpu: f(0.3)}, {instance: "web/0", at: to, cpuTimeNS: i(1e9), cpu: f(0.5)},
 		}, CPUFromStats, 1, 0.4, 0.4, 0.4, 2, 1},
@@ -80,7 +88,7 @@ func TestSumAppMetrics(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := SumAppMetrics(c.rows, from, to)
+			got := SumAppMetrics(c.rows, from, to, nil)
 			if got.CPUSource != c.source || got.Instances != c.inst || got.CPUPoints != c.points || !near(got.CPUCovered, c.covered) {
 				t.Fatalf("source %q, %d instances, %d points, covered %v; want %q, %d, %d, %v",
 					got.CPUSource, got.Instances, got.CPUPoints, got.CPUCovered, c.source, c.inst, c.points, c.covered)
@@ -96,12 +104,93 @@ func TestSumAppMetrics(t *testing.T) {
 			}
 		})
 	}
-	t.Run("memory inside the window", func(t *testing.T) {
-		got := SumAppMetrics(cases[1].rows, from, to)
-		if got.MemMeanBytes == nil || !near(*got.MemMeanBytes, 2000) || *got.MemMaxBytes != 3000 || *got.MemQuotaBytes != 1<<30 {
-			t.Fatalf("memory mean %v max %v quota %v; want 2000, 3000, 1 GiB", got.MemMeanBytes, got.MemMaxBytes, got.MemQuotaBytes)
+	// Memory is time-weighted per instance: web/0 rises from 1000 at from to 2000 at to
+	// (mean 1500; the 9000s outside the window do not count), web/1 has one reading
+	// (3000); the step's figure is the mean of the instances'.
+	t.Run("memory over the window", func(t *testing.T) {
+		got := SumAppMetrics(cases[1].rows, from, to, nil)
+		if got.MemMeanBytes == nil || !near(*got.MemMeanBytes, 2250) || *got.MemMaxBytes != 3000 || *got.MemQuotaBytes != 1<<30 {
+			t.Fatalf("memory mean %v max %v quota %v; want 2250, 3000, 1 GiB", got.MemMeanBytes, got.MemMaxBytes, got.MemQuotaBytes)
 		}
 	})
+	// Dense readings early in the window do not pull the mean towards them: 100 for the
+	// first 2 s (five readings), 400 for the last 18 s (two), with a straight line between.
+	t.Run("memory weighted by time, not by reading", func(t *testing.T) {
+		var rows []metricRow
+		for k := range 5 {
+			rows = append(rows, metricRow{instance: "web/0", at: from.Add(time.Duration(k) * 500 * time.Millisecond), mem: i(100)})
+		}
+		rows = append(rows, metricRow{instance: "web/0", at: from.Add(4 * time.Second), mem: i(400)},
+			metricRow{instance: "web/0", at: to.Add(time.Second), mem: i(400)})
+		got := SumAppMetrics(rows, from, to, nil)
+		// 2 s at 100, 2 s rising to 400 (mean 250), 16 s at 400: 8000/20 = 400 − (200+300·2)/20.
+		want := (2*100 + 2*250 + 16*400) / 20.0
+		if got.MemMeanBytes == nil || !near(*got.MemMeanBytes, want) || *got.MemMaxBytes != 400 {
+			t.Fatalf("memory mean %v max %v; want %v, 400", got.MemMeanBytes, got.MemMaxBytes, want)
+		}
+	})
+}
+
+// The CPU available is the cores of the distinct hosts the RUNNING instances were on in
+// the window (CC process stats), each host once; where a host's cores, or the hosts,
+// are unknown, so is the CPU available, and with no host at all the cells too.
+func TestSumAppMetricsCells(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	from, to := t0.Add(10*time.Second), t0.Add(30*time.Second)
+	i := func(v int64) *int64 { return &v }
+	// inst used cores on host: a stats poll in the middle of the window, Log Cache
+	// counters at its edges.
+	on := func(inst, host string, cores float64) []metricRow {
+		return []metricRow{
+			{instance: inst, at: from, source: SourceLogCache, cpuTimeNS: i(0)},
+			{instance: inst, at: from.Add(10 * time.Second), source: SourceStats, state: "RUNNING", host: host},
+			{instance: inst, at: to, source: SourceLogCache, cpuTimeNS: i(int64(cores * 20e9))},
+		}
+	}
+	join := func(rs ...[]metricRow) []metricRow { return slices.Concat(rs...) }
+	cores := map[string]float64{"127.0.1.1": 1, "127.0.1.2": 2}
+	cases := []struct {
+		name        string
+		rows        []metricRow
+		cells       int // -1: unknown
+		avail, util float64
+		perInstance float64 // -1: unknown
+	}{
+		{"three instances on one 1-core cell", join(on("web/0", "127.0.1.1", 0.3), on("web/1", "127.0.1.1", 0.3), on("web/2", "127.0.1.1", 0.3),
+			[]metricRow{{instance: "web/3", at: from.Add(time.Second), source: SourceStats, state: "CRASHED", host: "127.0.1.2"}}),
+			1, 1, 0.9, 1.0 / 3},
+		{"two instances on two cells", join(on("web/0", "127.0.1.1", 0.9), on("web/1", "127.0.1.2", 1.5)), 2, 3, 0.8, 1.5},
+		{"a cell of unknown cores", join(on("web/0", "127.0.1.1", 0.9), on("web/1", "10.0.0.7", 1)), 2, -1, -1, -1},
+		{"hosts from polls on either side of the window", join(
+			[]metricRow{{instance: "web/0", at: from.Add(-3 * time.Second), source: SourceStats, state: "RUNNING", host: "127.0.1.2"}},
+			[]metricRow{{instance: "web/0", at: from, source: SourceLogCache, cpuTimeNS: i(0)}, {instance: "web/0", at: to, source: SourceLogCache, cpuTimeNS: i(20e9)}},
+			[]metricRow{{instance: "web/0", at: to.Add(3 * time.Second), source: SourceStats, state: "RUNNING", host: "127.0.1.2"}}), 1, 2, 0.5, 2},
+		{"Log Cache rows only: no hosts", []metricRow{
+			{instance: "web/0", at: from, source: SourceLogCache, cpuTimeNS: i(0)}, {instance: "web/0", at: to, source: SourceLogCache, cpuTimeNS: i(10e9)},
+		}, -1, -1, -1, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := SumAppMetrics(c.rows, from, to, cores)
+			if c.cells < 0 {
+				if got.Cells != nil {
+					t.Errorf("cells %d; want unknown", *got.Cells)
+				}
+			} else if got.Cells == nil || *got.Cells != c.cells {
+				t.Errorf("cells %v; want %d", got.Cells, c.cells)
+			}
+			u, per := got.Utilisation(), got.CoresPerInstance()
+			if c.avail < 0 {
+				if got.CPUAvailableCores != nil || u != nil || per != nil {
+					t.Errorf("available %v, utilisation %v, per instance %v; want unknown", got.CPUAvailableCores, u, per)
+				}
+				return
+			}
+			if got.CPUAvailableCores == nil || !near(*got.CPUAvailableCores, c.avail) || u == nil || !near(*u, c.util) || per == nil || !near(*per, c.perInstance) {
+				t.Errorf("available %v, utilisation %v, per instance %v; want %v, %v, %v", got.CPUAvailableCores, u, per, c.avail, c.util, c.perInstance)
+			}
+		})
+	}
 }
 
 // The run-queue wait rests on the same counter readings as the CPU: per instance Δwait
@@ -122,13 +211,13 @@ func TestSumAppMetricsWait(t *testing.T) {
 	got := SumAppMetrics([]metricRow{
 		counter("web/0", from, 100, 50), counter("web/0", to, 110, 80), // 0.5 core run, 1.5 waited
 		counter("web/1", from, 0, 0), counter("web/1", to, 10, 10), // 0.5 run, 0.5 waited
-	}, from, to)
+	}, from, to, nil)
 	if got.CPUWaitCores == nil || !near(*got.CPUWaitCores, 1) || !near(*got.CPUWaitShare, 2.0/3) {
 		t.Fatalf("wait %v cores, share %v; want 1 per instance, 2/3 of the ready time", got.CPUWaitCores, got.CPUWaitShare)
 	}
 	got = SumAppMetrics([]metricRow{
 		counter("web/0", from, 100, 50), counter("web/0", to, 110, 80), counter("web/1", from, 0, -1), counter("web/1", to, 10, -1),
-	}, from, to)
+	}, from, to, nil)
 	if got.CPUWaitCores != nil || got.CPUWaitShare != nil || got.CPUMeanCores == nil {
 		t.Fatalf("one instance without the wait counter: wait %v, share %v, CPU %v; want no wait figures, the CPU", got.CPUWaitCores, got.CPUWaitShare, got.CPUMeanCores)
 	}

@@ -211,6 +211,8 @@ func (s *Store) PlannedStep(ctx context.Context, runID, variant string, idx int)
 }
 
 // EndStep records the end of a step and, when a stop condition fired, why the ramp ends.
+// ended is when it really ended: when its load did, if every generator left before
+// the planned end; a step's measured window ends at the earlier of the two.
 func (s *Store) EndStep(ctx context.Context, runID, variant string, idx int, ended time.Time, stopReason string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE steps SET ended_at = $4, stop_reason = $5 WHERE run_id = $1 AND variant = $2 AND idx = $3`,
 		runID, variant, idx, ended, stopReason)
@@ -241,11 +243,33 @@ type Worker struct {
 	Host          string
 }
 
-// RegisterWorker inserts w and returns its id, which goes into every trace id it sends.
+// RegisterWorker inserts w and returns its id, whatever the state of its run: for
+// records of runs as they were (fixtures, imports). A generator joins with JoinRun.
 func (s *Store) RegisterWorker(ctx context.Context, w Worker) (int32, error) {
+	return s.insertWorker(ctx, w, `INSERT INTO workers (run_id, variant, app_name, instance_index, instance_guid, host)
+		VALUES ($1,$2,$3,$4,$5,$6) RETURNING id`)
+}
+
+// JoinRun registers generator instance w for its run and returns its id, which goes
+// into every trace id it sends. It fails with ErrRunNotRunning, registering nothing,
+// when the run has ended or its process is gone (no run heartbeat for RunStaleAfter):
+// a generator that comes up after its run died, before anyone marked it aborted, must
+// not load the target for it.
+func (s *Store) JoinRun(ctx context.Context, w Worker) (int32, error) {
+	return s.insertWorker(ctx, w, `INSERT INTO workers (run_id, variant, app_name, instance_index, instance_guid, host)
+		SELECT r.id, $2, $3, $4, $5, $6 FROM runs r
+		WHERE r.id = $1 AND r.status = 'running' AND r.heartbeat_at >= clock_timestamp() - make_interval(secs => $7::float8)
+		RETURNING id`, RunStaleAfter.Seconds())
+}
+
+// insertWorker runs insert (w's fields as $1..$6, then more) and returns the new id.
+func (s *Store) insertWorker(ctx context.Context, w Worker, insert string, more ...any) (int32, error) {
 	var id int32
-	err := s.pool.QueryRow(ctx, `INSERT INTO workers (run_id, variant, app_name, instance_index, instance_guid, host) VALUES ($1,$2,$3,$4,$5,$6) RETURNING id`,
-		w.RunID, w.Variant, w.AppName, w.InstanceIndex, w.InstanceGUID, w.Host).Scan(&id)
+	args := append([]any{w.RunID, w.Variant, w.AppName, w.InstanceIndex, w.InstanceGUID, w.Host}, more...)
+	err := s.pool.QueryRow(ctx, insert, args...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("register worker %s/%d for run %s: %w", w.AppName, w.InstanceIndex, w.RunID, ErrRunNotRunning)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("register worker %s/%d: %w", w.AppName, w.InstanceIndex, err)
 	}

@@ -123,9 +123,9 @@ ON CONFLICT (run_id, variant, step) DO UPDATE SET seconds = EXCLUDED.seconds, co
 
 const insertAppStepSQL = `
 INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered,
-    cpu_mean_cores, cpu_max_cores, cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cores_available,
-    cpu_wait_cores, cpu_wait_share)
-VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)`
+    cpu_mean_cores, cpu_max_cores, cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cells,
+    cpu_available_cores, cpu_wait_cores, cpu_wait_share)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)`
 
 // storeStepMetrics writes m in one transaction, replacing what the step had.
 func (s *Store) storeStepMetrics(ctx context.Context, runID string, m *StepSummary) error {
@@ -149,7 +149,7 @@ func (s *Store) storeStepMetrics(ctx context.Context, runID string, m *StepSumma
 		for _, a := range m.Apps {
 			if _, err := tx.Exec(ctx, insertAppStepSQL, runID, m.Variant, m.Step, a.App, a.Role, a.Instances, a.CPUSource,
 				a.CPUPoints, a.CPUCovered, a.CPUMeanCores, a.CPUMaxCores, a.CPUTotalCores, a.MemMeanBytes, a.MemMaxBytes,
-				a.MemQuotaBytes, a.CoresAvailable, a.CPUWaitCores, a.CPUWaitShare); err != nil {
+				a.MemQuotaBytes, a.Cells, a.CPUAvailableCores, a.CPUWaitCores, a.CPUWaitShare); err != nil {
 				return err
 			}
 		}
@@ -171,7 +171,7 @@ WHERE m.run_id = $1 AND ($2 = '' OR m.variant = $2) AND ($3 < 0 OR m.step = $3)`
 
 const storedAppsSQL = `
 SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores,
-       cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cores_available, cpu_wait_cores, cpu_wait_share
+       cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cells, cpu_available_cores, cpu_wait_cores, cpu_wait_share
 FROM step_app_metrics
 WHERE run_id = $1 AND ($2 = '' OR variant = $2) AND ($3 < 0 OR step = $3)
 ORDER BY variant, step, role, app_name`
@@ -220,7 +220,7 @@ func (s *Store) storedSummaries(ctx context.Context, runID, variant string, idx 
 			a AppStepMetrics
 		)
 		if err := rows.Scan(&v, &i, &a.App, &a.Role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
-			&a.CPUMaxCores, &a.CPUTotalCores, &a.MemMeanBytes, &a.MemMaxBytes, &a.MemQuotaBytes, &a.CoresAvailable,
+			&a.CPUMaxCores, &a.CPUTotalCores, &a.MemMeanBytes, &a.MemMaxBytes, &a.MemQuotaBytes, &a.Cells, &a.CPUAvailableCores,
 			&a.CPUWaitCores, &a.CPUWaitShare); err != nil {
 			return nil, fmt.Errorf("read the app step metrics of run %s: %w", runID, err)
 		}

@@ -315,14 +315,15 @@ type GeneratorSaturation struct {
 	// of the mean latency and at least this long.
 	SendLagShare float64
 	SendLagMin   time.Duration
-	// CPUShare: trips when a generator instance used at least this share of the cores
-	// available to it (known on the local foundation or from the landscape).
+	// CPUShare: trips when the generator instances used together at least this share
+	// of the cores of the cells they ran on (known on the local foundation).
 	CPUShare float64
 }
 
 // Plateau judges a step that added load: trips when the throughput grew by less than
 // ServedBelow of the load's growth (0.25: a quarter of it) while the app's mean CPU per
-// instance stayed under AppCPUBelow cores. The limit is then outside the app (a proxy,
+// instance stayed under AppCPUBelow cores (instances with less than a core each, sharing
+// a cell: under AppCPUBelow of the cores available to them). The limit is then outside the app (a proxy,
 // the router, a pool, the network).
 type Plateau struct {
 	Level       CheckLevel

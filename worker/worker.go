@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/loadgen"
@@ -32,7 +33,7 @@ import (
 // later (the worker retries, a sample writer keeps its samples).
 type Backend interface {
 	Assignment(ctx context.Context, app string) (*resultsdb.Assignment, error)
-	RegisterWorker(ctx context.Context, w resultsdb.Worker) (int32, error)
+	JoinRun(ctx context.Context, w resultsdb.Worker) (int32, error)
 	Heartbeat(ctx context.Context, id int32, c resultsdb.WorkerCounters) error
 	JoinStep(ctx context.Context, id int32, st *resultsdb.Step, joined time.Time, late bool) error
 	FinishStep(ctx context.Context, id int32, step int, sent, missed uint64) error
@@ -118,8 +119,9 @@ func (w *Worker) Run(ctx context.Context) error { return lifecycle.Run(ctx, w) }
 
 func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 	var (
-		cur    *membership
-		broken string // a run this instance could not join; not retried
+		cur     *membership
+		broken  string // a run this instance could not join; not retried
+		refused string // a run the database said is not running; retried, said once
 	)
 	leave := func() error {
 		if cur == nil {
@@ -151,10 +153,19 @@ func (w *Worker) loop(ctx context.Context, stopping <-chan struct{}) error {
 			failures = 0
 			if a != nil && cur == nil && a.RunID != broken {
 				var again *retryJoin
-				if cur, err = w.join(ctx, a, offset); errors.As(err, &again) {
+				cur, err = w.join(ctx, a, offset)
+				switch {
+				case errors.Is(err, resultsdb.ErrRunNotRunning):
+					// Ended, or its process is gone. One that rode out an outage of
+					// the database heartbeats again within seconds: joined then.
+					if refused != a.RunID {
+						w.cfg.Logger.Info("not joining a run that is not running", "run", a.RunID, "err", err)
+						refused = a.RunID
+					}
+				case errors.As(err, &again):
 					// The database (or relay) did not answer: the next poll tries again.
 					w.cfg.Logger.Warn("join run; retrying", "run", a.RunID, "err", err)
-				} else if err != nil {
+				case err != nil:
 					w.cfg.Logger.Error("join run; waiting for the next one", "run", a.RunID, "err", err)
 					broken = a.RunID
 				}
@@ -225,9 +236,12 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, dbCallTimeout)
-	id, err := w.cfg.Store.RegisterWorker(rctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
+	id, err := w.cfg.Store.JoinRun(rctx, resultsdb.Worker{RunID: a.RunID, Variant: a.Variant, AppName: w.cfg.App,
 		InstanceIndex: w.cfg.Index, InstanceGUID: w.cfg.GUID, Host: w.cfg.Host})
 	cancel()
+	if errors.Is(err, resultsdb.ErrRunNotRunning) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, &retryJoin{err}
 	}
@@ -236,7 +250,7 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		opts.Logger = w.cfg.Logger
 	}
 	if w.cfg.SpillDir != "" {
-		opts.SpillPath = filepath.Join(w.cfg.SpillDir, fmt.Sprintf("cfbench-spill-%s-%d", a.RunID, id))
+		opts.SpillPath = filepath.Join(w.cfg.SpillDir, resultsdb.SpillName(a.RunID, id))
 	}
 	writer, err := w.cfg.Store.NewSampleWriter(id, opts)
 	if err != nil {
@@ -378,13 +392,30 @@ func (m *membership) leave(ctx context.Context, grace time.Duration) error {
 	}
 	m.abort()
 	m.gen.Close()
-	flushCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	err := m.writer.Close(flushCtx)
-	c := m.counters()
-	if serr := m.w.cfg.Store.StopWorker(flushCtx, m.id, c); serr != nil {
-		err = errors.Join(err, serr)
+	// The samples get the grace but a reserve: the final counters must get through
+	// too, so that the run knows exactly what was not stored.
+	reserve := min(grace/8, time.Second)
+	flushCtx, cancel := context.WithDeadline(ctx, deadline.Add(-reserve))
+	// A database that refuses at once (down, restarting) may be back within the grace.
+	retry := backoff.Backoff{First: 100 * time.Millisecond, Max: time.Second}
+	for m.writer.Flush(flushCtx) != nil && retry.Wait(flushCtx) {
 	}
-	m.log.Info("left run", "sent", c.Sent, "stored", c.Stored, "spilled", c.Spilled, "missed", c.Missed, "dropped", c.Dropped)
+	err := m.writer.Close(flushCtx)
+	cancel()
+	c := m.counters()
+	stopCtx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(reserve)))
+	defer cancel()
+	if !m.retry(stopCtx, nil, "record the final counters", m.last, func(ctx context.Context) error { return m.w.cfg.Store.StopWorker(ctx, m.id, c) }) {
+		err = errors.Join(err, fmt.Errorf("record the final counters of worker %d: %w", m.id, stopCtx.Err()))
+	}
+	m.log.Info("left run", "sent", c.Sent, "stored", c.Stored, "not_stored", c.Sent-min(c.Sent, c.Stored),
+		"spilled", c.Spilled, "missed", c.Missed, "dropped", c.Dropped)
 	return err
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

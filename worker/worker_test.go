@@ -2,13 +2,16 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/sample"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 	"github.com/jackc/pgx/v5"
 )
@@ -208,4 +211,44 @@ func TestRunEndReleasesTheInstance(t *testing.T) {
 	f.waitFor("the instance to stop", func() bool {
 		return f.int(`SELECT count(*) FROM workers WHERE run_id = $1 AND stopped_at IS NOT NULL AND sent = stored AND sent > 0`, f.run.ID) == 1
 	})
+}
+
+// noSamples is the results database with its samples out of reach: the plan, the
+// heartbeats and the final counters get through, every COPY fails, as for an instance
+// stopped in an outage that outlasts its grace while something (a relay) takes its
+// last word.
+type noSamples struct{ *resultsdb.Store }
+
+func (n noSamples) NewSampleWriter(worker int32, opts resultsdb.WriterOptions) (*resultsdb.SampleWriter, error) {
+	return resultsdb.NewSampleWriter(n, worker, opts)
+}
+
+func (noSamples) CopySamples(context.Context, int32, [][]sample.Sample) error {
+	return errors.New("connection refused")
+}
+
+// TestAnInstanceStoppedInAnOutageCountsWhatItLost: an instance that cannot store its
+// samples within its grace still records its final counters, so the run knows exactly
+// how many samples were lost (resultsdb.Loss), and its error says so too.
+func TestAnInstanceStoppedInAnOutageCountsWhatItLost(t *testing.T) {
+	f := newFixture(t, okServer(t).URL, closedLoop())
+	w := New(Config{Store: noSamples{f.store}, App: f.app, Host: "127.0.0.1", PollEvery: poll, SpillDir: t.TempDir(), Grace: time.Second})
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.live(1)
+	f.plan(0, time.Minute)
+	f.waitFor("samples sent", func() bool {
+		return f.int(`SELECT coalesce(sum(sent), 0) FROM workers WHERE run_id = $1`, f.run.ID) > 0
+	})
+	err := w.Close()
+	if err == nil || !strings.Contains(err.Error(), "samples not stored") {
+		t.Fatalf("Close: %v, want the samples not stored", err)
+	}
+	sent := f.int(`SELECT sent FROM workers WHERE run_id = $1 AND stopped_at IS NOT NULL`, f.run.ID)
+	l, lerr := f.store.Loss(context.Background(), f.run.ID, "v")
+	if lerr != nil || sent == 0 || l.Samples != sent || l.Workers != 1 || l.Silent != 0 || l.Running != 0 {
+		t.Fatalf("loss %+v (%v), the instance's final count of sent %d: want all of them lost, exactly", l, lerr, sent)
+	}
+	t.Logf("Close: %v; %s", err, l)
 }

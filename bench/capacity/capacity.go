@@ -403,7 +403,7 @@ type failing struct{ err error }
 func (f failing) Assignment(context.Context, string) (*resultsdb.Assignment, error) {
 	return nil, f.err
 }
-func (f failing) RegisterWorker(context.Context, resultsdb.Worker) (int32, error)  { return 0, f.err }
+func (f failing) JoinRun(context.Context, resultsdb.Worker) (int32, error)         { return 0, f.err }
 func (f failing) Heartbeat(context.Context, int32, resultsdb.WorkerCounters) error { return f.err }
 func (f failing) JoinStep(context.Context, int32, *resultsdb.Step, time.Time, bool) error {
 	return f.err

@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -156,7 +157,7 @@ func TestRootLinksTheRouter(t *testing.T) {
 
 // TestRootLinksLogCacheAndCells checks links.log_cache (standard: null without a Log
 // Cache, else its href) and the non-standard links.cfbench_cells (cores per isolation
-// segment, absent unless configured), and Authenticated, which the Log Cache asks.
+// segment and the hosts its instances report, absent unless configured), and Authenticated, which the Log Cache asks.
 func TestRootLinksLogCacheAndCells(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -168,7 +169,8 @@ func TestRootLinksLogCacheAndCells(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, err := New(Config{DataDir: t.TempDir(), Runtime: &fakeRuntime{specs: map[string]RunSpec{}}, User: "admin", Password: "pw",
-				Secret: []byte("secret"), LogCacheURL: c.logCache, CellCores: c.cores})
+				Secret: []byte("secret"), LogCacheURL: c.logCache, CellCores: c.cores,
+				CellHosts: map[string][]string{"apps": {"127.0.1.1"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +193,8 @@ func TestRootLinksLogCacheAndCells(t *testing.T) {
 			if get(lc, "href") != "http://127.0.0.1:4322" {
 				t.Errorf("log_cache = %v", lc)
 			}
-			if get(cells, "apps", "cores") != 1.0 || get(cells, "loadgen", "cores") != 2.0 {
+			if get(cells, "apps", "cores") != 1.0 || get(cells, "loadgen", "cores") != 2.0 ||
+				fmt.Sprint(get(cells, "apps", "hosts")) != "[127.0.1.1]" || get(cells, "loadgen", "hosts") != nil {
 				t.Errorf("cfbench_cells = %v", cells)
 			}
 			token := e.login("admin", "pw")

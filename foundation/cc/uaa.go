@@ -242,8 +242,8 @@ func (s *Server) Authenticated(authorization string) bool {
 }
 
 // root answers GET / with the links clients discover the API and UAA by, the Log
-// Cache, and the local router and cells' cores (cfbench_router, cfbench_cells, when
-// configured).
+// Cache, and the local router and cells' cores and hosts (cfbench_router,
+// cfbench_cells, when configured).
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
 		c := &call{s: s, w: w, r: r}
@@ -276,7 +276,11 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	if len(s.cfg.CellCores) > 0 {
 		cells := map[string]any{}
 		for name, cores := range s.cfg.CellCores {
-			cells[name] = map[string]any{"cores": cores}
+			cell := map[string]any{"cores": cores}
+			if hosts := s.cfg.CellHosts[name]; len(hosts) > 0 {
+				cell["hosts"] = hosts
+			}
+			cells[name] = cell
 		}
 		links["cfbench_cells"] = cells
 	}

@@ -177,6 +177,44 @@ func (c *Cells) Cores() map[string]float64 {
 	return out
 }
 
+// Addrs reports, per cell (isolation segment) name, the address its instances report as
+// their host in process stats (127.0.1.N for the Nth cell), as Diego reports its cell's
+// IP: a run tells by it which instances share a cell.
+func (c *Cells) Addrs() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for _, cl := range c.cells {
+		out[cl.name] = cl.addr
+	}
+	return out
+}
+
+// ErrNotIsolated is returned by CellCPU when the cells have no cgroups of their own.
+var ErrNotIsolated = errors.New("the cells are not isolated in cgroups")
+
+// CellCPU is the CPU time all instances of a cell (isolation segment) have used since it
+// was made, as the kernel charged the cell's cgroup: a measure of the cell's busy time
+// apart from the instances' own metrics. Without isolation it returns ErrNotIsolated.
+func (c *Cells) CellCPU(segment string) (time.Duration, error) {
+	c.mu.Lock()
+	var g *cgroup.Group
+	for _, cl := range c.cells {
+		if cl.name == segment {
+			g = cl.group
+		}
+	}
+	c.mu.Unlock()
+	if g == nil {
+		return 0, ErrNotIsolated
+	}
+	u, err := g.Usage()
+	if err != nil {
+		return 0, err
+	}
+	return u.CPU, nil
+}
+
 // Isolation reports whether instances run in cgroups, each cell's on its own CPUs
 // with memory limits and CPU shares. Without isolation, reason says why (not root,
 // no suitable hierarchy, Config.NoIsolation, not started); with it, reason names the

@@ -3,6 +3,7 @@
 package cells
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"sync"
@@ -114,12 +115,23 @@ func TestCores(t *testing.T) {
 	if got := c.Cores(); len(got) != 2 || got["apps"] != 4 || got["loadgen"] != 4 {
 		t.Errorf("without isolation: %v, want every one of 4 CPUs for both", got)
 	}
+	// Each cell has its own address, the host its instances report.
+	if got := c.Addrs(); len(got) != 2 || got["apps"] != "127.0.1.1" || got["loadgen"] != "127.0.1.2" {
+		t.Errorf("addresses %v, want apps 127.0.1.1 and loadgen 127.0.1.2", got)
+	}
 
 	cpus := availableCPUs(t)
 	e := startCells(t, func(c *Config) { c.Cells = []Cell{{"apps", cpus[:1]}, {"all", nil}} })
 	requireIsolation(t, e.c)
 	if got := e.c.Cores(); len(got) != 2 || got["apps"] != 1 || got["all"] != float64(len(cpus)) {
 		t.Errorf("with isolation: %v, want apps 1 and all %d", got, len(cpus))
+	}
+	// The cell's own cgroup counts its CPU time; a cell without a group has none.
+	if _, err := e.c.CellCPU("apps"); err != nil {
+		t.Errorf("CellCPU of an isolated cell: %v", err)
+	}
+	if _, err := c.CellCPU("apps"); !errors.Is(err, ErrNotIsolated) {
+		t.Errorf("CellCPU without isolation: %v, want ErrNotIsolated", err)
 	}
 }
 

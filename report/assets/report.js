@@ -235,9 +235,10 @@
     vs.forEach(function (v) {
       v.steps.forEach(function (s) {
         var a = s.app || {};
-        var avail = a.instances && a.cores_available !== undefined ? (a.instances * a.cores_available).toFixed(2) : "–";
+        var avail = a.instances === undefined ? "–" : (a.cpu_available_cores === undefined ? "unknown" : a.cpu_available_cores.toFixed(2)) +
+            (a.cells === undefined ? " (cells unknown)" : " on " + a.cells + (a.cells === 1 ? " cell" : " cells"));
         rows.push([v.name, s.step, load(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
-            (a.cpu_total_cores !== undefined && a.cpu_covered < 0.9 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
+            (a.cpu_total_cores !== undefined && a.cpu_covered < 0.995 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
           opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
           s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
       });
@@ -246,13 +247,13 @@
     rows = [];
     vs.forEach(function (v) {
       (v.utilisation || []).forEach(function (u) {
-        rows.push([v.name, u.app_instances, u.cores_available === undefined ? "unknown" : (100 * u.cores_available).toFixed(0) + "%",
+        rows.push([v.name, u.app_instances, u.cells === undefined ? "unknown" : u.cells, u.cores_available === undefined ? "unknown" : (100 * u.cores_available).toFixed(0) + "%",
           (100 * u.cpu_max_total_cores).toFixed(0) + "%", u.utilisation === undefined ? "–" : pct(u.utilisation), u.steps.join(", ")]);
       });
     });
     if (rows.length) {
       add(sec, "p", {}, "CPU utilisation per app instance count (CPU% as cf app shows it: 100% = one core):");
-      table(sec, ["variant", "app instances", "available", "used at most", "utilisation", "steps"], rows, "num");
+      table(sec, ["variant", "app instances", "cells", "available", "used at most", "utilisation", "steps"], rows, "num");
     }
     var memVs = vs.filter(function (v) { return v.memory; });
     if (memVs.length) {
