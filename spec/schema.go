@@ -37,7 +37,7 @@ func (d *decoder) spec(v value) *Spec {
 	s := &Spec{
 		Checks:     DefaultChecks(),
 		Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
-		Export:     Export{Dir: "results", Tables: slices.Clone(AllTables)},
+		Export:     Export{Dir: DefaultExportDir, Tables: slices.Clone(AllTables)},
 		Repeat:     1,
 	}
 	var manifests []value

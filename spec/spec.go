@@ -491,11 +491,17 @@ var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerStep
 
 // Export says where and what to export after a run.
 type Export struct {
-	// Dir is kept as written: it is relative to the working directory at run time.
+	// Dir is where a run's export directory (Dir/RUN_ID) goes: export.dir resolved
+	// against the spec's directory, as every path in a spec is; DefaultExportDir in the
+	// working directory when the spec has none.
 	Dir string
 	// Tables are plain strings because the export package takes them as such.
 	Tables []string
 }
+
+// DefaultExportDir is Export.Dir of a spec without export.dir: results/ in the
+// working directory, where cf-benchmark report and status look for results/RUN_ID.
+const DefaultExportDir = "results"
 
 // Variant returns the variant called name, or nil.
 func (s *Spec) Variant(name string) *Variant {
@@ -507,8 +513,9 @@ func (s *Spec) Variant(name string) *Variant {
 	return nil
 }
 
-// Load reads and validates the spec at path. Relative paths inside it are resolved
-// against the spec file's directory. A spec that does not validate gives an Errors.
+// Load reads and validates the spec at path. Every relative path inside it (a variant's
+// manifest, collectors.router_logs.path, export.dir) is resolved against the spec
+// file's directory. A spec that does not validate gives an Errors.
 func Load(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -540,6 +547,9 @@ func parse(d *decoder, data []byte, baseDir string) (*Spec, error) {
 	}
 	if rl := s.Collectors.RouterLogs; rl != nil && rl.Path != "" {
 		rl.Path = resolvePath(baseDir, rl.Path)
+	}
+	if _, given := s.pos["export.dir"]; given {
+		s.Export.Dir = resolvePath(baseDir, s.Export.Dir)
 	}
 	return s, nil
 }

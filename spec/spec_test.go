@@ -311,6 +311,46 @@ func TestParseRouterLogsFile(t *testing.T) {
 	}
 }
 
+// TestEveryPathIsRelativeToTheSpec: a manifest, the router-log file and export.dir
+// written relative are taken from the spec file's directory, not the working
+// directory; absolute ones stay; without export.dir the export goes to
+// DefaultExportDir in the working directory.
+func TestEveryPathIsRelativeToTheSpec(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "specs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	landscape := "landscape: {org: o, apps: {space: a}, generators: {space: g}}\nresults_db: {service_instance: r}\n"
+	text := strings.Replace(minimal, "    url: http://127.0.0.1:18080\n", "    manifest: ../manifests/app.yml\n", 1) + landscape +
+		"collectors:\n  router_logs: {source: file, path: logs/access.log}\n"
+	for _, tc := range []struct{ name, export, wantDir string }{
+		{"relative", "export: {dir: ../results}\n", filepath.Join(dir, "..", "results")},
+		{"absolute", "export: {dir: /srv/results}\n", "/srv/results"},
+		{"absent", "", DefaultExportDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".yml")
+			if err := os.WriteFile(file, []byte(text+tc.export), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Load(file)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if s.Export.Dir != tc.wantDir {
+				t.Errorf("export.dir = %q, want %q", s.Export.Dir, tc.wantDir)
+			}
+			if want := filepath.Join(dir, "..", "manifests", "app.yml"); s.Variants[0].Manifest != want {
+				t.Errorf("manifest = %q, want %q", s.Variants[0].Manifest, want)
+			}
+			if want := filepath.Join(dir, "logs", "access.log"); s.Collectors.RouterLogs.Path != want {
+				t.Errorf("router_logs.path = %q, want %q", s.Collectors.RouterLogs.Path, want)
+			}
+		})
+	}
+}
+
 func TestParseRouterLogsDrain(t *testing.T) {
 	t.Parallel()
 	text := strings.Replace(minimal, "    url: http://127.0.0.1:18080\n", "    manifest: app.yml\n", 1) +
@@ -438,8 +478,10 @@ func TestAliasBomb(t *testing.T) {
 func TestExamplesValidate(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("../examples/*.yml")
-	if err != nil || len(files) < 2 {
-		t.Fatalf("examples: %v %v", files, err)
+	nested, err2 := filepath.Glob("../examples/*/*.yml")
+	files = append(files, nested...)
+	if err != nil || err2 != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v %v", files, err, err2)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

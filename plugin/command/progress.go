@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/drain"
 	"github.com/cf-benchmark/cf-benchmark/engine"
@@ -18,6 +19,7 @@ var _ engine.SessionReporter = (*textReporter)(nil)
 
 func (r *textReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
 	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", run.ID, sp.Name, len(sp.Variants), len(sp.Levels()), repeats(sp))
+	fmt.Fprintf(r.env.Stdout, "export to %s\n", filepath.Join(sp.Export.Dir, run.ID))
 }
 
 // repeats is ", 3 repeats interleaved" for a spec that repeats its variants, else "".
