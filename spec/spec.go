@@ -41,9 +41,27 @@ type Spec struct {
 	// Limits bound the plan of a run; a run over them is refused before anything is
 	// pushed. Zero fields are unset.
 	Limits Limits
+	// Cleanup is what becomes of the apps the run pushed once it is over (CleanupStop
+	// when the spec does not say).
+	Cleanup Cleanup
 	// pos is where each field is in the file, for Errorf; nil for a Spec built in code.
 	pos map[string]position
 }
+
+// Cleanup says what a run does with the apps it pushed when it is over, whatever its
+// outcome. The generators are scaled to 0 and the relay stopped in every case, and the
+// tunnel app stays (status, export and collect-logs reach the results through it).
+type Cleanup string
+
+const (
+	// CleanupKeep leaves the apps under test running.
+	CleanupKeep Cleanup = "keep"
+	// CleanupStop stops the apps under test (the default): they take no CPU from the
+	// next run on their cell, and the next run of the spec starts them again.
+	CleanupStop Cleanup = "stop"
+	// CleanupDelete deletes the apps under test, the generator apps and the relay app.
+	CleanupDelete Cleanup = "delete"
+)
 
 // Limits are what a spec's run may hold at most: Duration under load (variants ×
 // levels × repeats × hold), and MemoryMB and Instances at its peak in both spaces together (the
@@ -304,6 +322,19 @@ type Checks struct {
 	// LayerOrder trips when a request's client, router and app times contradict each
 	// other (a layer took longer than the one around it).
 	LayerOrder LayerOrder
+	// Neighbours trips when apps that are not part of the run use CPU on the
+	// foundation, before the run or in a step.
+	Neighbours Neighbours
+}
+
+// Neighbours judges the apps beside the run's own: of the run's org on Cloud Foundry,
+// every app on the local foundation's cells. It trips when, together, those that used
+// at least CPUAbove cores each used it; apps named in Except (part of the system under
+// test though the run did not push them, e.g. a proxy's upstream) are left out.
+type Neighbours struct {
+	Level    CheckLevel
+	CPUAbove float64
+	Except   []string
 }
 
 // GeneratorSaturation judges the generators by their own signal: the send lag (how late
@@ -388,6 +419,7 @@ func DefaultChecks() Checks {
 		Stall:               Stall{Level: CheckWarn, Longest: time.Second, OmittedShare: 0.01},
 		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
 		LayerOrder:          LayerOrder{Level: CheckWarn, Above: 0.001},
+		Neighbours:          Neighbours{Level: CheckWarn, CPUAbove: 0.1},
 	}
 }
 

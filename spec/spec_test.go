@@ -58,6 +58,7 @@ func TestParseGood(t *testing.T) {
 				Checks:     DefaultChecks(),
 				Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
 				Export:     Export{Dir: "results", Tables: AllTables},
+				Cleanup:    CleanupStop,
 			}
 			s.pos = nil // where the fields are: TestErrorfPlacesAProblem…
 			if !reflect.DeepEqual(s, want) {
@@ -261,7 +262,8 @@ func TestParseEveryOptionalSection(t *testing.T) {
   warmup: 999ms
   stop: {p99_above: 500ms, error_rate_above: 1, plateau: 0.03}
 checks: {colocation: off, generator_saturation: off, plateau: {level: warn, served_below: 0.5, app_cpu_below: 2}, stall: {longest: 250ms},
-  contention: {wait_share: 0.6, waited_cores: 1.5, cpu_share: 0.7}}
+  contention: {wait_share: 0.6, waited_cores: 1.5, cpu_share: 0.7}, neighbours: {cpu_above: 0.25, except: [stub-fast, Upstream_1]}}
+cleanup: delete
 collectors:
   container_metrics: {interval: 1s}
   router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5,
@@ -282,7 +284,8 @@ export: {dir: out, tables: [steps, samples]}
 	wantChecks.Plateau.ServedBelow, wantChecks.Plateau.AppCPUBelow = 0.5, 2
 	wantChecks.Stall.Longest = 250 * time.Millisecond
 	wantChecks.Contention.WaitShare, wantChecks.Contention.WaitedCores, wantChecks.Contention.CPUShare = 0.6, 1.5, 0.7
-	if s.Checks != wantChecks {
+	wantChecks.Neighbours.CPUAbove, wantChecks.Neighbours.Except = 0.25, []string{"stub-fast", "Upstream_1"}
+	if !reflect.DeepEqual(s.Checks, wantChecks) {
 		t.Errorf("checks = %+v, want %+v", s.Checks, wantChecks)
 	}
 	wantC := Collectors{
@@ -293,6 +296,9 @@ export: {dir: out, tables: [steps, samples]}
 	}
 	if !reflect.DeepEqual(s.Collectors, wantC) {
 		t.Errorf("collectors = %+v %+v", s.Collectors, s.Collectors.RouterLogs)
+	}
+	if s.Cleanup != CleanupDelete {
+		t.Errorf("cleanup = %q, want delete", s.Cleanup)
 	}
 	if !reflect.DeepEqual(s.Export, Export{Dir: "out", Tables: []string{TableSteps, TableSamples}}) {
 		t.Errorf("export = %+v", s.Export)
@@ -580,6 +586,9 @@ func checkInvariants(t *testing.T, s *Spec) {
 	}
 	if n := len(s.Variants); n < 1 || n > maxVariants {
 		fail("%d variants", n)
+	}
+	if s.Cleanup != CleanupKeep && s.Cleanup != CleanupStop && s.Cleanup != CleanupDelete {
+		fail("cleanup %q", s.Cleanup)
 	}
 	names := map[string]bool{}
 	for _, v := range s.Variants {
