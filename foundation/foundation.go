@@ -293,7 +293,8 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The cgroup root is named after the state dir, so two foundations never share one.
 	// Every sample's container metrics go to the Log Cache, as Diego's rep sends them.
 	f.logs = logcache.NewStore(0)
-	// Instances run as InstanceUser in copies of their droplets, and a start after a
+	// Instances run each as a user of their own (staging as InstanceUser) in copies of
+	// their droplets, and a start after a
 	// kill -9 stops those the killed foundation left (recorded in run/) and drops
 	// their directories.
 	if f.containers, err = freshDir(filepath.Join(os.TempDir(), "cfbench-instances-"+hashOf(dir))); err != nil {

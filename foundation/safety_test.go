@@ -72,7 +72,7 @@ func pushBinary(t *testing.T, info Info, bits []byte, name, command string) stri
 // appsCannotReachTheSecrets pushes an app that tries to read the foundation's
 // settings (admin password, token-signing secret), the API's state, the services'
 // Postgres password and the logs, to list the state dir, and to bind every address;
-// it reports what worked in its log. What it reaches is what the README says ("What
+// it reports what worked in its log. What it reaches is what docs/local-foundation.md says ("What
 // an app can reach").
 func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	if os.Geteuid() != 0 {
@@ -94,6 +94,15 @@ func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	}
 	probe.WriteString(`if node -e "require('net').createServer().listen(0,'0.0.0.0',()=>process.exit(0)).on('error',()=>process.exit(1))"; ` +
 		`then echo "probe bind 0.0.0.0: open"; else echo "probe bind 0.0.0.0: closed"; fi; `)
+	// Another app's environment (its service credentials; a run's tunnel secrets): an
+	// app holding a secret runs first, and the prober looks for it in every process's.
+	secret := fmt.Sprintf("cfbench-probe-secret-%d", time.Now().UnixNano())
+	pushBinary(t, info, bits, "holder", "CFBENCH_PROBE_SECRET="+secret+" exec ./cfbench-stub")
+	fmt.Fprintf(&probe, `if cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -q '^CFBENCH_PROBE_SECRET=%s'; `+
+		`then echo "probe read another app's environment: open"; else echo "probe read another app's environment: closed"; fi; `+
+		// The control: the same reading of its own environment works.
+		`if cat /proc/$$/environ 2>/dev/null | tr '\0' '\n' | grep -q '^HOME='; then echo "probe read its own environment: open"; `+
+		`else echo "probe read its own environment: closed"; fi; `, secret)
 	probe.WriteString(`echo "probe uid: $(id -u)"; touch "$HOME/w" "$TMPDIR/w" && echo "probe write home: open"; exec ./cfbench-stub`)
 	guid := pushBinary(t, info, bits, "prober", probe.String())
 
@@ -105,10 +114,11 @@ func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	for _, m := range regexp.MustCompile(`probe (.+): (\S+)`).FindAllStringSubmatch(string(b), -1) {
 		got[m[1]] = m[2]
 	}
-	want := map[string]string{"bind 0.0.0.0": "open", "write home": "open"} // README: no network namespace
+	want := map[string]string{"bind 0.0.0.0": "open", "write home": "open"} // docs/local-foundation.md: no network namespace
 	for _, p := range secrets {
 		want["read "+p] = "closed"
 	}
+	want["read another app's environment"], want["read its own environment"] = "closed", "open"
 	for _, d := range dirs {
 		want["list "+d] = "closed"
 	}
@@ -120,7 +130,7 @@ func appsCannotReachTheSecrets(t *testing.T, f *Foundation, bits []byte) {
 	if got["uid"] == "0" || got["uid"] == "" {
 		t.Errorf("the app runs as uid %q, want an unprivileged user", got["uid"])
 	}
-	if !strings.Contains(info.Isolation, "instances run as user "+InstanceUser) {
+	if !strings.Contains(info.Isolation, "a user of their own") || !strings.Contains(info.Isolation, "staging as user "+InstanceUser) {
 		t.Errorf("Info.Isolation = %q, want it to say whom instances run as", info.Isolation)
 	}
 	// No secret in any file of the state dir but the settings.

@@ -13,14 +13,16 @@ import (
 
 // The state directory holds the admin password and the token-signing secret
 // (foundation.json), the API's state with service credentials (cc/), the droplets and
-// the logs. App instances run as another user (InstanceUser) and must reach none of it:
+// the logs. App instances run as other users (each its own; staging as InstanceUser) and
+// must reach none of it:
 // the directory is 0711, which lets the services' Postgres, running as its own user,
 // through to its data in pg/ (pgserver keeps that closed to others), and everything
 // else in it is its owner's alone (0700 directories, 0600 files). Instances work in
 // copies of their droplets outside it (package cells).
 
-// InstanceUser is the user app instances run as when the foundation runs as root;
-// cells creates it if it does not exist.
+// InstanceUser is the user apps are staged as when the foundation runs as root (each
+// instance then runs as a user of its own, see package cells); cells creates it if it
+// does not exist.
 const InstanceUser = "cfbench-app"
 
 // stateDirMode lets other users through the state directory, not read it.

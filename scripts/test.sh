@@ -13,7 +13,8 @@
 #   - the sample apps' own tests (scripts/test-apps.sh), their output shown when done.
 # Stage 2, alone: the end-to-end runs that judge their own measurements (a clean run must
 # trip no check). Beside the other jobs a 2-core host is contended, and the contention
-# and plateau checks would rightly say so.
+# and plateau checks would rightly say so. The host is checked first
+# (scripts/lib/hostcheck.sh): a failure on a host busy with other work says so.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
@@ -47,4 +48,10 @@ if [ ${#failed[@]} -gt 0 ]; then
 fi
 
 echo "--- the measured end-to-end runs, alone"
-$go test -count=1 -timeout 20m -run "$measured" ./e2e
+# shellcheck source=scripts/lib/hostcheck.sh
+. scripts/lib/hostcheck.sh
+host_check 3
+if ! $go test -count=1 -timeout 20m -run "$measured" ./e2e; then
+	echo "test: failed: the measured end-to-end runs${HOST_CHECK_LINE:+ ($HOST_CHECK_LINE)}" >&2
+	exit 1
+fi

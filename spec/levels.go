@@ -7,7 +7,7 @@ import (
 )
 
 // LevelKind is what the steps of a ramp vary. A ramp has exactly one kind; a spec names
-// it by the key that lists its levels (docs in README, "Load levels").
+// it by the key that lists its levels (docs/spec.md, "Load levels").
 type LevelKind string
 
 // The level kinds.

@@ -551,3 +551,73 @@ func (s *Server) v2(w http.ResponseWriter, r *http.Request) {
 	c := &call{s: s, w: w, r: r}
 	c.json(ce.status, map[string]any{"description": ce.Detail, "error_code": ce.Title, "code": ce.Code})
 }
+
+func (s *Server) getJob(c *call) error {
+	var j *Job
+	s.st.read(func(st *State) { j = st.Jobs[c.r.PathValue("guid")] })
+	if j == nil {
+		return notFound("Job")
+	}
+	return c.json(http.StatusOK, s.renderJob(j))
+}
+
+func (s *Server) emptyList(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	return paginate(c, q, []any{}, func(any) string { return "" }, func(any) time.Time { return time.Time{} }, func(v any) any { return v }, nil)
+}
+
+// toOneBody is a to-one relationship request: {"data": {"guid": "…"}} or {"data": null}.
+type toOneBody struct {
+	Data *struct {
+		GUID *string `json:"guid"`
+	} `json:"data"`
+}
+
+func relData(guid string) any {
+	if guid == "" {
+		return nil
+	}
+	return obj{"guid": guid}
+}
+
+// routes registers every endpoint: each resource's file registers its own. Patterns use the method and wildcards of
+// net/http's ServeMux; anything else gets CC's "Unknown request".
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/", s.root)
+	s.mux.HandleFunc("POST /oauth/token", s.tokens)
+	s.mux.HandleFunc("GET /login", s.loginInfo)
+	s.mux.HandleFunc("GET /info", s.loginInfo)
+	s.mux.HandleFunc("GET /v3", func(w http.ResponseWriter, r *http.Request) { s.v3root(&call{s: s, w: w, r: r}) })
+	s.handle("/v3/", func(c *call) error { return errUnknownRequest })
+	s.mux.HandleFunc("/v2/", s.v2)
+
+	s.handle("GET /v3/jobs/{guid}", s.getJob)
+	s.orgRoutes()
+	s.domainRoutes()
+	s.segmentRoutes()
+	s.spaceRoutes()
+	s.manifestRoutes()
+	s.appRoutes()
+	s.envRoutes()
+	s.processRoutes()
+	s.routesRoutes()
+	s.dropletRoutes()
+	s.packageRoutes()
+	s.resourceMatchRoutes()
+	s.manifestDiffRoutes()
+	s.buildRoutes()
+	s.auditEventRoutes()
+	s.serviceRoutes()
+	s.landscapeRoutes()
+	s.metadataRoutes()
+	s.envGroupRoutes()
+	s.userProvidedRoutes()
+	s.roleRoutes()
+	s.featureFlagRoutes()
+	s.deploymentRoutes()
+	s.quotaRoutes()
+}

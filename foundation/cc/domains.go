@@ -9,6 +9,10 @@ import (
 )
 
 func (s *Server) domainRoutes() {
+	s.handle("GET /v3/organizations/{guid}/domains/default", s.defaultDomain)
+	s.handle("GET /v3/domains", s.listDomains)
+	s.handle("GET /v3/domains/{guid}", s.getDomain)
+	s.handle("GET /v3/organizations/{guid}/domains", s.orgDomains)
 	s.handle("POST /v3/domains", s.createDomain)
 	s.handle("DELETE /v3/domains/{guid}", s.deleteDomain)
 }
@@ -87,4 +91,62 @@ func (s *Server) deleteDomain(c *call) error {
 		return err
 	}
 	return c.job("domain.delete", nil)
+}
+
+func (s *Server) defaultDomain(c *call) error {
+	var d *Domain
+	s.st.read(func(st *State) {
+		if st.Orgs[c.r.PathValue("guid")] != nil {
+			for _, x := range sorted(st.Domains, func(d *Domain) time.Time { return d.Created }, func(d *Domain) string { return d.GUID }) {
+				d = x
+				break
+			}
+		}
+	})
+	if d == nil {
+		return notFound("Domain")
+	}
+	return c.json(http.StatusOK, s.renderDomain(d))
+}
+
+func (s *Server) listDomains(c *call) error { return s.domains(c, "") }
+
+// domains lists the domains (those org may use, when set).
+func (s *Server) domains(c *call, org string) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var out []*Domain
+	s.st.read(func(st *State) {
+		for _, d := range sorted(st.Domains, func(d *Domain) time.Time { return d.Created }, func(d *Domain) string { return d.GUID }) {
+			// organization_guids: the domains these orgs own.
+			orgs := q.list("organization_guids")
+			if q.match("names", d.Name) && q.match("guids", d.GUID) && (orgs == nil || slices.Contains(orgs, d.OrgGUID)) &&
+				(org == "" || d.visibleTo(org)) && q.labels(d.Metadata) {
+				out = append(out, clone(d))
+			}
+		}
+	})
+	return paginate(c, q, out, func(d *Domain) string { return d.Name }, func(d *Domain) time.Time { return d.Created }, s.renderDomain, nil)
+}
+
+func (s *Server) getDomain(c *call) error {
+	var d *Domain
+	s.st.read(func(st *State) { d = st.Domains[c.r.PathValue("guid")] })
+	if d == nil {
+		return notFound("Domain")
+	}
+	return c.json(http.StatusOK, s.renderDomain(d))
+}
+
+// orgDomains lists the domains an org may use: the shared ones, its private ones and
+// those shared with it.
+func (s *Server) orgDomains(c *call) error {
+	var found bool
+	s.st.read(func(st *State) { found = st.Orgs[c.r.PathValue("guid")] != nil })
+	if !found {
+		return notFound("Organization")
+	}
+	return s.domains(c, c.r.PathValue("guid"))
 }

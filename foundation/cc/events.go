@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// auditEventRoutes registers the endpoints of audit events.
+func (s *Server) auditEventRoutes() {
+	s.handle("GET /v3/audit_events", s.listAuditEvents)
+	s.handle("GET /v3/audit_events/{guid}", s.getAuditEvent)
+}
+
 // Audit events (GET /v3/audit_events, `cf events`) and the lines Cloud Controller
 // writes to an app's log (staging output, crash notes), as CC records and sends them.
 

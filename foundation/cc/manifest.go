@@ -13,6 +13,11 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/bytesize"
 )
 
+// manifestRoutes registers the endpoints of applying a manifest.
+func (s *Server) manifestRoutes() {
+	s.handle("POST /v3/spaces/{guid}/actions/apply_manifest", s.applyManifest)
+}
+
 // manifest is the part of an app manifest the local foundation applies. Keys it does
 // not know are ignored, as CC ignores keys it has no use for.
 type manifest struct {

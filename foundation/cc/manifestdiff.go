@@ -16,6 +16,12 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/bytesize"
 )
 
+// manifestDiffRoutes registers the endpoints of an app's manifest and manifest diffs.
+func (s *Server) manifestDiffRoutes() {
+	s.handle("GET /v3/apps/{guid}/manifest", s.getAppManifest)
+	s.handle("POST /v3/spaces/{guid}/manifest_diff", s.manifestDiff)
+}
+
 // The manifest diff (POST /v3/spaces/:guid/manifest_diff) and the app manifest
 // (GET /v3/apps/:guid/manifest): what `cf push` shows before it applies a manifest,
 // and what `cf create-app-manifest` writes.

@@ -16,6 +16,11 @@ import (
 	"strings"
 )
 
+// resourceMatchRoutes registers the endpoints of resource matches.
+func (s *Server) resourceMatchRoutes() {
+	s.handle("POST /v3/resource_matches", s.resourceMatches)
+}
+
 // The resource pool: app files CC has seen in uploaded packages, by SHA-1, so that a
 // push uploads only the files CC does not hold yet (POST /v3/resource_matches, then
 // the package upload's "resources" field). As CC's default resource_pool settings,

@@ -14,6 +14,8 @@ import (
 // destination's guid is derived from its route and app, so that it needs no storage.
 
 func (s *Server) routesRoutes() {
+	s.handle("GET /v3/apps/{guid}/routes", s.listAppRoutes)
+	s.handle("GET /v3/routes", s.listRoutes)
 	s.handle("POST /v3/routes", s.createRoute)
 	s.handle("GET /v3/routes/{guid}", s.getRoute)
 	s.handle("DELETE /v3/routes/{guid}", s.deleteRoute)
@@ -21,19 +23,6 @@ func (s *Server) routesRoutes() {
 	s.handle("POST /v3/routes/{guid}/destinations", s.addDestinations)
 	s.handle("DELETE /v3/routes/{guid}/destinations/{dest}", s.removeDestination)
 	s.handle("GET /v3/service_route_bindings", s.listRouteBindings)
-	s.handle("GET /v3/domains/{guid}", s.getDomain)
-	s.handle("GET /v3/organizations/{guid}/domains", s.orgDomains)
-	s.handle("GET /v3/organizations/{guid}/relationships/default_isolation_segment", s.getOrgSegment)
-}
-
-func (s *Server) getOrgSegment(c *call) error {
-	var o *Org
-	s.st.read(func(st *State) { o = st.Orgs[c.r.PathValue("guid")] })
-	if o == nil {
-		return notFound("Organization")
-	}
-	return c.json(http.StatusOK, obj{"data": relData(o.DefaultIsolationSegment),
-		"links": obj{"self": link(s, "/v3/organizations/"+o.GUID+"/relationships/default_isolation_segment")}})
 }
 
 func destinationGUID(route, app string) string { return stableGUID("destination", route, app) }
@@ -238,22 +227,49 @@ func (s *Server) removeDestination(c *call) error {
 // the local router forwards to no route service.
 func (s *Server) listRouteBindings(c *call) error { return s.emptyList(c) }
 
-func (s *Server) getDomain(c *call) error {
-	var d *Domain
-	s.st.read(func(st *State) { d = st.Domains[c.r.PathValue("guid")] })
-	if d == nil {
-		return notFound("Domain")
+func (s *Server) listAppRoutes(c *call) error {
+	var found bool
+	s.st.read(func(st *State) { found = st.Apps[c.r.PathValue("guid")] != nil })
+	if !found {
+		return notFound("App")
 	}
-	return c.json(http.StatusOK, s.renderDomain(d))
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	return s.routeList(c, q, c.r.PathValue("guid"))
 }
 
-// orgDomains lists the domains an org may use: the shared ones, its private ones and
-// those shared with it.
-func (s *Server) orgDomains(c *call) error {
-	var found bool
-	s.st.read(func(st *State) { found = st.Orgs[c.r.PathValue("guid")] != nil })
-	if !found {
-		return notFound("Organization")
+func (s *Server) listRoutes(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
 	}
-	return s.domains(c, c.r.PathValue("guid"))
+	return s.routeList(c, q, "")
+}
+
+func (s *Server) routeList(c *call, q *query, app string) error {
+	var (
+		out    []*Route
+		render func(*Route) any
+	)
+	s.st.read(func(st *State) {
+		for _, r := range sorted(st.Routes, func(r *Route) time.Time { return r.Created }, func(r *Route) string { return r.GUID }) {
+			appOK := q.list("app_guids") == nil
+			for _, g := range q.list("app_guids") {
+				appOK = appOK || slices.Contains(r.Apps, g)
+			}
+			if (app == "" || slices.Contains(r.Apps, app)) && appOK && q.match("space_guids", r.SpaceGUID) && q.match("hosts", r.Host) &&
+				q.match("domain_guids", r.DomainGUID) && q.match("guids", r.GUID) && q.match("paths", r.Path) && q.labels(r.Metadata) {
+				cp := *r
+				out = append(out, &cp)
+			}
+		}
+		urls := map[string]string{}
+		for _, r := range out {
+			urls[r.GUID] = st.routeURL(r)
+		}
+		render = func(r *Route) any { return s.renderRoute(r, urls[r.GUID]) }
+	})
+	return paginate(c, q, out, func(r *Route) string { return r.Host }, func(r *Route) time.Time { return r.Created }, render, nil)
 }

@@ -11,6 +11,23 @@ import (
 	"time"
 )
 
+// serviceRoutes registers the endpoints of service offerings, plans, instances and credential bindings.
+func (s *Server) serviceRoutes() {
+	s.handle("GET /v3/service_offerings", s.listOfferings)
+	s.handle("GET /v3/service_offerings/{guid}", s.getOffering)
+	s.handle("GET /v3/service_plans", s.listPlans)
+	s.handle("GET /v3/service_plans/{guid}", s.getPlan)
+	s.handle("GET /v3/service_instances", s.listServiceInstances)
+	s.handle("POST /v3/service_instances", s.createServiceInstance)
+	s.handle("GET /v3/service_instances/{guid}", s.getServiceInstance)
+	s.handle("DELETE /v3/service_instances/{guid}", s.deleteServiceInstance)
+	s.handle("GET /v3/service_credential_bindings", s.listBindings)
+	s.handle("POST /v3/service_credential_bindings", s.createBinding)
+	s.handle("GET /v3/service_credential_bindings/{guid}", s.getBinding)
+	s.handle("GET /v3/service_credential_bindings/{guid}/details", s.bindingDetails)
+	s.handle("DELETE /v3/service_credential_bindings/{guid}", s.deleteBinding)
+}
+
 // The broker's catalog gets stable guids derived from names, so that they survive
 // restarts without being stored.
 const brokerName = "cf-benchmark-local"
@@ -99,6 +116,32 @@ func (s *Server) listOfferings(c *call) error {
 		}
 	}
 	return paginate(c, q, out, func(o Offering) string { return o.Name }, func(Offering) time.Time { return epoch }, s.renderOffering, nil)
+}
+
+// getOffering answers one offering by guid, as the Terraform provider's
+// cloudfoundry_service_offering data source and `cf service` read it.
+func (s *Server) getOffering(c *call) error {
+	guid := c.r.PathValue("guid")
+	for _, o := range s.catalog() {
+		if offeringGUID(o) == guid {
+			return c.json(http.StatusOK, s.renderOffering(o))
+		}
+	}
+	return notFound("Service offering")
+}
+
+// getPlan answers one plan by guid, as the Terraform provider looks up the plan of a
+// managed service instance it creates or reads.
+func (s *Server) getPlan(c *call) error {
+	guid := c.r.PathValue("guid")
+	for _, o := range s.catalog() {
+		for _, p := range o.Plans {
+			if planGUID(o, p) == guid {
+				return c.json(http.StatusOK, s.renderPlan(o, p))
+			}
+		}
+	}
+	return notFound("Service plan")
 }
 
 type planRef struct {

@@ -389,7 +389,9 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		"{job}":         job,
 		"{quota}": e.must(201, "POST", "/v3/organization_quotas", map[string]any{"name": "q", "apps": map[string]any{"total_memory_in_mb": 1024},
 			"relationships": map[string]any{"organizations": map[string]any{"data": []any{map[string]any{"guid": e.must(201, "POST", "/v3/organizations", map[string]any{"name": "quota-org"})["guid"]}}}}})["guid"].(string),
-		"{ups}": ups,
+		"{ups}":      ups,
+		"{plan}":     plan,
+		"{offering}": first(e.must(200, "GET", "/v3/service_offerings?names=postgres", nil))["guid"].(string),
 	}
 	var pairs []string
 	for k, v := range guids {
@@ -443,6 +445,10 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "GET", path: "/v3/domains", shape: "domain", list: true},
 		{method: "GET", path: "/v3/service_offerings", shape: "service_offering", list: true},
 		{method: "GET", path: "/v3/service_plans", shape: "service_plan", list: true},
+		{method: "GET", path: "/v3/service_plans/{plan}", shape: "service_plan"},
+		{method: "GET", path: "/v3/service_plans/{space}", status: 404, shape: "error"},
+		{method: "GET", path: "/v3/service_offerings/{offering}", shape: "service_offering"},
+		{method: "GET", path: "/v3/service_offerings/{space}", status: 404, shape: "error"},
 		{method: "GET", path: "/v3/service_instances/{instance}", shape: "service_instance"},
 		{method: "GET", path: "/v3/service_instances?type=managed", shape: "service_instance", list: true},
 		{method: "GET", path: "/v3/service_instances/{ups}", shape: "user_provided_service_instance"},

@@ -137,7 +137,8 @@ type Config struct {
 	Clock  func() time.Time
 	// OnMetrics, if set, receives the container metrics of every instance with a live
 	// process after each sample (every StatsInterval), as Diego's rep emits them to
-	// Loggregator. It is called from the sampler goroutine, never under a lock, and
+	// Loggregator; an instance whose program has not begun (no memory charged yet)
+	// has no reading until it has. It is called from the sampler goroutine, never under a lock, and
 	// must not block for long.
 	OnMetrics func([]ContainerMetrics)
 	// OnEvent, if set, is called on every instance state change, in order per
@@ -241,7 +242,8 @@ type Cells struct {
 	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
 	tmpRoot  string
 	ownTmp   bool
-	cred     *osproc.Credential // whom instances run as; nil: this process's user
+	cred     *osproc.Credential // whom staging runs as; nil: this process's user
+	uids     uidPool            // with cred, each running instance's own user
 	orphans  int                // instances of a killed earlier run that Start stopped
 	started  bool
 	closed   bool

@@ -143,11 +143,15 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	c.mu.Unlock()
 	containerDir := filepath.Join(tmpRoot, in.spec.ProcessGUID, fmt.Sprintf("%d-%s", in.index, guid))
 	defer os.RemoveAll(containerDir)
-	logw, closeLog := in.openLog(".log")
+	// The instance's own user, as each Garden container has one; released last, once
+	// its processes and files are gone.
+	cred := c.instanceUser()
+	defer c.releaseUser(cred)
+	logw, closeLog := in.openLog(".log", cred)
 	defer closeLog()
-	errw, closeErr := in.openLog(".err")
+	errw, closeErr := in.openLog(".err", cred)
 	defer closeErr()
-	workDir, tmpDir, err := c.prepareContainer(containerDir, in.spec.Dir)
+	workDir, tmpDir, err := c.prepareContainer(containerDir, in.spec.Dir, cred)
 	if err != nil {
 		d := "failed to create container: " + err.Error()
 		in.cellLog(logw, "%s", d)
@@ -192,7 +196,7 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	}
 	// Own process group: stop signals reach every child (npm → sh → node). The first
 	// process dies with this one (see sandbox.go for the rest).
-	cmd.SysProcAttr = osproc.Group(c.cred, syscall.SIGKILL)
+	cmd.SysProcAttr = osproc.Group(cred, syscall.SIGKILL)
 	cpus := c.available // without isolation, instances share every CPU
 	if cg != nil {
 		cpus = in.cell.cpus
@@ -409,7 +413,7 @@ func (in *instance) setState(update func(*Instance)) {
 // openLog opens LogDir/<process guid>/<index><suffix> for appending: ".log" for the
 // instance's stdout and the cell's lines, ".err" for its stderr. Without a LogDir the
 // output is discarded.
-func (in *instance) openLog(suffix string) (io.Writer, func()) {
+func (in *instance) openLog(suffix string, cred *osproc.Credential) (io.Writer, func()) {
 	if in.c.cfg.LogDir == "" {
 		return io.Discard, func() {}
 	}
@@ -426,8 +430,8 @@ func (in *instance) openLog(suffix string) (io.Writer, func()) {
 	// The instance's user owns its output, so that it may open /dev/stdout and
 	// /dev/stderr (as nginx and many log configurations do), which re-open these files;
 	// their directory stays closed to it.
-	if in.c.cred != nil {
-		if err := f.Chown(int(in.c.cred.Uid), int(in.c.cred.Gid)); err != nil {
+	if cred != nil {
+		if err := f.Chown(int(cred.Uid), int(cred.Gid)); err != nil {
 			in.c.log.Warn("give an instance its log file", "dir", dir, "err", err)
 		}
 	}

@@ -18,9 +18,12 @@ import (
 
 // What a Garden container gives an instance, and what this package does instead:
 //
-//   - its own user: with Config.User and this process root, instances run as that
-//     unprivileged user, with no supplementary groups, so the foundation's files
-//     (mode 0600/0700, owned by root) are closed to them. Not root, they run as this
+//   - its own user: with Config.User and this process root, each instance runs as a
+//     user of its own (a uid and gid of the instance uid range, no name, no
+//     supplementary groups; Config.User stages), so the foundation's files (mode
+//     0600/0700, owned by root) are closed to it, and so are the files, processes and
+//     environment (/proc/PID/environ: service credentials, the run's secrets) of every
+//     other instance, as between Garden containers. Not root, instances run as this
 //     process's user and can read whatever it can (Sandbox says so).
 //   - its own root file system: with Config.CopyApp, each instance gets its own
 //     writable copy of the droplet (its working dir and HOME) and its own TMPDIR, in a
@@ -68,8 +71,8 @@ func sandboxUser(name string) (*osproc.Credential, error) {
 	return &osproc.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
-// User is whom instances run as, once started: nil for this process's user. Staging
-// runs the buildpack's commands as it too.
+// User is whom staging runs the buildpack's commands as, once started: Config.User, or
+// nil for this process's user. Instances run each as a user of their own.
 func (c *Cells) User() *osproc.Credential {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,7 +86,8 @@ func (c *Cells) Sandbox() string {
 	var s string
 	switch {
 	case c.cred != nil:
-		s = fmt.Sprintf("instances run as user %s (uid %d)", c.cfg.User, c.cred.Uid)
+		s = fmt.Sprintf("instances run each as a user of their own (uids %d-%d), staging as user %s (uid %d)",
+			instanceUIDBase, instanceUIDBase+instanceUIDs-1, c.cfg.User, c.cred.Uid)
 	case os.Geteuid() == 0:
 		s = "instances run as root (no Config.User): they can read every file of the machine"
 	default:
@@ -99,31 +103,81 @@ func (c *Cells) Sandbox() string {
 // copy of the process's Dir, its working dir and HOME) and dir/tmp (its TMPDIR), else
 // dir alone as TMPDIR and the process's Dir shared. Everything is the instance user's
 // and closed to others.
-func (c *Cells) prepareContainer(dir, appDir string) (workDir, tmpDir string, err error) {
+func (c *Cells) prepareContainer(dir, appDir string, cred *osproc.Credential) (workDir, tmpDir string, err error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return "", "", err
 	}
-	if err := c.mkdirOwned(dir); err != nil {
+	if err := mkdirOwned(dir, cred); err != nil {
 		return "", "", err
 	}
 	if !c.cfg.CopyApp {
 		return appDir, dir, nil
 	}
 	workDir, tmpDir = filepath.Join(dir, "app"), filepath.Join(dir, "tmp")
-	if err := c.mkdirOwned(tmpDir); err != nil {
+	if err := mkdirOwned(tmpDir, cred); err != nil {
 		return "", "", err
 	}
-	if err := fstree.Copy(appDir, workDir, c.cred); err != nil {
+	if err := fstree.Copy(appDir, workDir, cred); err != nil {
 		return "", "", fmt.Errorf("copy the droplet: %w", err)
 	}
 	return workDir, tmpDir, nil
 }
 
-func (c *Cells) mkdirOwned(dir string) error {
+func mkdirOwned(dir string, cred *osproc.Credential) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	return fstree.Chown(dir, c.cred)
+	return fstree.Chown(dir, cred)
+}
+
+// The instance uid range: a uid and gid each, without a name. It lies above the
+// ranges Debian and Red Hat give users (to 60000), systemd's dynamic users (61184-65519)
+// and the subordinate ranges useradd hands out for rootless containers (from 100000,
+// 65536 per user, so up to 6.5 million for 100 users).
+const (
+	instanceUIDBase = 1_900_000_000
+	instanceUIDs    = 1 << 16
+)
+
+// uidPool hands out instance uids round robin, never one in use, so that a uid is
+// reused as late as possible.
+type uidPool struct {
+	next  uint32
+	inUse map[uint32]bool
+}
+
+// instanceUser is the user a new instance runs as: one of its own when instances are
+// sandboxed (Config.User as root), else nil, this process's user. Give it back with
+// releaseUser.
+func (c *Cells) instanceUser() *osproc.Credential {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cred == nil {
+		return nil
+	}
+	if c.uids.inUse == nil {
+		c.uids.inUse = map[uint32]bool{}
+	}
+	for range instanceUIDs {
+		uid := instanceUIDBase + c.uids.next
+		c.uids.next = (c.uids.next + 1) % instanceUIDs
+		if !c.uids.inUse[uid] {
+			c.uids.inUse[uid] = true
+			return &osproc.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}
+		}
+	}
+	// 65,536 instances on one machine: share the staging user rather than fail.
+	c.log.Warn("every instance uid is in use: this instance runs as the staging user", "user", c.cfg.User)
+	return c.cred
+}
+
+func (c *Cells) releaseUser(cred *osproc.Credential) {
+	if cred == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.uids.inUse, cred.Uid)
 }
 
 // An instance's record in Config.RecordDir is a file named after its process group

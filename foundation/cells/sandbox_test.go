@@ -99,21 +99,33 @@ func TestSandboxKeepsInstancesFromTheCellsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := filepath.Join(env1["HOME"], "fixture")
+	otherEnv := fmt.Sprintf("/proc/%d/environ", insts[1].PID) // its service credentials, a run's secrets
+	ownEnv := fmt.Sprintf("/proc/%d/environ", insts[0].PID)
 	q := url.Values{
-		"read":  {secret, filepath.Join(app, "fixture"), other, filepath.Join(env0["HOME"], "fixture")},
+		"read":  {secret, filepath.Join(app, "fixture"), other, otherEnv, ownEnv, filepath.Join(env0["HOME"], "fixture")},
 		"write": {filepath.Join(env0["HOME"], "written"), filepath.Join(env0["TMPDIR"], "written"), filepath.Join(app, "written")},
 		"bind":  {"0.0.0.0:0", "127.0.0.1:0", "0.0.0.0:80"},
 	}
 	p := probe(t, insts[0], q)
-	if strconv.Itoa(p.UID) != u.Uid || len(p.Groups) > 1 || (len(p.Groups) == 1 && strconv.Itoa(p.Groups[0]) != u.Gid) {
-		t.Errorf("instance runs as uid %d with groups %v, want %s (%s) and no other group", p.UID, p.Groups, testSandboxUser, u.Uid)
+	p1 := probe(t, insts[1], url.Values{})
+	for _, p := range []probeResult{p, p1} {
+		if strconv.Itoa(p.UID) == u.Uid || p.UID < instanceUIDBase || p.UID >= instanceUIDBase+instanceUIDs ||
+			len(p.Groups) > 1 || (len(p.Groups) == 1 && p.Groups[0] != p.UID) {
+			t.Errorf("instance runs as uid %d with groups %v, want a uid of its own from %d, not %s's (%s), and no other group",
+				p.UID, p.Groups, instanceUIDBase, testSandboxUser, u.Uid)
+		}
+	}
+	if p.UID == p1.UID {
+		t.Errorf("both instances run as uid %d, want a user each", p.UID)
 	}
 	want := map[string]map[string]bool{ // true: allowed
-		// Instances share their user, so they can read each other's files (README).
-		"read": {secret: false, filepath.Join(app, "fixture"): false, other: true, filepath.Join(env0["HOME"], "fixture"): true},
+		// Each instance its own user: another instance's files and environment are closed
+		// to it, as between Garden containers.
+		"read": {secret: false, filepath.Join(app, "fixture"): false, other: false, otherEnv: false, ownEnv: true,
+			filepath.Join(env0["HOME"], "fixture"): true},
 		"write": {filepath.Join(env0["HOME"], "written"): true, filepath.Join(env0["TMPDIR"], "written"): true,
 			filepath.Join(app, "written"): false},
-		// No network namespace (README, "What an app can reach"): any address of the
+		// No network namespace (docs/local-foundation.md, "What an app can reach"): any address of the
 		// host, but no privileged port.
 		"bind": {"0.0.0.0:0": true, "127.0.0.1:0": true, "0.0.0.0:80": false},
 	}
@@ -125,7 +137,7 @@ func TestSandboxKeepsInstancesFromTheCellsFiles(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(e.c.Sandbox(), "as user "+testSandboxUser) {
+	if !strings.Contains(e.c.Sandbox(), "staging as user "+testSandboxUser) {
 		t.Errorf("Sandbox() = %q", e.c.Sandbox())
 	}
 }

@@ -132,7 +132,8 @@ func (c *Cells) sample() {
 			}
 		} else {
 			u := usage[t.pgid]
-			readings[i] = reading{cpu: time.Duration(u.ticks) * (time.Second / clockTicks), mem: u.rss, ok: true}
+			// ok only with a live process found: an empty group is no reading.
+			readings[i] = reading{cpu: time.Duration(u.ticks) * (time.Second / clockTicks), mem: u.rss, ok: u.members > 0}
 			readings[i].waits, readings[i].waitOK = threadWaits(u.pids)
 		}
 		disk[i] = dirSize(t.tmpDir)
@@ -163,7 +164,11 @@ func (c *Cells) sample() {
 		if r.waitOK {
 			in.wait.add(r.waits)
 		}
-		if c.cfg.OnMetrics != nil {
+		// No memory charged yet: the container has not begun to run its program (a
+		// process that has not exec'd charges nothing to its new group). Such a
+		// reading would stand for "unknown" as a zero and pull a step's memory down;
+		// the CPU time it would carry is in the next reading's cumulative counters.
+		if c.cfg.OnMetrics != nil && r.mem > 0 {
 			counters := "proc"
 			if t.cg != nil {
 				counters = "cgroup"
