@@ -55,13 +55,14 @@ func CheckNeighbours(c spec.Neighbours, apps []platform.AppCPU, when string) *Fi
 		}
 		list[i] = map[string]any{"app": a.Name, "space": a.Space, "cpu_cores": a.Cores, "instances": a.Instances, "hosts": a.Hosts}
 	}
-	what := "an app that is not part of the run used CPU"
+	what, it, them := "an app that is not part of the run used CPU", "it shares a cell with the app under test it takes", "it"
 	if len(busy) > 1 {
 		what = fmt.Sprintf("%d apps that are not part of the run used %.2f cores in all", len(busy), total)
+		it, them = "they share a cell with the app under test they take", "them"
 	}
-	msg := fmt.Sprintf("%s %s: %s. Where they share a cell with the app under test they take its CPU, and the app measures slower than it is."+
-		" Try: cf stop them (an earlier run's apps: cleanup: stop in its spec), or name them in checks.neighbours.except when they are part of the system under test.",
-		what, when, b.String())
+	msg := fmt.Sprintf("%s %s: %s. Where %s its CPU, and the app measures slower than it is."+
+		" Try: cf stop %s (an earlier run's apps: cleanup: stop in its spec), or name %s in checks.neighbours.except if part of the system under test.",
+		what, when, b.String(), it, them, them)
 	return &Finding{Check: NeighboursCheck, Level: spec.CheckWarn, Message: msg,
 		Evidence: map[string]any{"apps": list, "cpu_cores": total, "cpu_above": c.CPUAbove}}
 }
