@@ -445,7 +445,7 @@ func (f *Foundation) tailAppLogs(dir, accessLog string) {
 // appLog puts a line Cloud Controller writes to an app's log (staging output, crash
 // notes) into the Log Cache and to the app's drains.
 func (f *Foundation) appLog(app, sourceType, instance, line string) {
-	e := appLogEnvelope(app, sourceType, instance, line, time.Now())
+	e := appLogEnvelope(app, sourceType, instance, line, time.Now().UnixNano())
 	f.logs.Put(e)
 	if f.agent != nil {
 		f.agent.Line(app, sourceType, instance, []byte(line), time.Unix(0, e.Timestamp))
@@ -459,8 +459,12 @@ type logReaders struct{ cc *cc.Server }
 
 var _ logcache.Authorizer = logReaders{}
 
+func (l logReaders) Authenticated(authorization string) bool {
+	return l.cc.Authenticated(authorization)
+}
+
 func (l logReaders) CanRead(authorization, sourceID string) bool {
-	if !l.cc.Authenticated(authorization) {
+	if !l.Authenticated(authorization) {
 		return false
 	}
 	_, ok := l.cc.AppMeta(sourceID)
