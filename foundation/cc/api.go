@@ -64,10 +64,12 @@ type StageRequest struct {
 	Log        io.Writer
 }
 
-// StageResult is what staging found.
+// StageResult is what staging found: the buildpack (a system buildpack's name, such
+// as staticfile_buildpack), its version ("" if unknown) and the start command.
 type StageResult struct {
-	Buildpack    string
-	StartCommand string
+	Buildpack        string
+	BuildpackVersion string
+	StartCommand     string
 }
 
 // RunSpec is a process as the runtime runs it.

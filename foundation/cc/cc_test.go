@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, e
 	if req.Log != nil {
 		io.WriteString(req.Log, "-----> fake staging\n")
 	}
-	return StageResult{Buildpack: "binary_buildpack", StartCommand: "./run"}, nil
+	return StageResult{Buildpack: "binary_buildpack", BuildpackVersion: "1.2.3", StartCommand: "./run"}, nil
 }
 
 var errUnsupportedForTest = &Error{Detail: "php is not supported"}
@@ -273,6 +274,12 @@ func (e *env) push(space, manifest string) string {
 		if b["state"] == "FAILED" || time.Now().After(deadline) {
 			e.t.Fatalf("build %v", b)
 		}
+	}
+	// The buildpack as CF lists a system buildpack's, which cf app shows: name, version,
+	// detect output, buildpack name.
+	bps := e.must(200, "GET", "/v3/droplets/"+droplet, nil)["buildpacks"]
+	if want := []any{map[string]any{"name": "binary_buildpack", "version": "1.2.3", "detect_output": "binary", "buildpack_name": "binary"}}; !reflect.DeepEqual(bps, want) {
+		e.t.Errorf("droplet buildpacks %v, want %v", bps, want)
 	}
 	staged := e.must(200, "GET", "/v3/packages/"+pkg+"/droplets?states=STAGED", nil)
 	if get(staged, "pagination", "total_results") != float64(1) {

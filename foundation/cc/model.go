@@ -148,14 +148,17 @@ func (r *Route) protocol(app string) string {
 
 // Droplet is a staged app, ready to run.
 type Droplet struct {
-	GUID         string    `json:"guid"`
-	AppGUID      string    `json:"app_guid"`
-	PackageGUID  string    `json:"package_guid"`
-	State        string    `json:"state"`
-	Buildpack    string    `json:"buildpack"`
-	StartCommand string    `json:"start_command"`
-	Created      time.Time `json:"created_at"`
-	Updated      time.Time `json:"updated_at"`
+	GUID        string `json:"guid"`
+	AppGUID     string `json:"app_guid"`
+	PackageGUID string `json:"package_guid"`
+	State       string `json:"state"`
+	Buildpack   string `json:"buildpack"`
+	// BuildpackVersion is the buildpack's version; "" (droplets staged before it was
+	// kept) is CC's null.
+	BuildpackVersion string    `json:"buildpack_version,omitempty"`
+	StartCommand     string    `json:"start_command"`
+	Created          time.Time `json:"created_at"`
+	Updated          time.Time `json:"updated_at"`
 }
 
 // Domain is a shared domain for routes.

@@ -62,10 +62,16 @@ type Request struct {
 	ScratchDir string
 }
 
+// BuildpackVersion is the version a droplet reports for the buildpack that staged it
+// (CC's buildpacks[].version, which `cf app` shows): that of the local foundation's
+// lifecycles, which stand in for Cloud Foundry's buildpacks and are not them.
+const BuildpackVersion = "1.0.0"
+
 // Result is a staged droplet.
 type Result struct {
-	Buildpack    string // "binary_buildpack", "java_buildpack" or "nodejs_buildpack"
-	StartCommand string // what to run (with sh -c) in DropletDir/app
+	Buildpack        string // "binary_buildpack", "java_buildpack", "nodejs_buildpack" or "staticfile_buildpack"
+	BuildpackVersion string // BuildpackVersion
+	StartCommand     string // what to run (with sh -c) in DropletDir/app
 }
 
 // Stage unpacks req.PackageZip into req.DropletDir/app and prepares it with the named
@@ -142,6 +148,7 @@ func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Resu
 	if err := makeCommandExecutable(appDir, res.StartCommand); err != nil {
 		return Result{}, err
 	}
+	res.BuildpackVersion = BuildpackVersion
 	fmt.Fprintf(log, "-----> Start command: %s\n", res.StartCommand)
 	fmt.Fprintln(log, "Staging complete")
 	return res, nil

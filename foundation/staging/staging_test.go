@@ -40,7 +40,7 @@ func TestBinaryKeepsModes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stage: %v\n%s", err, log.String())
 	}
-	if res != (Result{Buildpack: "binary_buildpack", StartCommand: "./bin/server"}) {
+	if res != (Result{Buildpack: "binary_buildpack", BuildpackVersion: BuildpackVersion, StartCommand: "./bin/server"}) {
 		t.Errorf("result = %+v", res)
 	}
 	app := filepath.Join(droplet, "app")
@@ -365,7 +365,7 @@ func TestNodeApp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stage: %v\n%s", err, log.String())
 	}
-	if res != (Result{Buildpack: "nodejs_buildpack", StartCommand: "npm start"}) {
+	if res != (Result{Buildpack: "nodejs_buildpack", BuildpackVersion: BuildpackVersion, StartCommand: "npm start"}) {
 		t.Errorf("result = %+v", res)
 	}
 	if !strings.Contains(log.String(), "npm install") {
