@@ -705,7 +705,8 @@ func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResul
 	if errors.Is(err, staging.ErrNotDetected) {
 		err = fmt.Errorf("%w: %w", cc.ErrNoAppDetected, err)
 	}
-	return cc.StageResult{Buildpack: res.Buildpack, BuildpackVersion: res.BuildpackVersion, StartCommand: res.StartCommand}, err
+	return cc.StageResult{Buildpack: res.Buildpack, BuildpackVersion: res.BuildpackVersion, StartCommand: res.StartCommand,
+		ProcessTypes: res.ProcessTypes}, err
 }
 
 func (r *runtime) Run(s cc.RunSpec) { r.cells.Desire(cellSpec(s)) }

@@ -65,11 +65,13 @@ type StageRequest struct {
 }
 
 // StageResult is what staging found: the buildpack (a system buildpack's name, such
-// as staticfile_buildpack), its version ("" if unknown) and the start command.
+// as staticfile_buildpack), its version ("" if unknown), the start command (of the web
+// process) and the commands of the app's other process types (from a Procfile).
 type StageResult struct {
 	Buildpack        string
 	BuildpackVersion string
 	StartCommand     string
+	ProcessTypes     map[string]string
 }
 
 // RunSpec is a process as the runtime runs it.

@@ -174,7 +174,7 @@ func (s *Server) renderDroplet(d *Droplet) any {
 	return obj{
 		"guid": d.GUID, "state": d.State, "error": nil,
 		"lifecycle":          obj{"type": "buildpack", "data": obj{}},
-		"execution_metadata": "", "process_types": obj{"web": d.StartCommand},
+		"execution_metadata": "", "process_types": d.processTypes(),
 		"checksum":   obj{"type": "sha256", "value": d.GUID},
 		"buildpacks": dropletBuildpacks(d),
 		"stack":      DefaultStack, "image": nil,
