@@ -48,6 +48,9 @@ type Config struct {
 	// Cells are the cells, one per isolation segment, each with its own CPUs; a fresh
 	// foundation creates a segment (and a space) for each. Default: DefaultCells.
 	Cells []cells.Cell
+	// DefaultAppMemoryMB is the memory of an app pushed without one (CC's
+	// default_app_memory, 1024 when 0).
+	DefaultAppMemoryMB int
 	// StatsInterval is how often instance usage is sampled (default 15 s, as Diego).
 	StatsInterval time.Duration
 	// StopGrace is SIGTERM to SIGKILL for instances (default 10 s, as Diego).
@@ -335,7 +338,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The Log Cache is served on the API's own address (its paths, /api/v1/…, are
 	// not CC's), so it needs no port of its own.
 	apiURL := "http://" + f.apiLn.Addr().String()
-	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells, f.containers), Broker: broker,
+	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), DefaultAppMemoryMB: cfg.DefaultAppMemoryMB, Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
 		CellHosts: cellHosts(f.cells.Addrs()),

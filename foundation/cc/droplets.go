@@ -88,7 +88,7 @@ func (s *Server) setCurrentDroplet(c *call) error {
 		// it, with no instances (web has one from the app's creation).
 		for typ := range d.ProcessTypes {
 			if st.process(a.GUID, typ) == nil {
-				p := &Process{GUID: newGUID(), AppGUID: a.GUID, SpaceGUID: a.SpaceGUID, Type: typ, MemoryMB: defaultMemoryMB,
+				p := &Process{GUID: newGUID(), AppGUID: a.GUID, SpaceGUID: a.SpaceGUID, Type: typ, MemoryMB: s.cfg.DefaultAppMemoryMB,
 					DiskMB: defaultDiskMB, HealthCheck: "process", Created: a.Updated, Updated: a.Updated}
 				st.Processes[p.GUID] = p
 			}
