@@ -179,7 +179,11 @@ func (a *api) meta(w http.ResponseWriter, r *http.Request) {
 	var out struct {
 		Meta map[string]info `json:"meta,omitempty"`
 	}
-	for id, m := range a.cfg.Store.Meta(func(id string) bool { return a.cfg.Auth.CanRead(auth, id) }) {
+	// Authorised outside the store's lock: the authorizer may wait on the API's state.
+	for id, m := range a.cfg.Store.Meta() {
+		if !a.cfg.Auth.CanRead(auth, id) {
+			continue
+		}
 		if out.Meta == nil {
 			out.Meta = map[string]info{}
 		}

@@ -248,13 +248,13 @@ type MetaInfo struct {
 	Oldest, Newest int64
 }
 
-// Meta describes the sources for which readable is true (every source when nil).
-func (s *Store) Meta(readable func(sourceID string) bool) map[string]MetaInfo {
+// Meta describes every source that holds envelopes.
+func (s *Store) Meta() map[string]MetaInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := map[string]MetaInfo{}
 	for id, src := range s.src {
-		if len(src.envs) == 0 || readable != nil && !readable(id) {
+		if len(src.envs) == 0 {
 			continue
 		}
 		out[id] = MetaInfo{Count: int64(len(src.envs)), Expired: src.expired, Oldest: src.envs[0].Timestamp, Newest: src.newest}
