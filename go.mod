@@ -4,10 +4,22 @@ go 1.26.8
 
 require (
 	code.cloudfoundry.org/cli/v8 v8.18.0
+	code.cloudfoundry.org/go-log-cache/v3 v3.0.3
+	code.cloudfoundry.org/go-loggregator/v10 v10.0.0
 	github.com/cloudfoundry/go-cfclient/v3 v3.0.0-alpha.20
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jpillora/chisel v1.12.0
+	google.golang.org/protobuf v1.36.8
 	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
+	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.22.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20240814211410-ddb44dafa142 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20240814211410-ddb44dafa142 // indirect
+	google.golang.org/grpc v1.65.0 // indirect
 )
 
 require (
@@ -34,7 +46,6 @@ require (
 	github.com/jpillora/backoff v1.0.0 // indirect
 	github.com/jpillora/requestlog v1.0.0 // indirect
 	github.com/jpillora/sizestr v1.0.0 // indirect
-	github.com/kr/pretty v0.3.1 // indirect
 	github.com/martini-contrib/render v0.0.0-20150707142108-ec18f8345a11 // indirect
 	github.com/oxtoacart/bpool v0.0.0-20190530202638-03653db5a59c // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect

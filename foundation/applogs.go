@@ -18,10 +18,11 @@ import (
 // the Log Cache as LOG envelopes, as Loggregator carries an app's output, so that
 // `cf logs` shows them: the cell's own lines ([CELL/N] …) as source type CELL, the
 // app's output as APP/PROC/WEB, stdout as OUT and stderr as ERR. Lines of one scan
-// carry the scan's time, so the order between an instance's stdout and stderr within
-// one scan is not kept (nor does Loggregator promise it). A file is read from where it ended when first seen, so a
-// restarted foundation does not replay old output; a line is sent once complete. Only
-// web processes are read: their guid is their app's, the Log Cache source.
+// carry the scan's time, each a nanosecond after the one before, so the order between
+// an instance's stdout and stderr within one scan is not kept (nor does Loggregator
+// promise it). A file is read from where it ended when first seen, so a restarted
+// foundation does not replay old output; a line is sent once complete. Only web
+// processes are read: their guid is their app's, the Log Cache source.
 type appLogs struct {
 	dir     string
 	store   *logcache.Store
@@ -56,9 +57,16 @@ func newAppLogs(dir, accessLog string, store *logcache.Store, appOf func(string)
 	return a
 }
 
-// scan sends the complete lines written since the previous scan, stamped now.
+// scan sends the complete lines written since the previous scan, stamped now and
+// each a nanosecond later than the one before, as Loggregator's agents stamp each
+// line as they read it: lines of one source never share a timestamp, which a reader
+// paging on timestamps (go-log-cache's Walk, which cf logs follows with, goes on from
+// the last one it saw plus a nanosecond) would lose at a page's end. Scans are
+// appLogInterval apart, far more than their lines' nanoseconds.
 func (a *appLogs) scan(now time.Time) {
-	a.scanAccessLog(now)
+	ts := now.UnixNano()
+	stamp := func() int64 { ts++; return ts - 1 }
+	a.scanAccessLog(stamp)
 	for _, path := range instanceLogs(a.dir) {
 		process := filepath.Base(filepath.Dir(path))
 		name, stderr := strings.CutSuffix(filepath.Base(path), ".err")
@@ -73,11 +81,11 @@ func (a *appLogs) scan(now time.Time) {
 		var envs []logcache.Envelope
 		for _, line := range a.lines(path) {
 			if stderr {
-				e := appLogEnvelope(app, "APP/PROC/WEB", strconv.Itoa(index), string(line), now)
+				e := appLogEnvelope(app, "APP/PROC/WEB", strconv.Itoa(index), string(line), stamp())
 				e.Log.Type = "ERR"
 				envs = append(envs, e)
 			} else {
-				envs = append(envs, logEnvelope(app, index, string(line), now))
+				envs = append(envs, logEnvelope(app, index, string(line), stamp()))
 			}
 		}
 		a.put(envs)
@@ -121,9 +129,10 @@ func (a *appLogs) lines(path string) [][]byte {
 	return bytes.Split(b[:end], []byte("\n"))
 }
 
-// scanAccessLog sends the access-log lines of known apps as RTR lines. The syslog
-// agent gets the router's lines itself: they do not go to drains from here.
-func (a *appLogs) scanAccessLog(now time.Time) {
+// scanAccessLog sends the access-log lines of known apps as RTR lines, each stamped
+// by stamp. The syslog agent gets the router's lines itself: they do not go to
+// drains from here.
+func (a *appLogs) scanAccessLog(stamp func() int64) {
 	if a.accessLog == "" {
 		return
 	}
@@ -140,7 +149,7 @@ func (a *appLogs) scanAccessLog(now time.Time) {
 			continue
 		}
 		if app, ok := a.appOf(rec.AppID); ok {
-			envs = append(envs, appLogEnvelope(app, "RTR", "0", string(line), now))
+			envs = append(envs, appLogEnvelope(app, "RTR", "0", string(line), stamp()))
 		}
 	}
 	if len(envs) > 0 {
@@ -176,10 +185,11 @@ func (a *appLogs) read(path string) []byte {
 	return b[:n]
 }
 
-// logEnvelope is one line as a LOG envelope of app's instance index, stamped now: a
-// reader that follows the newest timestamp (cf logs) must not be handed older ones. A
-// cell line, "[CELL/N] RFC3339 text", gives its text.
-func logEnvelope(app string, index int, line string, now time.Time) logcache.Envelope {
+// logEnvelope is one line as a LOG envelope of app's instance index, stamped ts (Unix
+// ns; the time it is read, not written: a reader that follows the newest timestamp,
+// cf logs, must not be handed older ones). A cell line, "[CELL/N] RFC3339 text",
+// gives its text.
+func logEnvelope(app string, index int, line string, ts int64) logcache.Envelope {
 	sourceType := "APP/PROC/WEB"
 	if rest, ok := strings.CutPrefix(line, "[CELL/"+strconv.Itoa(index)+"] "); ok {
 		sourceType, line = "CELL", rest
@@ -189,13 +199,13 @@ func logEnvelope(app string, index int, line string, now time.Time) logcache.Env
 			}
 		}
 	}
-	return appLogEnvelope(app, sourceType, strconv.Itoa(index), line, now)
+	return appLogEnvelope(app, sourceType, strconv.Itoa(index), line, ts)
 }
 
 // appLogEnvelope is one line of app from sourceType (APP/PROC/WEB, CELL, STG, RTR,
-// API) and instance as a LOG envelope, stamped now.
-func appLogEnvelope(app, sourceType, instance, line string, now time.Time) logcache.Envelope {
-	return logcache.Envelope{Timestamp: now.UnixNano(), SourceID: app, InstanceID: instance,
+// API) and instance as a LOG envelope, stamped ts (Unix ns).
+func appLogEnvelope(app, sourceType, instance, line string, ts int64) logcache.Envelope {
+	return logcache.Envelope{Timestamp: ts, SourceID: app, InstanceID: instance,
 		Tags: map[string]string{"source_id": app, "instance_id": instance, "source_type": sourceType},
 		Log:  &logcache.Log{Payload: []byte(line), Type: "OUT"}}
 }

@@ -48,9 +48,10 @@ func TestAppLogs(t *testing.T) {
 	for _, e := range store.Read(logcache.Query{SourceID: "app-1", End: 1 << 62, Limit: 100, Types: []string{logcache.TypeLog}}) {
 		got = append(got, fmt.Sprintf("%d %s/%s %s %s", e.Timestamp, e.Tags["source_type"], e.InstanceID, e.Log.Type, e.Log.Payload))
 	}
-	want := []string{"1000 CELL/0 OUT Container became healthy", "1000 APP/PROC/WEB/0 OUT hello", "1000 APP/PROC/WEB/1 OUT instance one",
-		"1000 APP/PROC/WEB/1 ERR [CELL/1] 2026-11-24T10:00:00Z not a cell line on stderr",
-		"1000001000 APP/PROC/WEB/0 OUT half a line", "1000001000 APP/PROC/WEB/0 ERR panic: boom"}
+	// A scan's lines are a nanosecond apart, in the order read (stderr after stdout).
+	want := []string{"1000 CELL/0 OUT Container became healthy", "1001 APP/PROC/WEB/0 OUT hello", "1002 APP/PROC/WEB/1 OUT instance one",
+		"1003 APP/PROC/WEB/1 ERR [CELL/1] 2026-11-24T10:00:00Z not a cell line on stderr",
+		"1000001000 APP/PROC/WEB/0 OUT half a line", "1000001001 APP/PROC/WEB/0 ERR panic: boom"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("envelopes:\n got  %q\n want %q", got, want)
 	}

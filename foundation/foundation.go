@@ -48,6 +48,9 @@ type Config struct {
 	// Cells are the cells, one per isolation segment, each with its own CPUs; a fresh
 	// foundation creates a segment (and a space) for each. Default: DefaultCells.
 	Cells []cells.Cell
+	// DefaultAppMemoryMB is the memory of an app pushed without one (CC's
+	// default_app_memory, 1024 when 0).
+	DefaultAppMemoryMB int
 	// StatsInterval is how often instance usage is sampled (default 15 s, as Diego).
 	StatsInterval time.Duration
 	// StopGrace is SIGTERM to SIGKILL for instances (default 10 s, as Diego).
@@ -337,7 +340,7 @@ func (f *Foundation) start(ctx context.Context) error {
 	// The Log Cache is served on the API's own address (its paths, /api/v1/…, are
 	// not CC's), so it needs no port of its own.
 	apiURL := "http://" + f.apiLn.Addr().String()
-	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), Runtime: newRuntime(f.cells, f.containers), Broker: broker,
+	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), DefaultAppMemoryMB: cfg.DefaultAppMemoryMB, Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
 		CellHosts: cellHosts(f.cells.Addrs()),
@@ -447,7 +450,7 @@ func (f *Foundation) tailAppLogs(dir, accessLog string) {
 // appLog puts a line Cloud Controller writes to an app's log (staging output, crash
 // notes) into the Log Cache and to the app's drains.
 func (f *Foundation) appLog(app, sourceType, instance, line string) {
-	e := appLogEnvelope(app, sourceType, instance, line, time.Now())
+	e := appLogEnvelope(app, sourceType, instance, line, time.Now().UnixNano())
 	f.logs.Put(e)
 	if f.agent != nil {
 		f.agent.Line(app, sourceType, instance, []byte(line), time.Unix(0, e.Timestamp))
@@ -461,8 +464,12 @@ type logReaders struct{ cc *cc.Server }
 
 var _ logcache.Authorizer = logReaders{}
 
+func (l logReaders) Authenticated(authorization string) bool {
+	return l.cc.Authenticated(authorization)
+}
+
 func (l logReaders) CanRead(authorization, sourceID string) bool {
-	if !l.cc.Authenticated(authorization) {
+	if !l.Authenticated(authorization) {
 		return false
 	}
 	_, ok := l.cc.AppMeta(sourceID)
@@ -703,7 +710,8 @@ func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResul
 	if errors.Is(err, staging.ErrNotDetected) {
 		err = fmt.Errorf("%w: %w", cc.ErrNoAppDetected, err)
 	}
-	return cc.StageResult{Buildpack: res.Buildpack, StartCommand: res.StartCommand}, err
+	return cc.StageResult{Buildpack: res.Buildpack, BuildpackVersion: res.BuildpackVersion, StartCommand: res.StartCommand,
+		ProcessTypes: res.ProcessTypes}, err
 }
 
 func (r *runtime) Run(s cc.RunSpec) { r.cells.Desire(cellSpec(s)) }

@@ -9,7 +9,7 @@
 #                                  once per machine: 110 CPU-seconds on a cold cache, 90 s
 #                                  beside make build on 2 cores, as make demo runs them)
 #   scripts/install-deps.sh test   what `make test` needs (the default): the demo's, and a
-#                                  JDK, Maven, Node.js, nginx and Chromium (Debian
+#                                  JDK, Maven, Node.js, Ruby, nginx and Chromium (Debian
 #                                  packages), the Go modules, OpenTofu and the bosh CLI
 #                                  (built like the cf CLI: about 5 and 2 minutes), and
 #                                  Elasticsearch's and OpenSearch's integ-test
@@ -50,6 +50,9 @@ if [ "$mode" = test ]; then
 	# The local foundation stages Java and Node.js apps with the machine's toolchains.
 	command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+	# A Procfile's web command runs with the machine's toolchain: the cf CLI specs' app
+	# is Ruby's one-line web server (ruby -run -e httpd), which needs WEBrick.
+	command -v ruby >/dev/null 2>&1 && ruby -e 'require "webrick"' 2>/dev/null || missing+=(ruby ruby-webrick)
 	# The local foundation serves Staticfile apps with nginx, as CF's staticfile buildpack does.
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 	# Maven builds the Java sample app and fetches the search engines' test distributions.

@@ -2,12 +2,15 @@ package logcache
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	lcclient "code.cloudfoundry.org/go-log-cache/v3"
+	"code.cloudfoundry.org/go-log-cache/v3/rpc/logcache_v1"
+	"code.cloudfoundry.org/go-loggregator/v10/rpc/loggregator_v2"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
@@ -22,6 +25,8 @@ func TestMain(m *testing.M) { testpg.Main(m) }
 // the API root and authorised with go-cfclient's token as the engine does, into a real
 // results DB: rows of both instances with counters that never drop, each at the
 // timestamp of an envelope Log Cache holds (when the cell sampled it), not the poll's.
+// Log Cache's own Go client (go-log-cache) reads the same app's gauges, its log lines
+// and meta.
 func TestReadsTheLocalFoundation(t *testing.T) {
 	_, cl := testfoundation.Start(t)
 	app := testfoundation.PushStub(t, cl, testfoundation.StubZip(t), "apps", "lc-target", 2)
@@ -112,35 +117,23 @@ func TestReadsTheLocalFoundation(t *testing.T) {
 	}
 
 	// Every row is at the timestamp of an envelope of its instance in Log Cache (to the
-	// microsecond the database keeps).
+	// microsecond the database keeps), as Log Cache's own client reads them.
+	lc := lcclient.NewClient(url, lcclient.WithHTTPClient(cl.HTTPAuthClient()))
+	gauges, err := lc.Read(ctx, app, time.Unix(0, 0), lcclient.WithEnvelopeTypes(logcache_v1.EnvelopeType_GAUGE), lcclient.WithLimit(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
 	envAt := map[int]map[int64]bool{0: {}, 1: {}}
-	req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/read/"+app+"?envelope_types=GAUGE&limit=1000", nil)
-	resp, err := cl.HTTPAuthClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body struct {
-		Envelopes struct {
-			Batch []struct {
-				Timestamp  string `json:"timestamp"`
-				InstanceID string `json:"instance_id"`
-			} `json:"batch"`
-		} `json:"envelopes"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range body.Envelopes.Batch {
-		var ts int64
-		json.Unmarshal([]byte(e.Timestamp), &ts)
+	for _, e := range gauges {
+		ts := e.GetTimestamp()
 		// The database keeps microseconds: the envelope's time, rounded either way.
-		if e.InstanceID == "0" || e.InstanceID == "1" {
-			envAt[int(e.InstanceID[0]-'0')][ts/1000] = true
-			envAt[int(e.InstanceID[0]-'0')][(ts+999)/1000] = true
+		if e.InstanceId == "0" || e.InstanceId == "1" {
+			envAt[int(e.InstanceId[0]-'0')][ts/1000] = true
+			envAt[int(e.InstanceId[0]-'0')][(ts+999)/1000] = true
 		}
 	}
+	// The same client reads the instances' output and sees the app in meta.
+	checkLogsAndMeta(ctx, t, lc, app, len(gauges))
 	var prev *reading
 	withMemory := map[int]bool{}
 	for i := range rs {
@@ -172,6 +165,41 @@ func TestReadsTheLocalFoundation(t *testing.T) {
 	}
 	if !withMemory[0] || !withMemory[1] {
 		t.Errorf("instances with memory in use: %v, want both (a container may read 0 only at its start)", withMemory)
+	}
+}
+
+// checkLogsAndMeta reads app's log lines with Log Cache's own client: each instance's
+// start-up line of the stub (on stderr), and Cloud Controller's line on its creation;
+// and meta counts at least the gauges read and the logs.
+func checkLogsAndMeta(ctx context.Context, t *testing.T, lc *lcclient.Client, app string, gauges int) {
+	t.Helper()
+	logs, err := lc.Read(ctx, app, time.Unix(0, 0), lcclient.WithEnvelopeTypes(logcache_v1.EnvelopeType_LOG), lcclient.WithLimit(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range logs {
+		l := e.GetLog()
+		if l == nil {
+			t.Fatalf("a LOG read gave %v", e)
+		}
+		line := string(l.GetPayload())
+		switch {
+		case e.Tags["source_type"] == "APP/PROC/WEB" && l.GetType() == loggregator_v2.Log_ERR && strings.Contains(line, "stub listening"):
+			seen["listening/"+e.InstanceId] = true
+		case e.Tags["source_type"] == "API" && strings.HasPrefix(line, "Created app with guid "+app):
+			seen["created"] = true
+		}
+	}
+	if !seen["listening/0"] || !seen["listening/1"] || !seen["created"] {
+		t.Errorf("log lines seen: %v of %d; want both instances' start and the app's creation", seen, len(logs))
+	}
+	meta, err := lc.Meta(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := meta[app]; m == nil || m.Count < int64(gauges+len(logs)) || m.NewestTimestamp < m.OldestTimestamp {
+		t.Errorf("meta of the app: %v; want at least %d envelopes", m, gauges+len(logs))
 	}
 }
 

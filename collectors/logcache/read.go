@@ -107,15 +107,22 @@ func (p *Poller) get(ctx context.Context, u string) (_ []envelope, retryAfter ti
 	case err != nil:
 		return nil, 0, fmt.Errorf("log cache read: %w", err)
 	}
+	envs, err := decodeBatch(body)
+	if err != nil {
+		return nil, -1, fmt.Errorf("log cache read: decode: %w", err)
+	}
+	return envs, 0, nil
+}
+
+// decodeBatch decodes a read's answer, a logcache.v1.ReadResponse in protojson.
+func decodeBatch(body []byte) ([]envelope, error) {
 	var r struct {
 		Envelopes struct {
 			Batch []envelope `json:"batch"`
 		} `json:"envelopes"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, -1, fmt.Errorf("log cache read: decode: %w", err)
-	}
-	return r.Envelopes.Batch, 0, nil
+	err := json.Unmarshal(body, &r)
+	return r.Envelopes.Batch, err
 }
 
 func snippet(b []byte) string {
@@ -126,8 +133,10 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// envelope is what the poller reads of a Loggregator v2 envelope in Log Cache's JSON
-// (protojson: int64 as strings, though numbers are taken too).
+// envelope is what the poller reads of a Loggregator v2 envelope in Log Cache's JSON:
+// protojson (int64 as strings, though numbers are taken too; NaN and ±Infinity as
+// strings), with unpopulated fields written as log-cache's gateway does or left out
+// as protojson does by default.
 type envelope struct {
 	ts         int64
 	instanceID string

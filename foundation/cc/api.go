@@ -64,10 +64,14 @@ type StageRequest struct {
 	Log        io.Writer
 }
 
-// StageResult is what staging found.
+// StageResult is what staging found: the buildpack (a system buildpack's name, such
+// as staticfile_buildpack), its version ("" if unknown), the start command (of the web
+// process) and the commands of the app's other process types (from a Procfile).
 type StageResult struct {
-	Buildpack    string
-	StartCommand string
+	Buildpack        string
+	BuildpackVersion string
+	StartCommand     string
+	ProcessTypes     map[string]string
 }
 
 // RunSpec is a process as the runtime runs it.
@@ -126,8 +130,11 @@ type Plan struct {
 type Config struct {
 	// DataDir holds state.json, uploaded packages and droplets.
 	DataDir string
-	Runtime Runtime
-	Broker  Broker // nil: no marketplace
+	// DefaultAppMemoryMB is the memory of a process created without one (CC's
+	// default_app_memory); 1024 when 0, as cf-deployment sets it.
+	DefaultAppMemoryMB int
+	Runtime            Runtime
+	Broker             Broker // nil: no marketplace
 	// User and Password are the one user's credentials.
 	User, Password string
 	// Secret signs tokens.
@@ -188,6 +195,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.AppsDomain == "" {
 		cfg.AppsDomain = "apps.localhost"
+	}
+	if cfg.DefaultAppMemoryMB <= 0 {
+		cfg.DefaultAppMemoryMB = defaultMemoryMB
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

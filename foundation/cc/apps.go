@@ -140,7 +140,7 @@ func (s *Server) createApp(c *call) error {
 		if st.appByName(space, *body.Name) != nil {
 			return nil, unprocessable("App with the name '%s' already exists.", *body.Name)
 		}
-		a := newApp(st, space, *body.Name)
+		a := newApp(st, space, *body.Name, s.cfg.DefaultAppMemoryMB)
 		created = a.GUID
 		st.audit("audit.app.create", a, map[string]any{"request": map[string]any{"name": a.Name}})
 		a.Env = body.Env
@@ -152,11 +152,11 @@ func (s *Server) createApp(c *call) error {
 }
 
 // newApp adds a stopped app with a web process of the default scale.
-func newApp(st *State, space, name string) *App {
+func newApp(st *State, space, name string, memoryMB int) *App {
 	now := time.Now().UTC()
 	a := &App{GUID: newGUID(), Name: name, SpaceGUID: space, State: AppStopped, Stack: DefaultStack, Created: now, Updated: now}
 	st.Apps[a.GUID] = a
-	p := &Process{GUID: a.GUID, AppGUID: a.GUID, SpaceGUID: space, Type: "web", Instances: defaultInstances, MemoryMB: defaultMemoryMB,
+	p := &Process{GUID: a.GUID, AppGUID: a.GUID, SpaceGUID: space, Type: "web", Instances: defaultInstances, MemoryMB: memoryMB,
 		DiskMB: defaultDiskMB, HealthCheck: defaultHealthType, Created: now, Updated: now}
 	st.Processes[p.GUID] = p // as on CC, the web process shares the app's guid
 	return a

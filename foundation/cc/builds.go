@@ -118,7 +118,8 @@ func (s *Server) stage(buildGUID, appGUID string, req StageRequest) {
 			return nil
 		}
 		st.Droplets[droplet] = &Droplet{GUID: droplet, AppGUID: b.AppGUID, PackageGUID: b.PackageGUID, State: BuildStaged,
-			Buildpack: res.Buildpack, StartCommand: res.StartCommand, Created: now, Updated: now}
+			Buildpack: res.Buildpack, BuildpackVersion: res.BuildpackVersion, StartCommand: res.StartCommand,
+			ProcessTypes: res.ProcessTypes, Created: now, Updated: now}
 		b.State, b.DropletGUID = BuildStaged, droplet
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +43,11 @@ func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, e
 	if req.Log != nil {
 		io.WriteString(req.Log, "-----> fake staging\n")
 	}
-	return StageResult{Buildpack: "binary_buildpack", StartCommand: "./run"}, nil
+	res := StageResult{Buildpack: "binary_buildpack", BuildpackVersion: "1.2.3", StartCommand: "./run"}
+	if slices.Contains(req.Buildpacks, "procfile_for_test") {
+		res.ProcessTypes = map[string]string{"console": "./console"}
+	}
+	return res, nil
 }
 
 var errUnsupportedForTest = &Error{Detail: "php is not supported"}
@@ -274,6 +279,12 @@ func (e *env) push(space, manifest string) string {
 			e.t.Fatalf("build %v", b)
 		}
 	}
+	// The buildpack as CF lists a system buildpack's, which cf app shows: name, version,
+	// detect output, buildpack name.
+	bps := e.must(200, "GET", "/v3/droplets/"+droplet, nil)["buildpacks"]
+	if want := []any{map[string]any{"name": "binary_buildpack", "version": "1.2.3", "detect_output": "binary", "buildpack_name": "binary"}}; !reflect.DeepEqual(bps, want) {
+		e.t.Errorf("droplet buildpacks %v, want %v", bps, want)
+	}
 	staged := e.must(200, "GET", "/v3/packages/"+pkg+"/droplets?states=STAGED", nil)
 	if get(staged, "pagination", "total_results") != float64(1) {
 		e.t.Fatalf("package droplets %v", staged)
@@ -298,6 +309,25 @@ const webManifest = `applications:
   - route: web.apps.localhost
   services: [db]
 `
+
+// A droplet's process types besides web (a Procfile's) become processes of the app
+// when it is set, with no instances, running their command when scaled.
+func TestDropletProcessTypes(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	app := e.push(e.space("apps"), "applications:\n- name: procs\n  buildpacks: [procfile_for_test]\n")
+	droplet := get(e.must(200, "GET", "/v3/apps/"+app+"/droplets/current", nil), "guid").(string)
+	if pt := e.must(200, "GET", "/v3/droplets/"+droplet, nil)["process_types"]; !reflect.DeepEqual(pt, map[string]any{"web": "./run", "console": "./console"}) {
+		t.Errorf("droplet process types %v", pt)
+	}
+	c := e.must(200, "GET", "/v3/apps/"+app+"/processes/console", nil)
+	if c["instances"] != float64(0) || c["command"] != "./console" || get(c, "health_check", "type") != "process" {
+		t.Fatalf("console process %v, want 0 instances of ./console with a process health check", c)
+	}
+	e.must(202, "POST", "/v3/processes/"+c["guid"].(string)+"/actions/scale", map[string]any{"instances": 2})
+	if spec := e.rt.specs[c["guid"].(string)]; spec.Instances != 2 || spec.Command != "./console" {
+		t.Errorf("runtime got %+v, want 2 instances of ./console", spec)
+	}
+}
 
 func TestPushScaleStatsAndDelete(t *testing.T) {
 	e := newEnv(t, t.TempDir())

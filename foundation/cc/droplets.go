@@ -84,6 +84,15 @@ func (s *Server) setCurrentDroplet(c *call) error {
 			return nil, unprocessable("Unable to assign current droplet. Ensure the droplet exists and belongs to this app.")
 		}
 		a.DropletGUID, a.Updated = guid, time.Now().UTC()
+		// As CC does, the droplet's process types the app lacks become processes of
+		// it, with no instances (web has one from the app's creation).
+		for typ := range d.ProcessTypes {
+			if st.process(a.GUID, typ) == nil {
+				p := &Process{GUID: newGUID(), AppGUID: a.GUID, SpaceGUID: a.SpaceGUID, Type: typ, MemoryMB: s.cfg.DefaultAppMemoryMB,
+					DiskMB: defaultDiskMB, HealthCheck: "process", Created: a.Updated, Updated: a.Updated}
+				st.Processes[p.GUID] = p
+			}
+		}
 		st.audit("audit.app.droplet.mapped", a, map[string]any{"request": map[string]any{"droplet_guid": guid}})
 		return s.dropletRelationship(a.GUID, guid), nil
 	})

@@ -196,7 +196,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp, created *[]st
 	now := time.Now().UTC()
 	a := st.appByName(space, m.Name)
 	if a == nil {
-		a = newApp(st, space, m.Name)
+		a = newApp(st, space, m.Name, s.cfg.DefaultAppMemoryMB)
 		*created = append(*created, a.GUID)
 		st.audit("audit.app.create", a, map[string]any{"request": map[string]any{"name": a.Name}})
 	}
@@ -223,7 +223,7 @@ func (s *Server) applyApp(st *State, space string, m *manifestApp, created *[]st
 	for _, mp := range m.processes() {
 		p := st.process(a.GUID, mp.Type)
 		if p == nil {
-			p = &Process{GUID: newGUID(), AppGUID: a.GUID, SpaceGUID: a.SpaceGUID, Type: mp.Type, Instances: 0, MemoryMB: defaultMemoryMB, DiskMB: defaultDiskMB,
+			p = &Process{GUID: newGUID(), AppGUID: a.GUID, SpaceGUID: a.SpaceGUID, Type: mp.Type, Instances: 0, MemoryMB: s.cfg.DefaultAppMemoryMB, DiskMB: defaultDiskMB,
 				HealthCheck: "process", Created: now}
 			st.Processes[p.GUID] = p
 		}

@@ -148,14 +148,19 @@ func (r *Route) protocol(app string) string {
 
 // Droplet is a staged app, ready to run.
 type Droplet struct {
-	GUID         string    `json:"guid"`
-	AppGUID      string    `json:"app_guid"`
-	PackageGUID  string    `json:"package_guid"`
-	State        string    `json:"state"`
-	Buildpack    string    `json:"buildpack"`
-	StartCommand string    `json:"start_command"`
-	Created      time.Time `json:"created_at"`
-	Updated      time.Time `json:"updated_at"`
+	GUID        string `json:"guid"`
+	AppGUID     string `json:"app_guid"`
+	PackageGUID string `json:"package_guid"`
+	State       string `json:"state"`
+	Buildpack   string `json:"buildpack"`
+	// BuildpackVersion is the buildpack's version; "" (droplets staged before it was
+	// kept) is CC's null.
+	BuildpackVersion string `json:"buildpack_version,omitempty"`
+	StartCommand     string `json:"start_command"`
+	// ProcessTypes are the commands of the droplet's process types besides web.
+	ProcessTypes map[string]string `json:"process_types,omitempty"`
+	Created      time.Time         `json:"created_at"`
+	Updated      time.Time         `json:"updated_at"`
 }
 
 // Domain is a shared domain for routes.
@@ -229,4 +234,13 @@ func newGUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	s := hex.EncodeToString(b[:])
 	return s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:32]
+}
+
+// processTypes are the droplet's process types and their commands, web's included.
+func (d *Droplet) processTypes() map[string]string {
+	out := map[string]string{"web": d.StartCommand}
+	for t, c := range d.ProcessTypes {
+		out[t] = c
+	}
+	return out
 }

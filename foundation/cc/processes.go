@@ -61,7 +61,7 @@ func (s *Server) runSpec(st *State, p *Process) RunSpec {
 	d := st.Droplets[a.DropletGUID]
 	cmd := p.Command
 	if cmd == "" && d != nil {
-		cmd = d.StartCommand
+		cmd = d.processTypes()[p.Type]
 	}
 	env := st.groupEnv("running", a.Env)
 	env["VCAP_APPLICATION"] = string(mustJSON(s.vcapApplication(st, a, p)))
@@ -126,7 +126,7 @@ func (s *Server) processOf(guid, typ string) (*Process, string, bool) {
 			a := st.Apps[p.AppGUID]
 			// CC shows the specified or else the detected command (cf app's start command).
 			if d := st.Droplets[a.DropletGUID]; p.Command == "" && d != nil {
-				p.Command = d.StartCommand
+				p.Command = d.processTypes()[p.Type]
 			}
 			seg = st.segmentOf(a.SpaceGUID)
 			state = a.State == AppStarted

@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"strings"
 	"time"
 )
 
@@ -173,15 +174,28 @@ func (s *Server) renderDroplet(d *Droplet) any {
 	return obj{
 		"guid": d.GUID, "state": d.State, "error": nil,
 		"lifecycle":          obj{"type": "buildpack", "data": obj{}},
-		"execution_metadata": "", "process_types": obj{"web": d.StartCommand},
+		"execution_metadata": "", "process_types": d.processTypes(),
 		"checksum":   obj{"type": "sha256", "value": d.GUID},
-		"buildpacks": []obj{{"name": d.Buildpack, "detect_output": d.Buildpack, "buildpack_name": d.Buildpack, "version": nil}},
+		"buildpacks": dropletBuildpacks(d),
 		"stack":      DefaultStack, "image": nil,
 		"relationships": obj{"app": rel(d.AppGUID)}, "metadata": metadata(),
 		"created_at": ts(d.Created), "updated_at": ts(d.Updated),
 		"links": obj{"self": link(s, "/v3/droplets/"+d.GUID), "package": link(s, "/v3/packages/"+d.PackageGUID),
 			"app": link(s, "/v3/apps/"+d.AppGUID), "assign_current_droplet": obj{"href": s.url("/v3/apps/" + d.AppGUID + "/relationships/current_droplet"), "method": "PATCH"}},
 	}
+}
+
+// dropletBuildpacks is the droplet's buildpack as CC lists it: the system buildpack's
+// name (staticfile_buildpack), the buildpack's own name as its manifest gives it and
+// what its detection printed (staticfile for both, as CF's buildpacks say), and its
+// version (null if unknown).
+func dropletBuildpacks(d *Droplet) []obj {
+	short := strings.TrimSuffix(d.Buildpack, "_buildpack")
+	var version any
+	if d.BuildpackVersion != "" {
+		version = d.BuildpackVersion
+	}
+	return []obj{{"name": d.Buildpack, "detect_output": short, "buildpack_name": short, "version": version}}
 }
 
 func (s *Server) renderRoute(r *Route, url string) any {

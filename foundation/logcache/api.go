@@ -21,6 +21,9 @@ const (
 
 // Authorizer decides who reads what. Implementations are safe for concurrent use.
 type Authorizer interface {
+	// Authenticated reports whether the request's Authorization header value is a
+	// valid token.
+	Authenticated(authorization string) bool
 	// CanRead reports whether the request's Authorization header value authorises
 	// reading sourceID: a valid token whose user may see that app.
 	CanRead(authorization, sourceID string) bool
@@ -36,8 +39,8 @@ type APIConfig struct {
 	Started time.Time
 }
 
-// Handler serves GET /api/v1/info and GET /api/v1/read/:source_id; anything else
-// under /api/v1/ is a 404.
+// Handler serves GET /api/v1/info, GET /api/v1/read/:source_id and GET /api/v1/meta;
+// anything else under /api/v1/ is a 404.
 func Handler(cfg APIConfig) http.Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -46,6 +49,7 @@ func Handler(cfg APIConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/info", a.info)
 	mux.HandleFunc("GET /api/v1/read/{source...}", a.read)
+	mux.HandleFunc("GET /api/v1/meta", a.meta)
 	mux.HandleFunc("/", http.NotFound)
 	return mux
 }
@@ -154,4 +158,37 @@ func (a *api) read(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(map[string]any{"envelopes": map[string]any{"batch": batch}})
+}
+
+// meta answers as the CF auth proxy does: 404 without a valid token, else the meta of
+// the sources the token may read, in protojson's default form (the proxy marshals
+// logcache.v1.MetaResponse itself, unlike the gateway: JSON names in lowerCamelCase,
+// int64 as strings, zeros and an empty map left out) and without a Content-Type.
+func (a *api) meta(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	if auth == "" || a.cfg.Auth == nil || !a.cfg.Auth.Authenticated(auth) {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	type info struct {
+		Count           int64 `json:"count,string,omitempty"`
+		Expired         int64 `json:"expired,string,omitempty"`
+		OldestTimestamp int64 `json:"oldestTimestamp,string,omitempty"`
+		NewestTimestamp int64 `json:"newestTimestamp,string,omitempty"`
+	}
+	var out struct {
+		Meta map[string]info `json:"meta,omitempty"`
+	}
+	// Authorised outside the store's lock: the authorizer may wait on the API's state.
+	for id, m := range a.cfg.Store.Meta() {
+		if !a.cfg.Auth.CanRead(auth, id) {
+			continue
+		}
+		if out.Meta == nil {
+			out.Meta = map[string]info{}
+		}
+		out.Meta[id] = info{m.Count, m.Expired, m.Oldest, m.Newest}
+	}
+	b, _ := json.Marshal(out)
+	w.Write(append(b, '\n'))
 }

@@ -1,22 +1,25 @@
 // Package logcache is the local foundation's Log Cache: a bounded in-memory store of
 // Loggregator v2 envelopes per source id, and the Log Cache HTTP read API over it
-// (GET /api/v1/read/:source_id and GET /api/v1/info), answering in the JSON that
-// log-cache's gateway produces, so that Log Cache clients (the cf CLI, the
-// cpu-entitlement plugin, the toolkit's collector) read it as they read a real one.
+// (GET /api/v1/read/:source_id, /api/v1/meta and /api/v1/info), answering in the JSON
+// that log-cache's gateway and CF auth proxy produce, so that Log Cache clients (the
+// cf CLI, the cpu-entitlement plugin, go-log-cache, the toolkit's collector) read it
+// as they read a real one.
 //
 // What log-cache-release does and this package copies (src/internal/routing,
 // src/internal/cache/store, src/internal/auth, src/internal/gateway):
 //   - the time range is [start_time, end_time) in Unix nanoseconds; end_time defaults
 //     to now; limit defaults to 100 and may be at most 1000; envelope_types may be
 //     given more than once; descending=true reads newest first;
-//   - each source keeps at most a fixed number of envelopes, dropping its oldest;
+//   - each source keeps at most a fixed number of envelopes, dropping its oldest, which
+//     meta counts as expired;
 //   - a read without a valid token, or of a source the token may not read, is a 404
-//     with an empty body (the CF auth proxy's answer), not a 401;
+//     with an empty body (the CF auth proxy's answer), not a 401; meta lists only
+//     the sources the token may read;
 //   - a limit out of range or a start after the end fails the gRPC read, which the
 //     gateway turns into a 500 with a google.rpc.Status body; an unparsable query
 //     parameter is a 400 with one.
 //
-// Meta, PromQL and the other envelope types' producers (counters, timers, events) are
+// PromQL and the other envelope types' producers (counters, timers, events) are
 // not served.
 package logcache
 
@@ -120,7 +123,14 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 type Store struct {
 	max int
 	mu  sync.RWMutex
-	src map[string][]*Envelope
+	src map[string]*source
+}
+
+// source is what the store holds of one source id.
+type source struct {
+	envs    []*Envelope // by timestamp
+	expired int64       // envelopes dropped at the cap
+	newest  int64       // the greatest timestamp ever put
 }
 
 // DefaultMaxPerSource bounds a source's envelopes. log-cache keeps up to 100,000 per
@@ -135,24 +145,29 @@ func NewStore(maxPerSource int) *Store {
 	if maxPerSource <= 0 {
 		maxPerSource = DefaultMaxPerSource
 	}
-	return &Store{max: maxPerSource, src: map[string][]*Envelope{}}
+	return &Store{max: maxPerSource, src: map[string]*source{}}
 }
 
 // Put stores envelopes under their SourceID. A source at its cap drops its oldest
-// envelope for each new one, as log-cache does.
+// envelope for each new one, as log-cache does, and counts it as expired.
 func (s *Store) Put(envs ...Envelope) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range envs {
 		e := &envs[i]
-		list := s.src[e.SourceID]
-		if len(list) >= s.max {
-			list = slices.Delete(list, 0, len(list)-s.max+1)
+		src := s.src[e.SourceID]
+		if src == nil {
+			src = &source{newest: e.Timestamp}
+			s.src[e.SourceID] = src
+		}
+		if n := len(src.envs) - s.max + 1; n > 0 {
+			src.envs = slices.Delete(src.envs, 0, n)
+			src.expired += int64(n)
 		}
 		// Envelopes come in time order nearly always: search from the end.
-		at := sort.Search(len(list), func(j int) bool { return list[j].Timestamp > e.Timestamp })
-		list = slices.Insert(list, at, e)
-		s.src[e.SourceID] = list
+		at := sort.Search(len(src.envs), func(j int) bool { return src.envs[j].Timestamp > e.Timestamp })
+		src.envs = slices.Insert(src.envs, at, e)
+		src.newest = max(src.newest, e.Timestamp)
 	}
 }
 
@@ -175,7 +190,10 @@ type Query struct {
 func (s *Store) Read(q Query) []Envelope {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	list := s.src[q.SourceID]
+	var list []*Envelope
+	if src := s.src[q.SourceID]; src != nil {
+		list = src.envs
+	}
 	lo := sort.Search(len(list), func(i int) bool { return list[i].Timestamp >= q.Start })
 	hi := sort.Search(len(list), func(i int) bool { return list[i].Timestamp >= q.End })
 	var out []Envelope
@@ -215,7 +233,33 @@ func (s *Store) Read(q Query) []Envelope {
 func (s *Store) Len(sourceID string) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.src[sourceID])
+	if src := s.src[sourceID]; src != nil {
+		return len(src.envs)
+	}
+	return 0
+}
+
+// MetaInfo is what Log Cache's meta endpoint says of one source.
+type MetaInfo struct {
+	Count   int64 // envelopes held
+	Expired int64 // envelopes dropped at the cap
+	// Oldest is the oldest timestamp held, Newest the newest ever put (log-cache does
+	// not lower it when envelopes expire), Unix nanoseconds.
+	Oldest, Newest int64
+}
+
+// Meta describes every source that holds envelopes.
+func (s *Store) Meta() map[string]MetaInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string]MetaInfo{}
+	for id, src := range s.src {
+		if len(src.envs) == 0 {
+			continue
+		}
+		out[id] = MetaInfo{Count: int64(len(src.envs)), Expired: src.expired, Oldest: src.envs[0].Timestamp, Newest: src.newest}
+	}
+	return out
 }
 
 // Forget drops a source's envelopes (its app was deleted).

@@ -23,6 +23,8 @@ const (
 // auth lets token read appGUID only.
 type auth struct{}
 
+func (auth) Authenticated(h string) bool { return h == token }
+
 func (auth) CanRead(h, source string) bool { return h == token && source == appGUID }
 
 func gauge(ts int64, instance string, metrics map[string]GaugeValue) Envelope {
@@ -208,7 +210,9 @@ func TestReadErrors(t *testing.T) {
 		{"bad type", "/api/v1/read/" + appGUID + "?envelope_types=METRIC", token, 400, 3, `parsing field "envelope_types": "METRIC" is not a valid EnvelopeType`},
 		{"bad start", "/api/v1/read/" + appGUID + "?start_time=yesterday", token, 400, 3, `parsing field "start_time": "yesterday" is not a valid int64`},
 		{"bad filter", "/api/v1/read/" + appGUID + "?name_filter=(", token, 500, 2, "name filter must be a valid regular expression: error parsing regexp: missing closing ): `(`"},
-		{"other paths", "/api/v1/meta", token, 404, 0, ""},
+		{"meta without a token", "/api/v1/meta", "", 404, 0, ""},
+		{"meta with a bad token", "/api/v1/meta", "bearer nope", 404, 0, ""},
+		{"other paths", "/api/v1/query?query=cpu", token, 404, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,7 +33,7 @@ const (
 // ErrUnsupported marks an app no buildpack of the local foundation can stage, or a
 // buildpack it does not have. Its message names what is supported.
 var ErrUnsupported = errors.New("unsupported app: the local foundation stages " +
-	"binary_buildpack (named in the manifest; runs the manifest command), " +
+	"binary_buildpack (named in the manifest, or detected last by a Procfile with a web: line; runs the manifest's or the Procfile's command), " +
 	"java_buildpack (named, or detected by exactly one executable *.jar at the top of the app or an exploded jar whose META-INF/MANIFEST.MF names a Main-Class), " +
 	"nodejs_buildpack (named, or detected by package.json at the top of the app) and " +
 	"staticfile_buildpack (named, or detected by a Staticfile at the top of the app; served with nginx)")
@@ -62,10 +62,19 @@ type Request struct {
 	ScratchDir string
 }
 
+// BuildpackVersion is the version a droplet reports for the buildpack that staged it
+// (CC's buildpacks[].version, which `cf app` shows): that of the local foundation's
+// lifecycles, which stand in for Cloud Foundry's buildpacks and are not them.
+const BuildpackVersion = "1.0.0"
+
 // Result is a staged droplet.
 type Result struct {
-	Buildpack    string // "binary_buildpack", "java_buildpack" or "nodejs_buildpack"
-	StartCommand string // what to run (with sh -c) in DropletDir/app
+	Buildpack        string // "binary_buildpack", "java_buildpack", "nodejs_buildpack" or "staticfile_buildpack"
+	BuildpackVersion string // BuildpackVersion
+	StartCommand     string // what to run (with sh -c) in DropletDir/app
+	// ProcessTypes are the app's other process types and their commands, from its
+	// Procfile (as CF's buildpacks take them), such as worker or console.
+	ProcessTypes map[string]string
 }
 
 // Stage unpacks req.PackageZip into req.DropletDir/app and prepares it with the named
@@ -125,6 +134,7 @@ func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Resu
 	if err != nil {
 		return Result{}, err
 	}
+	types := procfile(appDir) // before a lifecycle moves the app's files
 	var res Result
 	switch bp {
 	case buildpackBinary:
@@ -142,13 +152,25 @@ func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Resu
 	if err := makeCommandExecutable(appDir, res.StartCommand); err != nil {
 		return Result{}, err
 	}
+	res.BuildpackVersion = BuildpackVersion
+	for typ, cmd := range types {
+		if typ != "web" {
+			if res.ProcessTypes == nil {
+				res.ProcessTypes = map[string]string{}
+			}
+			res.ProcessTypes[typ] = cmd
+		}
+	}
 	fmt.Fprintf(log, "-----> Start command: %s\n", res.StartCommand)
 	fmt.Fprintln(log, "Staging complete")
 	return res, nil
 }
 
 // chooseBuildpack maps the manifest's buildpacks to a local one, or detects one in
-// Cloud Foundry's default order (staticfile, java, nodejs; binary is never detected).
+// Cloud Foundry's default order (staticfile, java, nodejs). An app none of them
+// detects but whose Procfile names a web command is staged as binary, last: on Cloud
+// Foundry the buildpack of its language would detect it (a Ruby app's Gemfile, say)
+// and run that command, which here runs with the machine's toolchain.
 func chooseBuildpack(names []string, appDir string) (string, error) {
 	var named []string
 	for _, n := range names {
@@ -165,6 +187,8 @@ func chooseBuildpack(names []string, appDir string) (string, error) {
 			return buildpackJava, nil
 		case fileExists(filepath.Join(appDir, "package.json")):
 			return buildpackNode, nil
+		case procfileWeb(appDir) != "":
+			return buildpackBinary, nil
 		}
 		return "", ErrNotDetected
 	case 1:
@@ -206,20 +230,28 @@ func stageBinary(req Request, appDir string, log io.Writer) (Result, error) {
 }
 
 // procfileWeb returns the web process of a Procfile at the top of the app, if any.
-func procfileWeb(appDir string) string {
+func procfileWeb(appDir string) string { return procfile(appDir)["web"] }
+
+// procfile returns the process types and commands of a Procfile at the top of the
+// app ("type: command" lines; others, such as a YAML document's "---", are skipped),
+// nil without one.
+func procfile(appDir string) map[string]string {
 	f, err := os.Open(filepath.Join(appDir, "Procfile"))
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
+	out := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "web" {
-			return strings.TrimSpace(v)
+		if k = strings.TrimSpace(k); ok && k != "" && !strings.ContainsAny(k, " \t") && strings.TrimSpace(v) != "" {
+			if _, dup := out[k]; !dup {
+				out[k] = strings.TrimSpace(v)
+			}
 		}
 	}
-	return ""
+	return out
 }
 
 // makeCommandExecutable sets the execute bits on the command's program when it is a

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -40,7 +42,7 @@ func TestBinaryKeepsModes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stage: %v\n%s", err, log.String())
 	}
-	if res != (Result{Buildpack: "binary_buildpack", StartCommand: "./bin/server"}) {
+	if !reflect.DeepEqual(res, Result{Buildpack: "binary_buildpack", BuildpackVersion: BuildpackVersion, StartCommand: "./bin/server"}) {
 		t.Errorf("result = %+v", res)
 	}
 	app := filepath.Join(droplet, "app")
@@ -117,6 +119,43 @@ func TestBinaryCommand(t *testing.T) {
 				t.Errorf("command = %q, want %q", res.StartCommand, tc.want)
 			}
 		})
+	}
+}
+
+// An app no lifecycle detects but whose Procfile names a web command (the cf CLI
+// specs' Ruby app, a YAML document) is staged as binary, last; the Procfile's other
+// types come with the droplet, whichever lifecycle staged it.
+func TestProcfileApp(t *testing.T) {
+	t.Parallel()
+	procfile := entry{name: "Procfile", body: "---\nweb: ruby -run -e httpd . -p $PORT\nconsole: bundle exec irb", mode: 0o644}
+	for _, tc := range []struct {
+		name  string
+		files []entry
+		want  Result
+	}{
+		{"detected by its Procfile", []entry{procfile, {name: "Gemfile", body: "gem 'webrick'\n", mode: 0o644}},
+			Result{Buildpack: buildpackBinary, StartCommand: "ruby -run -e httpd . -p $PORT", ProcessTypes: map[string]string{"console": "bundle exec irb"}}},
+		{"staticfile first", []entry{procfile, {name: "Staticfile", mode: 0o644}, {name: "index.html", body: "hi", mode: 0o644}},
+			Result{Buildpack: buildpackStatic, ProcessTypes: map[string]string{"console": "bundle exec irb"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, droplet := dropletDir(t)
+			res, err := Stage(context.Background(), Request{PackageZip: writeZip(t, false, tc.files...), DropletDir: droplet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Buildpack != tc.want.Buildpack || tc.want.StartCommand != "" && res.StartCommand != tc.want.StartCommand ||
+				!maps.Equal(res.ProcessTypes, tc.want.ProcessTypes) {
+				t.Errorf("result %+v, want %+v", res, tc.want)
+			}
+		})
+	}
+	// Without a web command, a Procfile detects nothing.
+	_, droplet := dropletDir(t)
+	_, err := Stage(context.Background(), Request{PackageZip: writeZip(t, false, entry{name: "Procfile", body: "worker: ./w\n", mode: 0o644}), DropletDir: droplet})
+	if !errors.Is(err, ErrNotDetected) {
+		t.Errorf("a Procfile without web: %v, want ErrNotDetected", err)
 	}
 }
 
@@ -365,7 +404,7 @@ func TestNodeApp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stage: %v\n%s", err, log.String())
 	}
-	if res != (Result{Buildpack: "nodejs_buildpack", StartCommand: "npm start"}) {
+	if !reflect.DeepEqual(res, Result{Buildpack: "nodejs_buildpack", BuildpackVersion: BuildpackVersion, StartCommand: "npm start"}) {
 		t.Errorf("result = %+v", res)
 	}
 	if !strings.Contains(log.String(), "npm install") {
