@@ -1,0 +1,62 @@
+// The live page of a run (report/live.go): listens to the server-sent events at
+// "events" and draws each report it receives with window.cfbRender (report.js), into a
+// new element that replaces the old one, so the page keeps its scroll position. The
+// body's data-updates counts the reports drawn; data-final is set once the final report
+// (or why there is none) arrived, after which the page stops listening.
+(function () {
+  "use strict";
+  var status = document.getElementById("live-status");
+  var current = document.getElementById("report");
+  var updates = 0, final = false;
+
+  function say(text, cls) {
+    status.textContent = text;
+    status.className = "live" + (cls ? " " + cls : "");
+  }
+  function show(data) {
+    var next = document.createElement("div");
+    current.parentNode.insertBefore(next, current.nextSibling);
+    window.cfbRender(data, next);
+    current.parentNode.removeChild(current);
+    next.id = "report";
+    current = next;
+  }
+  function running(data) {
+    var run = data.runs && data.runs[0];
+    if (!run) return "";
+    var live = [];
+    (run.variants || []).forEach(function (v) {
+      v.steps.forEach(function (s) { if (s.live) live.push(v.name + " step " + s.step); });
+    });
+    var n = (run.findings || []).length;
+    return "run " + run.id + " " + run.status + (live.length ? " · running: " + live.join(", ") + " (figures so far)" : "") +
+      " · " + n + (n === 1 ? " finding" : " findings");
+  }
+
+  var es = new EventSource("events");
+  es.addEventListener("report", function (e) {
+    var data = JSON.parse(e.data);
+    show(data);
+    updates++;
+    document.body.setAttribute("data-updates", String(updates));
+    say(running(data) + " · updated " + new Date().toLocaleTimeString());
+  });
+  es.addEventListener("waiting", function (e) { say(JSON.parse(e.data).message); });
+  es.addEventListener("problem", function (e) { say(JSON.parse(e.data).message, "problem"); });
+  es.addEventListener("final", function (e) {
+    final = true;
+    es.close();
+    var d = JSON.parse(e.data);
+    if (d.report) {
+      show(d.report);
+      var run = d.report.runs[0];
+      document.title = "cf-benchmark report: " + run.name + " (run " + run.id + ")";
+      document.querySelector("h1").textContent = document.title;
+    }
+    say(d.message, "final");
+    document.body.setAttribute("data-final", d.report ? "report" : "none");
+  });
+  es.onerror = function () {
+    if (!final) say("lost the connection to the run; trying again (the run may have ended)", "problem");
+  };
+})();
