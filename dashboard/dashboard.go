@@ -213,7 +213,8 @@ func (s *Server) finish(rep *report.Report, msg string) {
 	}
 }
 
-// publish makes v, as JSON, the event every page gets next.
+// publish makes v, as JSON, the event every page gets next; after the final event,
+// which is the last word, it does nothing.
 func (s *Server) publish(name string, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -221,6 +222,10 @@ func (s *Server) publish(name string, v any) {
 		return
 	}
 	s.mu.Lock()
+	if s.latest.name == "final" {
+		s.mu.Unlock()
+		return
+	}
 	s.latest = event{seq: s.latest.seq + 1, name: name, data: data}
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -261,12 +266,7 @@ func (s *Server) poll(ctx context.Context) {
 			s.publish("problem", map[string]string{"message": "could not read the run (trying again): " + err.Error()})
 			continue
 		}
-		s.mu.Lock()
-		finished = s.finished
-		s.mu.Unlock()
-		if !finished { // the final report may have come meanwhile: it stays the last word
-			s.publish("report", rep)
-		}
+		s.publish("report", rep) // unless the final report came meanwhile
 	}
 }
 

@@ -193,6 +193,7 @@ window.cfbRender = function (data, root) {
         series: [{ label: "s" }, line("req/s", colors[0], { points: { show: false } }), line("p99 ms", colors[1], { scale: "ms", points: { show: false } })],
         hooks: { draw: [stepLines(s.steps || [])] }
       }, [s.t, s.throughput, s.p99_us.map(function (x) { return x / 1000; })]);
+      window.cfbCharts[window.cfbCharts.length - 1].steps = (s.steps || []).map(function (w) { return w.step; }); // the step markers
       return plot;
     });
 
