@@ -330,3 +330,37 @@ func TestLifecycle(t *testing.T) {
 		return lifecycletest.Subject{Part: New(Config{}), NoFailure: "a failed read of the run is shown on the page and tried again"}
 	})
 }
+
+// TestLiveIsWhatIsStored: what the live page shows of a running step (its figures and
+// its series, computed from its samples) is what the run stores for it when it ends.
+func TestLiveIsWhatIsStored(t *testing.T) {
+	ctx := context.Background()
+	r := newLiveRun(t)
+	live, err := report.BuildLive(ctx, r.store, r.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The step ends where its samples end, so its window is the one the live read used
+	// up to its last sample.
+	if err := r.store.EndStep(ctx, r.run.ID, "v", 1, r.run.Epoch.Add(20*time.Second), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.ComputeStepMetrics(ctx, r.run.ID, "v", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := report.Build(ctx, r.store, []string{r.run.ID}, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv, sv := live.Runs[0].Variants[0], stored.Runs[0].Variants[0]
+	ls, ss := lv.Steps[1], sv.Steps[1]
+	if !ls.Live || ss.Live || ls.Count != ss.Count || ls.Errors != ss.Errors || ls.MeanUS != ss.MeanUS || ls.P50US != ss.P50US ||
+		ls.P99US != ss.P99US || ls.P999US != ss.P999US || ls.MaxUS != ss.MaxUS {
+		t.Errorf("running step live %+v, stored %+v", *ls, *ss)
+	}
+	lj, _ := json.Marshal(struct{ T, Thr, P99, E any }{lv.Series.T, lv.Series.Throughput, lv.Series.P99US, lv.Series.Errors})
+	sj, _ := json.Marshal(struct{ T, Thr, P99, E any }{sv.Series.T, sv.Series.Throughput, sv.Series.P99US, sv.Series.Errors})
+	if string(lj) != string(sj) {
+		t.Errorf("series live %s\nstored %s", lj, sj)
+	}
+}
