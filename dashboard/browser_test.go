@@ -18,26 +18,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
-// pageState is what the live page shows, read from its DOM and charts.
-type pageState struct {
-	Updates  int    `json:"updates"`
-	Points   int    `json:"points"` // of the time chart
-	Steps    []int  `json:"steps"`  // the time chart's step markers
-	Findings int    `json:"findings"`
-	Running  bool   `json:"running"` // a step marked as running in the steps table
-	Overflow int    `json:"overflow"`
-	Final    string `json:"final"`
-	Title    string `json:"title"`
-}
-
-const pageStateJS = `(function () {
-  var tc = (window.cfbCharts || []).filter(function (c) { return c.kind === "time"; })[0];
-  return {updates: +(document.body.dataset.updates || 0), points: tc ? tc.plot.data[0].length : 0, steps: tc ? tc.steps : [],
-    findings: document.querySelectorAll("ul.findings > li").length, running: document.getElementById("report").textContent.indexOf("(running: so far)") >= 0,
-    overflow: document.documentElement.scrollWidth - window.innerWidth, final: document.body.dataset.final || "",
-    title: document.querySelector("h1").textContent};
-})()`
-
 // TestPageInChromium opens the live page in headless Chromium at a phone's width and
 // reads it twice while the run goes on: the time chart grows, the next step's marker and
 // a finding appear; then the run ends and the page shows its report. The page draws
@@ -85,28 +65,19 @@ func TestPageInChromium(t *testing.T) {
 			t.Fatalf("chromium: enable %s events: %v", what, err)
 		}
 	}
-	read := func(what string) pageState {
+	waitFor := func(what, cond string) headless.Live {
 		t.Helper()
-		st, err := chromedp.Run(bctx, chromedp.Evaluate[pageState](pageStateJS))
+		l, err := headless.WaitLive(bctx, cond, 90*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		return st
-	}
-	// waitFor waits until the page satisfies cond; the bound guards a hung page, it is
-	// not a claim about speed.
-	waitFor := func(what, cond string) pageState {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
-			t.Fatalf("%s: %v (page: %+v)", what, err, read(what))
-		}
-		return read(what)
+		return l
 	}
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.URL())); err != nil {
 		t.Fatal(err)
 	}
 
-	first := waitFor("the first update", `+(document.body.dataset.updates || 0) >= 1`)
+	first := waitFor("the first update", headless.LiveUpdated)
 	if first.Points != 20 || !slices.Equal(first.Steps, []int{1, 2}) || !first.Running || first.Findings != 0 {
 		t.Errorf("first reading: %+v; want 20 points, markers of steps 1 and 2, step 2 running, no finding", first)
 	}
@@ -128,7 +99,7 @@ func TestPageInChromium(t *testing.T) {
 		Check: "generator-cpu", Message: "the generators were busy"}); err != nil {
 		t.Fatal(err)
 	}
-	second := waitFor("the next step", `document.querySelectorAll("ul.findings > li").length > 0 && window.cfbCharts.some(function (c) { return c.kind === "time" && c.steps.indexOf(3) >= 0; })`)
+	second := waitFor("the next step", headless.LiveGrown(first.Points, 3, 1))
 	if second.Points != 26 || second.Updates <= first.Updates || !second.Running {
 		t.Errorf("second reading: %+v; want 26 points, more updates than %d, step 3 running", second, first.Updates)
 	}
@@ -138,7 +109,7 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Finish(final, nil)
-	last := waitFor("the final report", `document.body.dataset.final === "report"`)
+	last := waitFor("the final report", headless.LiveFinal)
 	if !strings.HasPrefix(last.Title, "cf-benchmark report: live (run "+r.run.ID+")") || last.Running || last.Findings != 1 {
 		t.Errorf("after the run: %+v; want the report's title, no running step, the finding", last)
 	}
