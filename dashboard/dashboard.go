@@ -63,7 +63,6 @@ type Server struct {
 
 	listeners atomic.Int64
 	kick      chan struct{} // a page came: read the run now
-	reads     atomic.Int64
 }
 
 // event is one server-sent event.
@@ -179,9 +178,6 @@ func (s *Server) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
 // URL is the page's address once started.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
 
-// Reads is how many times the dashboard read the run so far.
-func (s *Server) Reads() int64 { return s.reads.Load() }
-
 // Watch makes the pages show run runID of store from now on.
 func (s *Server) Watch(store *resultsdb.Store, runID string) {
 	s.mu.Lock()
@@ -256,7 +252,6 @@ func (s *Server) poll(ctx context.Context) {
 		if store == nil || finished || s.listeners.Load() == 0 {
 			continue
 		}
-		s.reads.Add(1)
 		rep, err := report.BuildLive(ctx, store, id)
 		if ctx.Err() != nil {
 			return

@@ -33,10 +33,18 @@
       " · " + n + (n === 1 ? " finding" : " findings");
   }
 
+  function title(what, data) {
+    var run = data.runs && data.runs[0];
+    if (!run) return;
+    document.title = what + ": " + run.name + " (run " + run.id + ")";
+    document.querySelector("h1").textContent = document.title;
+  }
+
   var es = new EventSource("events");
   es.addEventListener("report", function (e) {
     var data = JSON.parse(e.data);
     show(data);
+    title("cf-benchmark live", data);
     updates++;
     document.body.setAttribute("data-updates", String(updates));
     say(running(data) + " · updated " + new Date().toLocaleTimeString());
@@ -49,9 +57,7 @@
     var d = JSON.parse(e.data);
     if (d.report) {
       show(d.report);
-      var run = d.report.runs[0];
-      document.title = "cf-benchmark report: " + run.name + " (run " + run.id + ")";
-      document.querySelector("h1").textContent = document.title;
+      title("cf-benchmark report", d.report);
     }
     say(d.message, "final");
     document.body.setAttribute("data-final", d.report ? "report" : "none");

@@ -70,3 +70,11 @@ func LiveGrown(points, step, findings int) string {
   (window.cfbCharts || []).some(function (c) { return c.kind === "time" && c.plot.data[0].length > %d && c.steps.indexOf(%d) >= 0; })`,
 		findings, points, step)
 }
+
+// OpenLive loads the live page at url (http://…/) in the tab of bctx.
+func OpenLive(bctx context.Context, url string) error {
+	if err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`#live-status`))); err != nil {
+		return fmt.Errorf("chromium: open %s: %w", url, err)
+	}
+	return nil
+}
