@@ -32,11 +32,20 @@ import (
 // DefaultAddr is where a dashboard listens unless told: this machine only, a free port.
 const DefaultAddr = "127.0.0.1:0"
 
+// MaxDBShare bounds the share of the time a dashboard keeps the results database busy
+// reading the run: after a read that took d, the next waits at least d / MaxDBShare. A
+// running step's figures and series are computed from the samples its generators
+// stored so far, and those queries read every sample of the variant so far
+// (BENCHMARKS.md): on a long, fast run a read takes seconds, and the page is then
+// updated less often, saying so, rather than loading the database the run writes to.
+const MaxDBShare = 0.1
+
 // Config configures a Server.
 type Config struct {
 	// Addr is host:port to listen on (DefaultAddr when empty); see ListenAddr.
 	Addr string
-	// Every is how often the run is read while a page listens (default 1 s).
+	// Every is how often the run is read while a page listens (default 1 s), or less
+	// often when a read takes long (MaxDBShare).
 	Every time.Duration
 	// Timeouts are the HTTP server's; Write bounds each event written to a page, not
 	// the stream, which lasts as long as the run.
@@ -235,10 +244,20 @@ func (s *Server) wake() {
 	}
 }
 
-// poll reads the run every interval while a page listens, and at once when one comes.
+// Update is the data of a "report" event: the report of the run so far, how long
+// reading it took and how often the page is updated now (see MaxDBShare).
+type Update struct {
+	Report *report.Report `json:"report"`
+	ReadS  float64        `json:"read_s"`
+	EveryS float64        `json:"every_s"`
+}
+
+// poll reads the run every interval while a page listens, and at once when one comes,
+// keeping the database busy at most MaxDBShare of the time.
 func (s *Server) poll(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Every)
 	defer t.Stop()
+	var next time.Time // no read before
 	for {
 		select {
 		case <-ctx.Done():
@@ -249,19 +268,23 @@ func (s *Server) poll(ctx context.Context) {
 		s.mu.Lock()
 		store, id, finished := s.store, s.runID, s.finished
 		s.mu.Unlock()
-		if store == nil || finished || s.listeners.Load() == 0 {
+		if store == nil || finished || s.listeners.Load() == 0 || time.Now().Before(next) {
 			continue
 		}
+		began := time.Now()
 		rep, err := report.BuildLive(ctx, store, id)
 		if ctx.Err() != nil {
 			return
 		}
+		took := time.Since(began)
+		every := max(s.cfg.Every, time.Duration(float64(took)/MaxDBShare))
+		next = began.Add(every)
 		if err != nil {
 			s.cfg.Logger.Warn("dashboard: read the run", "run", id, "err", err)
 			s.publish("problem", map[string]string{"message": "could not read the run (trying again): " + err.Error()})
 			continue
 		}
-		s.publish("report", rep) // unless the final report came meanwhile
+		s.publish("report", Update{Report: rep, ReadS: took.Seconds(), EveryS: every.Seconds()}) // unless the final report came meanwhile
 	}
 }
 

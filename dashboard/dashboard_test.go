@@ -164,12 +164,15 @@ func (s *stream) report(ok func(*report.Report) bool) *report.Report {
 		case "problem":
 			s.t.Fatalf("problem: %s", data)
 		case "report":
-			var rep report.Report
-			if err := json.Unmarshal(data, &rep); err != nil {
+			var u Update
+			if err := json.Unmarshal(data, &u); err != nil {
 				s.t.Fatal(err)
 			}
-			if ok(&rep) {
-				return &rep
+			if u.Report == nil || u.ReadS <= 0 || u.EveryS < u.ReadS/MaxDBShare*0.999 || u.EveryS < 0.05 {
+				s.t.Fatalf("report event: read in %v s, every %v s, report %v", u.ReadS, u.EveryS, u.Report != nil)
+			}
+			if ok(u.Report) {
+				return u.Report
 			}
 		}
 	}

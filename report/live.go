@@ -71,7 +71,8 @@ var livePageTemplate = template.Must(template.New("live").Parse(`<!DOCTYPE html>
 // WriteLivePage writes the live page of a run: the report's page without data, whose
 // script (assets/live.js) subscribes to the server-sent events at the relative URL
 // "events" and draws each report it receives with the report's own chart code. Events:
-// "report" (the report so far, this package's JSON), "waiting" and "problem" ({"message"}),
+// "report" ({"report": the report so far, this package's JSON, "read_s": how long reading
+// it took, "every_s": how often the page is updated}), "waiting" and "problem" ({"message"}),
 // and "final" ({"report", "message"}: the run's final report, or why there is none),
 // after which the page stops listening and keeps showing it.
 func WriteLivePage(w io.Writer, title string) error {

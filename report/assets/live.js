@@ -1,8 +1,9 @@
 // The live page of a run (report/live.go): listens to the server-sent events at
-// "events" and draws each report it receives with window.cfbRender (report.js), into a
-// new element that replaces the old one, so the page keeps its scroll position. The
-// body's data-updates counts the reports drawn; data-final is set once the final report
-// (or why there is none) arrived, after which the page stops listening.
+// "events" and draws each report it receives ({report, read_s, every_s}) with
+// window.cfbRender (report.js), into a new element that replaces the old one, so the
+// page keeps its scroll position. The body's data-updates counts the reports drawn;
+// data-final is set once the final report (or why there is none) arrived, after which
+// the page stops listening.
 (function () {
   "use strict";
   var status = document.getElementById("live-status");
@@ -42,12 +43,14 @@
 
   var es = new EventSource("events");
   es.addEventListener("report", function (e) {
-    var data = JSON.parse(e.data);
+    var u = JSON.parse(e.data), data = u.report;
     show(data);
     title("cf-benchmark live", data);
     updates++;
     document.body.setAttribute("data-updates", String(updates));
-    say(running(data) + " · updated " + new Date().toLocaleTimeString());
+    var pace = u.every_s > 1.5 ? " · updated every " + Math.round(u.every_s) + " s (a read of the results database takes " +
+      u.read_s.toFixed(1) + " s; the page keeps it busy at most a tenth of the time)" : "";
+    say(running(data) + " · updated " + new Date().toLocaleTimeString() + pace);
   });
   es.addEventListener("waiting", function (e) { say(JSON.parse(e.data).message); });
   es.addEventListener("problem", function (e) { say(JSON.parse(e.data).message, "problem"); });
