@@ -42,6 +42,10 @@ type confounder struct {
 	before func(t *testing.T, env confounderEnv) map[string]string
 	// during, if set, runs once the run has started, while it runs.
 	during func(t *testing.T, env confounderEnv, p *cfProcess)
+	// also is a finding the run must trip besides check ("" for none), on step
+	// alsoStep, its evidence judged by alsoEvidence: the same run proves two rules.
+	also, alsoStep string
+	alsoEvidence   func(t *testing.T, ev map[string]any)
 	// dashboard runs the scenario with --dashboard and watches its live page in
 	// headless Chromium: during the run the time chart grows and the marker of this
 	// step and the finding appear (so the finding must trip before that step ends);
@@ -190,6 +194,22 @@ func TestConfounders(t *testing.T) {
 				p.waitFor(t, regexp.MustCompile(`step 2/2 starts`))
 				wake(t, env.router, "stub-noisy.apps.localhost")
 			},
+			// The neighbour is named as such at the end of step 2, with its CPU: it is
+			// no app of the run.
+			also: "neighbours", alsoStep: "2", alsoEvidence: func(t *testing.T, ev map[string]any) {
+				apps, _ := ev["apps"].([]any)
+				var first map[string]any
+				if len(apps) == 1 {
+					first, _ = apps[0].(map[string]any)
+				}
+				if first == nil || first["app"] != "stub-noisy" || first["space"] != "apps" {
+					t.Fatalf("neighbours evidence names %v, want stub-noisy of space apps alone", ev["apps"])
+				}
+				// It spins 2 threads on the app's cell; the rule's threshold is 0.1 cores.
+				if c := num(t, first, "cpu_cores"); c < 0.3 {
+					t.Errorf("stub-noisy used %v cores, want most of its half of the cell (over 0.3)", c)
+				}
+			},
 			evidence: func(t *testing.T, ev map[string]any, _ string) {
 				// The neighbour holds half the cell's shares and spins both its threads:
 				// the app waits most of its ready time and gets under half its cell.
@@ -235,6 +255,7 @@ func TestConfounders(t *testing.T) {
 			logStepMetrics(t, dir)
 			var found, steps []string
 			var evidence map[string]any
+			alsoSeen := false
 			for _, e := range readCSV(t, filepath.Join(dir, "run_events.csv")) {
 				if e["kind"] == "not_judged" {
 					t.Logf("not judged: %s", e["message"])
@@ -244,6 +265,15 @@ func TestConfounders(t *testing.T) {
 				}
 				t.Logf("finding: step %s %s: %s evidence %s", e["step"], e["check_name"], e["message"], e["evidence"])
 				found = append(found, e["check_name"])
+				if sc.also != "" && e["check_name"] == sc.also && e["step"] == sc.alsoStep {
+					var ev map[string]any
+					if err := json.Unmarshal([]byte(e["evidence"]), &ev); err != nil {
+						t.Errorf("evidence of %s: %v: %q", sc.also, err, e["evidence"])
+					} else if sc.alsoEvidence != nil {
+						sc.alsoEvidence(t, ev)
+					}
+					alsoSeen = true
+				}
 				if e["check_name"] == sc.check {
 					steps = append(steps, e["step"])
 					if sc.step != "" && e["step"] != sc.step {
@@ -266,6 +296,12 @@ func TestConfounders(t *testing.T) {
 			var want []string
 			if sc.check != "" {
 				want = []string{sc.check}
+			}
+			if sc.also != "" {
+				want = slices.Sorted(slices.Values(append(want, sc.also)))
+				if !alsoSeen {
+					t.Errorf("%s did not trip on step %s", sc.also, sc.alsoStep)
+				}
 			}
 			found = slices.Compact(slices.Sorted(slices.Values(found)))
 			if !slices.Equal(found, want) {

@@ -8,14 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 
+	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
+	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 // TestExamplesOnLocalFoundation runs example specs shortened on one local foundation,
@@ -38,33 +42,35 @@ func TestExamplesOnLocalFoundation(t *testing.T) {
 	// First: it compares the apps cell's busy time with the app's utilisation, so no
 	// other run's apps may be idling on that cell yet.
 	t.Run("a ramp of app instances", func(t *testing.T) { appInstances(t, cf, cl, f, root, bins) })
-	t.Run("pool-size matrix", func(t *testing.T) { poolSizeMatrix(t, root, cf, cl) })
+	t.Run("thesis pool matrix", func(t *testing.T) { thesisPool(t, root, cf, cl) })
 	t.Run("proxy bake-off", func(t *testing.T) { proxyBakeoff(t, root, cf, cl, info) })
 	t.Run("a ramp of rates in all", func(t *testing.T) { rateLevels(t, cf, cl, root, bins) })
 }
 
-// poolSizeMatrix runs examples/pool-size.yml shortened to a matrix of two pool sizes
-// (5 and 10) by one thread pool (16) and one step of 3 s: one manifest pushed as two apps with their own env
-// and routes, each a variant in the results with the configuration it was pushed as.
-func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
+// thesisPool runs examples/thesis/pool.yml (the study's pool question) shortened to a
+// matrix of two pools (5 and 10 connections), 20 users and one step of 3 s: one
+// manifest pushed as two apps with their own env and routes, each a variant in the
+// results with the configuration it was pushed as; and the report answers the
+// question: each pool, full (more users than connections, every request holding its
+// connection 100 ms), has its pool-exhaustion finding quoting its size.
+func thesisPool(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	t.Helper()
-	file := writeTemp(t, "pool-size.yml", editedExample(t, root, "pool-size.yml", map[string]string{
-		"../manifests/":                          "" + filepath.Join(root, "manifests") + "/",
-		"DB_POOL_SIZE: [30, 60, 90]":             "DB_POOL_SIZE: [5, 10]",
-		"SERVER_THREADS: {t50: 50, t200: 200}":   "SERVER_THREADS: {t16: 16}",
-		"  users: 8\n":                           "  users: 2\n",
-		"  max: 8\n  hold: 45s\n  warmup: 10s\n": "  max: 1\n  hold: 3s\n  warmup: 1s\n",
-		"    interval: 5s\n":                     "    interval: 1s\n",
+	file := writeTemp(t, "pool.yml", editedExample(t, root, "thesis/pool.yml", map[string]string{
+		"../../manifests/":                filepath.Join(root, "manifests") + "/",
+		"DB_POOL_SIZE: [30, 60, 90]":      "DB_POOL_SIZE: [5, 10]",
+		"users: [150]\n  generators: 3\n": "users: [20]\n  generators: 2\n",
+		"  hold: 15s\n  warmup: 4s\n":     "  hold: 3s\n  warmup: 1s\n",
 	}))
 	p := startCF(t, cf, "run-benchmark", "-f", file)
-	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): pool-size, 2 variant\(s\), 1 step\(s\) each`))[1]
+	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): thesis-pool, 2 variant\(s\), 1 step\(s\) each`))[1]
 	out, code := p.wait(t)
 	if code != 0 {
-		t.Fatalf("cf run-benchmark pool-size: exit %d\n%s", code, out)
+		t.Fatalf("cf run-benchmark thesis/pool.yml: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"pool-5-t16 runs as bulletin-java-5-t16 (", "pool-10-t16 runs as bulletin-java-10-t16 (", "run " + runID + " completed"} {
+	for _, want := range []string{"pool-5 runs as bulletin-java-5 (", "pool-10 runs as bulletin-java-10 (", "run " + runID + " completed",
+		"cleanup stop: stopped bulletin-java-5, bulletin-java-10;"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("pool-size output lacks %q:\n%s", want, out)
+			t.Errorf("thesis/pool.yml output lacks %q:\n%s", want, out)
 		}
 	}
 	dir := filepath.Join(cf.dir, "results", runID)
@@ -73,21 +79,26 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 		variants[v["variant"]] = v
 	}
 	for _, size := range []string{"5", "10"} {
-		v := variants["pool-"+size+"-t16"]
-		app := "bulletin-java-" + size + "-t16"
-		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`", "env.SERVER_THREADS": "16"}` ||
-			v["app_memory_mb"] != "800" || v["app_instances"] != "1" || !strings.Contains(v["app_env"], `"DB_POOL_SIZE": "`+size+`"`) || !strings.Contains(v["app_env"], `"SERVER_THREADS": "16"`) ||
+		v := variants["pool-"+size]
+		app := "bulletin-java-" + size
+		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`"}` ||
+			v["app_memory_mb"] != "800" || v["app_instances"] != "1" || !strings.Contains(v["app_env"], `"DB_POOL_SIZE": "`+size+`"`) ||
+			!strings.Contains(v["app_env"], `"DB_POOL_TIMEOUT_MS": "30000"`) ||
 			!strings.Contains(v["app_manifest"], "name: "+app+"\n") || !strings.Contains(v["target_url"], app+".") {
 			t.Errorf("variants.csv pool-%s: %v", size, v)
 		}
-		// What the app got is what the run recorded.
+		// What the app got is what the run recorded; cleanup: stop (the default) left
+		// it stopped.
 		a, err := cl.Applications.Single(context.Background(), &client.AppListOptions{Names: client.Filter{Values: []string{app}}})
 		if err != nil {
 			t.Fatalf("app %s: %v", app, err)
 		}
+		if a.State != "STOPPED" {
+			t.Errorf("app %s is %s after the run, want STOPPED (cleanup: stop)", app, a.State)
+		}
 		env, err := cl.Applications.GetEnvironmentVariables(context.Background(), a.GUID)
-		if err != nil || env["DB_POOL_SIZE"] == nil || *env["DB_POOL_SIZE"] != size || env["SERVER_THREADS"] == nil || *env["SERVER_THREADS"] != "16" {
-			t.Errorf("app %s env %v, %v; want DB_POOL_SIZE=%s and SERVER_THREADS=16", app, env, err, size)
+		if err != nil || env["DB_POOL_SIZE"] == nil || *env["DB_POOL_SIZE"] != size {
+			t.Errorf("app %s env %v, %v; want DB_POOL_SIZE=%s", app, env, err, size)
 		}
 	}
 	steps := map[string]int{}
@@ -96,8 +107,34 @@ func poolSizeMatrix(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 			steps[m["variant"]]++
 		}
 	}
-	if steps["pool-5-t16"] != 1 || steps["pool-10-t16"] != 1 {
-		t.Errorf("steps with requests per variant %v, want one each of pool-5-t16 and pool-10-t16", steps)
+	if steps["pool-5"] != 1 || steps["pool-10"] != 1 {
+		t.Errorf("steps with requests per variant %v, want one each of pool-5 and pool-10", steps)
+	}
+	// The question's answer: each pool was the limit, and the report says so with its size.
+	rep := cf.mustRun(t, "benchmark-report", runID, "--format", "json")
+	var doc struct {
+		Runs []struct {
+			Findings []struct {
+				Variant, Check string
+				Step           int
+				Figures        map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(rep), &doc); err != nil || len(doc.Runs) != 1 {
+		t.Fatalf("benchmark-report --format json: %v\n%s", err, rep)
+	}
+	pools := map[string]float64{}
+	for _, f := range doc.Runs[0].Findings {
+		if f.Check == "pool-exhaustion" && f.Step == 1 {
+			size, _ := f.Figures["pool_size"].(float64)
+			share, _ := f.Figures["pool_wait_share"].(float64)
+			pools[f.Variant] = size
+			t.Logf("%s: pool of %v, %.0f%% of the app time waiting for it", f.Variant, size, 100*share)
+		}
+	}
+	if pools["pool-5"] != 5 || pools["pool-10"] != 10 {
+		t.Errorf("pool-exhaustion findings by variant: pool sizes %v, want pool-5: 5 and pool-10: 10\n%s", pools, out)
 	}
 }
 
@@ -216,5 +253,97 @@ type proxyReport struct {
 				CPUPerRequest *float64 `json:"cpu_per_request_ratio"`
 			}
 		}
+	}
+}
+
+// TestThesisSpecs checks every spec of examples/thesis without running it (one of them,
+// pool.yml, runs shortened in TestExamplesOnLocalFoundation): it loads, passes what a
+// run checks before it pushes anything (its manifests and their app files exist, its
+// plan fits its limits), its time under load by the plan's arithmetic is at most 2
+// minutes (under 3 with the pushes), the README names it, and it asks its question.
+func TestThesisSpecs(t *testing.T) {
+	testtier.External(t, "the sample apps built (make apps): the jar the specs push")
+	root := moduleRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "examples", "thesis", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asks := map[string]func(t *testing.T, sp *spec.Spec){
+		// Java vs Node at the SLO, with the router's and the apps' own view of each request.
+		"capacity.yml": func(t *testing.T, sp *spec.Spec) {
+			if sp.SLO == nil || sp.Ramp.Stop.MeanAbove != sp.SLO.MaxLatency || len(sp.Levels()) < 3 {
+				t.Errorf("no SLO to judge capacity against, no ramp stopping where it breaks, or under 3 levels: slo %+v, stop %+v", sp.SLO, sp.Ramp.Stop)
+			}
+			rl := sp.Collectors.RouterLogs
+			if rl == nil || !sp.Collectors.AppTimings.Enabled {
+				t.Errorf("router logs %+v, app timings %v: the decomposition needs both", rl, sp.Collectors.AppTimings.Enabled)
+			}
+			manifests(t, sp, "bulletin-java.yml", "bulletin-node.yml")
+		},
+		// 1, 2, 3 instances of the Java app, the same load per instance.
+		"instances.yml": func(t *testing.T, sp *spec.Spec) {
+			if !slices.Equal(sp.Ramp.AppInstances, []int{1, 2, 3}) {
+				t.Errorf("app instances %v, want 1, 2, 3", sp.Ramp.AppInstances)
+			}
+			manifests(t, sp, "bulletin-java.yml")
+		},
+		// Pools of 30, 60, 90, each full: more users than the largest pool has
+		// connections, each request holding its connection a while.
+		"pool.yml": func(t *testing.T, sp *spec.Spec) {
+			var pools []string
+			for _, v := range sp.Variants {
+				pools = append(pools, v.Env["DB_POOL_SIZE"])
+			}
+			if !slices.Equal(pools, []string{"30", "60", "90"}) {
+				t.Errorf("pools %v, want 30, 60, 90", pools)
+			}
+			for _, l := range sp.Levels() {
+				if users := l.Generators * l.Users; users <= 90 {
+					t.Errorf("a level of %d users: no more than the largest pool's 90 connections, so that pool is never full", users)
+				}
+			}
+			for _, r := range sp.Workload.Requests {
+				if !strings.Contains(r.Path, "sleep_ms=") {
+					t.Errorf("request %s (%s) does not hold its connection (sleep_ms, apps/README.md)", r.Name, r.Path)
+				}
+			}
+			manifests(t, sp, "bulletin-java.yml", "bulletin-java.yml", "bulletin-java.yml")
+		},
+	}
+	files, err := filepath.Glob(filepath.Join(root, "examples", "thesis", "*.yml"))
+	if err != nil || len(files) != len(asks) {
+		t.Fatalf("examples/thesis holds %v (%v), want a check here for each: %d", files, err, len(asks))
+	}
+	for _, file := range files {
+		name := filepath.Base(file)
+		t.Run(name, func(t *testing.T) {
+			sp, err := spec.Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := engine.Preflight(context.Background(), sp, nil, nil)
+			if err != nil {
+				t.Fatalf("the run would refuse it: %v", err)
+			}
+			if plan.Duration > 2*time.Minute || sp.Limits.Duration == 0 || sp.Limits.Duration > 2*time.Minute {
+				t.Errorf("%s under load by its plan, limits.duration %s: want both set and at most 2m", plan.Duration, sp.Limits.Duration)
+			}
+			if !strings.Contains(string(readme), "`"+name+"`") {
+				t.Errorf("examples/thesis/README.md does not say which question %s answers", name)
+			}
+			asks[name](t, sp)
+		})
+	}
+}
+
+// manifests fails unless sp's variants push the named manifests, in order.
+func manifests(t *testing.T, sp *spec.Spec, names ...string) {
+	t.Helper()
+	var got []string
+	for _, v := range sp.Variants {
+		got = append(got, filepath.Base(v.Manifest))
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("variants push %v, want %v", got, names)
 	}
 }

@@ -24,11 +24,14 @@ import (
 
 // rateLevels runs examples/rate-levels.yml shortened to rates of 100 and 200 req/s in
 // all over its 2 generator instances, 3 s each: each step offers its rate in all, and
-// the plan, the progress lines, steps.csv and the report say so.
+// the plan, the progress lines, steps.csv and the report say so. With cleanup: delete,
+// the run deletes its app under test and its generator app when it is over, and keeps
+// its tunnel app.
 func rateLevels(t *testing.T, cf *cfCLI, cl *client.Client, root, bins string) {
 	file := writeExample(t, root, bins, "rate-levels.yml", map[string]string{
 		"rates: [350, 700, 1000, 1200, 1400]": "rates: [100, 200]",
 		"  hold: 10s\n  warmup: 2s\n":         "  hold: 3s\n  warmup: 1s\n",
+		"\nramp:\n":                           "\ncleanup: delete\n\nramp:\n",
 	})
 	p := startCF(t, cf, "run-benchmark", "-f", file)
 	runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): rate-levels, 1 variant\(s\), 2 step\(s\) each`))[1]
@@ -59,7 +62,15 @@ func rateLevels(t *testing.T, cf *cfCLI, cl *client.Client, root, bins string) {
 			t.Errorf("step_metrics.csv step %s: offered %s, %s requests; want %s offered and requests", m["step"], m["offered_rate"], m["count"], want)
 		}
 	}
-	assertGeneratorsAtZero(t, cl, "rate-levels", "slow")
+	if !strings.Contains(out, "cleanup delete: deleted stub-slow, rate-levels-gen-slow; the tunnel app stays") {
+		t.Errorf("output does not say what cleanup: delete deleted:\n%s", out)
+	}
+	for app, want := range map[string]int{"stub-slow": 0, "rate-levels-gen-slow": 0, "rate-levels-tunnel": 1} {
+		apps, err := cl.Applications.ListAll(context.Background(), &client.AppListOptions{Names: client.Filter{Values: []string{app}}})
+		if err != nil || len(apps) != want {
+			t.Errorf("%d apps named %s after the run (%v), want %d", len(apps), app, err, want)
+		}
+	}
 }
 
 // appInstances runs examples/app-instances.yml shortened to 3 s steps of 1, 2 and 3 app

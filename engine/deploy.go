@@ -58,6 +58,8 @@ type Deployment struct {
 	// instances scales an app under test to, to run.
 	pushed       Pushed
 	startTimeout time.Duration
+	// note tells the user what the deployment does besides the run (cleanup).
+	note func(string)
 	// relay is the run's relay app, when its generators go through one; Close stops it.
 	relay *platform.App
 	// secretEnv are the generator apps' variables that hold this run's secrets (the
@@ -76,6 +78,11 @@ type Deployment struct {
 	// on Cloud Foundry, whose API does not say: a step's CPU available is then unknown,
 	// its cells still counted.
 	hostCores map[string]float64
+	// ownApps are the names of the spec's own apps in the generators space besides the
+	// generator apps: the tunnel, the relay and the drain (see ours).
+	ownApps []string
+	// cleanup is what Close does with the apps the run pushed.
+	cleanup spec.Cleanup
 }
 
 // deployedVariant is what a variant runs as.
@@ -187,7 +194,7 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		}
 	}
 	d := &Deployment{cf: cf, Landscape: land, variants: map[string]*deployedVariant{}, log: cfg.Logger,
-		pushed: cfg.Pushed, startTimeout: cfg.StartTimeout,
+		pushed: cfg.Pushed, startTimeout: cfg.StartTimeout, ownApps: []string{TunnelApp(sp), RelayApp(sp), DrainApp(sp)}, cleanup: sp.Cleanup, note: note,
 		Access: Access{API: cfg.API, Org: org, Space: gens.Name, SpaceGUID: gens.GUID,
 			TunnelApp: TunnelApp(sp), ServiceInstance: rdb.ServiceInstance, ServiceInstanceGUID: siGUID}}
 
@@ -453,17 +460,19 @@ func hostOf(rawURL string) string {
 	return u.Hostname()
 }
 
-// Close closes the tunnel and the store. Apps stay pushed (generators at 0 instances):
-// the next run reuses them.
+// Close cleans up after the run as the spec's cleanup says (cleanUp) and closes the
+// tunnel and the store. The generators are at 0 instances by then (the run scaled
+// them down), and the tunnel app stays: status, export and collect-logs reach the
+// results through it.
 func (d *Deployment) Close() {
 	for _, dv := range d.variants {
 		if dv.timings != nil {
 			dv.timings.Close()
 		}
 	}
-	if d.relay != nil {
-		// Stopped, not deleted: its generators have stored their samples, and its
-		// connections are freed; the next run pushes over it.
+	if d.relay != nil && d.cleanup != spec.CleanupDelete {
+		// Stopped: its generators have stored their samples, and its connections are
+		// freed; the next run pushes over it.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := d.cf.StopApp(ctx, d.relay.GUID); err != nil {
 			d.log.Warn("stop the relay app", "app", d.relay.Name, "err", err)
@@ -472,9 +481,52 @@ func (d *Deployment) Close() {
 		d.relay = nil
 	}
 	d.forgetSecrets()
+	d.cleanUp()
 	if d.close != nil {
 		d.close()
 		d.close = nil
+	}
+}
+
+// cleanUp does what the spec's cleanup says with the apps the run pushed: stop (the
+// default) stops the apps under test, so that they take no CPU from the next run on
+// their cell; delete deletes them, the generator apps and the relay; keep leaves them.
+// A failure is noted with the cf command that does it by hand.
+func (d *Deployment) cleanUp() {
+	if d.cleanup == spec.CleanupKeep {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var apps []*platform.App
+	for _, name := range d.order {
+		dv := d.variants[name]
+		if dv.app != nil {
+			apps = append(apps, dv.app)
+		}
+		if d.cleanup == spec.CleanupDelete && dv.fleet != nil {
+			apps = append(apps, dv.fleet.app)
+		}
+	}
+	if d.relay != nil {
+		apps = append(apps, d.relay)
+		d.relay = nil
+	}
+	verb, act, try := "stopped", d.cf.StopApp, "cf stop"
+	if d.cleanup == spec.CleanupDelete {
+		verb, act, try = "deleted", d.cf.DeleteApp, "cf delete -f"
+	}
+	var done []string
+	for _, a := range apps {
+		if err := act(ctx, a.GUID); err != nil {
+			d.note(fmt.Sprintf("warning: cleanup %s: %v. Try: %s %s", d.cleanup, err, try, a.Name))
+			continue
+		}
+		done = append(done, a.Name)
+	}
+	d.variants, d.order = nil, nil
+	if len(done) > 0 {
+		d.note(fmt.Sprintf("cleanup %s: %s %s; the tunnel app stays for status and export", d.cleanup, verb, strings.Join(done, ", ")))
 	}
 }
 

@@ -274,6 +274,7 @@ func (r *runner) variants(ctx context.Context) (err error) {
 // legs runs every leg of the spec (variants × repeats) in turn, each with its fleet.
 func (r *runner) legs(ctx context.Context) error {
 	dep := r.opts.Deployment
+	r.checkNeighbours(ctx, "", -1)
 	for _, leg := range r.sp.Legs() {
 		if ctx.Err() != nil {
 			return nil

@@ -351,6 +351,7 @@ func (r *runner) checkStep(ctx context.Context, leg spec.Leg, fleet Fleet, prev 
 			failed = fmt.Errorf("%w: %s: %s", ErrCheckFailed, f.Check, f.Message)
 		}
 	}
+	r.checkNeighbours(ctx, leg.Name, cur.Step)
 	return failed
 }
 

@@ -133,6 +133,26 @@ func TestCF(t *testing.T) {
 		t.Fatal("no app pushed")
 	}
 
+	// What the neighbours check reads: the idle app with its instance, host and space,
+	// under the check's 0.1 cores; left out when skip says so.
+	t.Run("AppsCPU", func(t *testing.T) {
+		apps, err := c.AppsCPU(ctx, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(apps, func(a AppCPU) bool { return a.GUID == web.GUID })
+		if i < 0 {
+			t.Fatalf("AppsCPU = %+v, want web among them", apps)
+		}
+		if a := apps[i]; a.Name != "web" || a.Space != "apps" || a.SpaceGUID != space.GUID || a.Instances != 1 || len(a.Hosts) != 1 || a.Cores < 0 || a.Cores >= 0.1 {
+			t.Errorf("web: %+v, want 1 running instance on a host in space apps, idle (under 0.1 cores)", a)
+		}
+		skipped, err := c.AppsCPU(ctx, "", func(spaceGUID, name string) bool { return spaceGUID == space.GUID && name == "web" })
+		if err != nil || slices.ContainsFunc(skipped, func(a AppCPU) bool { return a.GUID == web.GUID }) {
+			t.Errorf("AppsCPU skipping web = %+v, %v", skipped, err)
+		}
+	})
+
 	t.Run("RouteTarget", func(t *testing.T) {
 		target, err := c.RouteTarget(ctx, web.GUID)
 		if err != nil {

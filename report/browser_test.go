@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +93,32 @@ func expectedCharts(rep *Report) []wantChart {
 				seen[c.Variant] = true
 			}
 			out = append(out, wantChart{"coverage", len(seen)})
+		}
+	}
+	return out
+}
+
+// expectedMarkers counts, per kind of chart, the findings it marks on their step: on
+// throughput-vs-load those of a step with figures, on a variant's time chart those of
+// a step whose window it shows.
+func expectedMarkers(rep *Report) map[string]int {
+	out := map[string]int{"throughput-vs-load": 0, "time": 0}
+	runs := rep.Runs
+	if rep.Baseline != nil {
+		runs = append(runs[:len(runs):len(runs)], rep.Baseline)
+	}
+	for _, r := range runs {
+		for _, f := range r.Findings {
+			v := variantNamed(r.Variants, f.Variant)
+			if v == nil || f.Step == 0 {
+				continue
+			}
+			if slices.ContainsFunc(v.Steps, func(s *Step) bool { return s.Step == f.Step }) {
+				out["throughput-vs-load"]++
+			}
+			if v.Series != nil && len(v.Series.T) > 0 && slices.ContainsFunc(v.Series.Steps, func(w StepWindow) bool { return w.Step == f.Step }) {
+				out["time"]++
+			}
 		}
 	}
 	return out
@@ -193,6 +221,7 @@ func TestHTMLInChromium(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the first screen shows the headline", func(t *testing.T) { b.firstScreen(t) })
 }
 
 // check writes rep's HTML, opens it in the browser and checks it; screenshots and the
@@ -220,6 +249,11 @@ func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool)
 	step("open the report", chromedp.Do(bctx, chromedp.Navigate(fileURL), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered]`))))
 	charts, err := headless.Charts(bctx)
 	step("read the charts", err)
+	// Read before the screenshot and the PDF: an evaluation in a document after it was
+	// printed hangs in headless Chromium in about half the runs (seen here).
+	marked, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]int](`window.cfbCharts.reduce(function (m, c) {
+  m[c.kind] = (m[c.kind] || 0) + (c.plot.cfbMarkers || []).length; return m; }, {})`))
+	step("read the finding markers", err)
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
 	step("screenshot", err)
 	pdf, err := chromedp.Run(bctx, chromedp.PrintToPDF(chromedp.PDFPrintBackground()))
@@ -271,7 +305,135 @@ func (b *browser) check(t *testing.T, rep *Report, name string, allVisible bool)
 				i+1, c.Title, c.Kind, c.Series, c.Drawn, c.Visible, c.Opaque, w.Kind, w.Series, allVisible)
 		}
 	}
+	for kind, want := range expectedMarkers(rep) {
+		if marked[kind] != want {
+			t.Errorf("%d finding markers on the %s charts, want %d", marked[kind], kind, want)
+		}
+	}
 	if len(pdf) < 1000 || !bytes.HasPrefix(pdf, []byte("%PDF")) {
 		t.Errorf("printing to PDF gave %d bytes", len(pdf))
+	}
+}
+
+// firstScreenPage is what firstScreen reads of the page.
+type firstScreenPage struct {
+	Width, Height, ScrollY float64
+	Lines                  []struct {
+		Variant, Text       string
+		Top, Bottom, Height float64
+		OnTop               bool
+		Links               []string
+	}
+	Ticks   map[string][]float64
+	Markers []struct {
+		Variant, Check string
+		Step           int
+	}
+	Capacity   string
+	Open, Shut int
+	Links      []string
+}
+
+// firstScreen opens the study's report (headline_test.go: studyRun), with loads of 1, 2
+// and 3 users, in a 1400×900 window and checks what a person sees before scrolling:
+// every variant's headline, whole. It checks the charts read right too: whole-number
+// ticks on the load axes, a marker for each finding on its step, the capacity table
+// with figures and links instead of finding paragraphs, the paragraphs folded.
+func (b *browser) firstScreen(t *testing.T) {
+	run := studyRun("20261127-160000-0001", 1)
+	for _, v := range run.Variants {
+		for _, s := range v.Steps {
+			s.Load = float64(s.Step)
+		}
+	}
+	run.Name, run.Status = "study", "completed"
+	rep := &Report{Schema: Schema, Version: Version, Runs: []*Run{run}}
+	rep.Headline = headlines(rep)
+	b.check(t, rep, "study", true)
+
+	if err := chromedp.Do(b.ctx, chromedp.EmulateViewport(1400, 900), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered]`))); err != nil {
+		t.Fatalf("chromium: reopen at 1400×900: %v", err)
+	}
+	js := `(function () {
+  var out = {width: window.innerWidth, height: window.innerHeight, scrollY: window.scrollY, ticks: {}, markers: []};
+  out.lines = Array.prototype.map.call(document.querySelectorAll("p.headline-line"), function (p) {
+    var r = p.getBoundingClientRect(), hit = document.elementFromPoint(r.left + 5, r.top + r.height / 2);
+    return {variant: p.dataset.variant, text: p.innerText, top: r.top, bottom: r.bottom, height: r.height, onTop: !!hit && p.contains(hit),
+      links: Array.prototype.map.call(p.querySelectorAll("a"), function (a) { return a.getAttribute("href"); })};
+  });
+  window.cfbCharts.forEach(function (c) {
+    if (c.kind === "throughput-vs-load" || c.kind === "percentiles-vs-load") out.ticks[c.kind] = c.plot.axes[0]._splits;
+    if (c.kind === "throughput-vs-load") out.markers = c.plot.cfbMarkers;
+  });
+  var cap = document.querySelector("table.capacity");
+  out.capacity = cap ? cap.innerText : "";
+  out.links = cap ? Array.prototype.map.call(cap.querySelectorAll("a"), function (a) { return a.getAttribute("href"); }) : [];
+  out.open = document.querySelectorAll("ul.findings details[open]").length;
+  out.shut = document.querySelectorAll("ul.findings details:not([open])").length;
+  return out;
+})()`
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[firstScreenPage](js))
+	if err != nil {
+		t.Fatalf("chromium: read the page: %v", err)
+	}
+	if got.Width != 1400 || got.Height != 900 || got.ScrollY != 0 {
+		t.Fatalf("window %vx%v scrolled to %v, want 1400x900 at the top", got.Width, got.Height, got.ScrollY)
+	}
+	if len(got.Lines) != len(rep.Headline) {
+		t.Fatalf("%d headline lines on the page, want %d: %+v", len(got.Lines), len(rep.Headline), got.Lines)
+	}
+	for i, h := range rep.Headline {
+		l := got.Lines[i]
+		if l.Variant != h.Variant || strings.TrimSpace(l.Text) != h.Text {
+			t.Errorf("headline line %d reads %q (%s), want %q (%s)", i+1, l.Text, l.Variant, h.Text, h.Variant)
+		}
+		if l.Top < 0 || l.Bottom > got.Height || l.Height == 0 || !l.OnTop {
+			t.Errorf("the headline of %s is not on the first screen: %+v", h.Variant, l)
+		}
+		var links []string
+		for _, i := range h.Findings {
+			links = append(links, fmt.Sprintf("#finding-%s-%d", run.ID, i))
+		}
+		if fmt.Sprint(l.Links) != fmt.Sprint(links) {
+			t.Errorf("the headline of %s links %v, want its findings %v", h.Variant, l.Links, links)
+		}
+	}
+	for kind, ticks := range got.Ticks {
+		if len(ticks) < 2 {
+			t.Errorf("%s: %d ticks on the load axis", kind, len(ticks))
+		}
+		for _, x := range ticks {
+			if x != math.Round(x) {
+				t.Errorf("%s: a tick at %v on an axis of whole users: %v", kind, x, ticks)
+				break
+			}
+		}
+	}
+	if len(got.Ticks) != 2 {
+		t.Errorf("ticks read of %d load charts, want 2", len(got.Ticks))
+	}
+	var want []string
+	for _, f := range run.Findings {
+		want = append(want, fmt.Sprintf("%s/%d/%s", f.Variant, f.Step, f.Check))
+	}
+	var marked []string
+	for _, m := range got.Markers {
+		marked = append(marked, fmt.Sprintf("%s/%d/%s", m.Variant, m.Step, m.Check))
+	}
+	if fmt.Sprint(marked) != fmt.Sprint(want) {
+		t.Errorf("finding markers on the throughput chart: %v, want %v", marked, want)
+	}
+	if strings.Contains(got.Capacity, run.Findings[0].Message) || len(got.Links) != 1 || got.Links[0] != "#finding-"+run.ID+"-0" {
+		t.Errorf("the capacity table holds %q with links %v; want figures and a link to the stall finding", got.Capacity, got.Links)
+	}
+	if got.Open != 0 || got.Shut != len(run.Findings) {
+		t.Errorf("findings: %d open, %d folded; want all %d folded", got.Open, got.Shut, len(run.Findings))
+	}
+	shot, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(artifactDir(t), "study-first-screen.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

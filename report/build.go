@@ -72,6 +72,7 @@ func Build(ctx context.Context, src Reader, runIDs []string, opts Options) (*Rep
 	}
 	rep.Spread = spread(rep)
 	rep.Thresholds = judge(opts.FailOn, rep)
+	rep.Headline = headlines(rep)
 	return rep, nil
 }
 

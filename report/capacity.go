@@ -61,14 +61,18 @@ func bounds(slo *spec.SLO, s *Step) []bound {
 	return out
 }
 
-// capacity marks each step as meeting the SLO or not and returns the capacity.
+// capacity marks each step as meeting the SLO or not and returns the capacity: never
+// below the throughput of a step that met the SLO. Its Step is the step that met the
+// SLO with the most throughput; when the first step to fail after it gained
+// throughput, the crossing is interpolated between that failure and the step that met
+// the SLO just before it, and counts where it lies above Step's measured figure.
 func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 	c := &Capacity{Status: "no_data", Text: "no step with figures"}
 	if len(v.Steps) == 0 {
 		return c
 	}
 	var unknownCPU []int
-	first := -1
+	best := -1 // the step that met the SLO with the most throughput
 	for i, s := range v.Steps {
 		ok := true
 		for _, b := range bounds(slo, s) {
@@ -84,8 +88,15 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 			}
 		}
 		s.MeetsSLO = &ok
-		if !ok && first < 0 {
-			first = i
+		if ok && (best < 0 || s.Throughput > v.Steps[best].Throughput) {
+			best = i
+		}
+	}
+	failed := -1 // the first step after best that failed
+	for i := best + 1; i < len(v.Steps); i++ {
+		if !*v.Steps[i].MeetsSLO {
+			failed = i
+			break
 		}
 	}
 	if len(unknownCPU) > 0 {
@@ -93,68 +104,95 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 	}
 	unit := " req/s"
 	switch {
-	case first == 0:
+	case best < 0:
 		s := v.Steps[0]
 		c.Status, c.FailedStep = "below_first", s.Step
-		c.Text = fmt.Sprintf("< %s%s (step 1 already broke the SLO at %s %s)", num(s.Throughput), unit, load(s.Load), v.LoadUnit)
+		c.Text = fmt.Sprintf("< %s%s (no step met the SLO; step 1 broke it at %s %s)", num(s.Throughput), unit, load(s.Load), v.LoadUnit)
 		c.LimitedBy = slices.Concat(s.SLOBreaches, c.LimitedBy)
-	case first < 0:
-		s := v.Steps[len(v.Steps)-1]
+	case failed < 0:
+		s := v.Steps[best]
 		c.Status, c.Step, c.Load, c.Throughput = "not_crossed", s.Step, s.Load, s.Throughput
-		c.Text = fmt.Sprintf("≥ %s%s (the SLO was never crossed; step %d, the highest, at %s %s)", num(s.Throughput), unit, s.Step, load(s.Load), v.LoadUnit)
+		c.Value, c.Basis = s.Throughput, "measured"
+		c.Text = fmt.Sprintf("≥ %s%s (step %d, measured, at %s %s; no step after it broke the SLO)", num(s.Throughput), unit, s.Step, load(s.Load), v.LoadUnit)
 	default:
-		p, f := v.Steps[first-1], v.Steps[first]
-		c.Status, c.Step, c.Load, c.Throughput, c.FailedStep = "crossed", p.Step, p.Load, p.Throughput, f.Step
-		// The crossing: where the first bound to break reached its limit, linearly
-		// between the two steps.
-		frac := 1.0
-		pb, fb := bounds(slo, p), bounds(slo, f)
-		for i := range fb {
-			if !fb[i].known || !pb[i].known || fb[i].value <= fb[i].limit || fb[i].value == pb[i].value {
-				continue
-			}
-			frac = min(frac, math.Max(0, (fb[i].limit-pb[i].value)/(fb[i].value-pb[i].value)))
+		b, f := v.Steps[best], v.Steps[failed]
+		p := v.Steps[failed-1] // met the SLO: every step from best to failed-1 did
+		c.Status, c.Step, c.Load, c.Throughput, c.FailedStep = "crossed", b.Step, b.Load, b.Throughput, f.Step
+		c.Value, c.Basis = b.Throughput, "measured"
+		c.Text = fmt.Sprintf("%s%s at %s %s (step %d, measured)", num(b.Throughput), unit, load(b.Load), v.LoadUnit, b.Step)
+		if x, ok := crossing(slo, p, f); ok && x > b.Throughput {
+			c.Crossing, c.CrossingFrom = &x, p.Step
+			c.Value, c.Basis = x, "interpolated"
+			c.Text = fmt.Sprintf("about %s%s (the SLO crossed between step %d and step %d, interpolated); step %d measured %s%s at %s %s",
+				num(x), unit, p.Step, f.Step, b.Step, num(b.Throughput), unit, load(b.Load), v.LoadUnit)
+		} else if f.Throughput <= b.Throughput {
+			c.Text += fmt.Sprintf("; step %d broke the SLO at %s%s, no more throughput", f.Step, num(f.Throughput), unit)
 		}
-		x := p.Throughput + frac*(f.Throughput-p.Throughput)
-		c.Crossing = &x
-		c.Text = fmt.Sprintf("%s%s at %s %s (step %d, measured); the SLO is crossed at about %s%s, interpolated towards step %d",
-			num(p.Throughput), unit, load(p.Load), v.LoadUnit, p.Step, num(x), unit, f.Step)
 		c.LimitedBy = slices.Concat([]string{fmt.Sprintf("step %d: ", f.Step) + strings.Join(f.SLOBreaches, ", ")}, c.LimitedBy)
-		for _, s := range v.Steps[first+1:] {
-			if *s.MeetsSLO {
-				c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("step %d met the SLO again after it was crossed: the ramp is noisy there", s.Step))
-				break
-			}
+	}
+	// Steps that broke the SLO before the best one, or met it again after the failure:
+	// the ramp is noisy there.
+	if i := slices.IndexFunc(v.Steps[:max(best, 0)], func(s *Step) bool { return !*s.MeetsSLO }); i >= 0 {
+		c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("step %d broke the SLO before step %d met it: the ramp is noisy there", v.Steps[i].Step, c.Step))
+	}
+	if failed >= 0 {
+		if i := slices.IndexFunc(v.Steps[failed+1:], func(s *Step) bool { return *s.MeetsSLO }); i >= 0 {
+			c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("step %d met the SLO again after it was crossed: the ramp is noisy there", v.Steps[failed+1+i].Step))
 		}
 	}
 	// Findings of the steps around the limit: the limit may not be the app's.
-	for _, fd := range findings {
-		if fd.Variant != v.Name || fd.Step == 0 {
-			continue
-		}
-		near := fd.Step == c.Step || fd.Step == c.FailedStep
-		if c.Status == "not_crossed" {
-			near = fd.Step == c.Step
-		}
-		if near {
-			c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("finding at step %d: %s: %s", fd.Step, fd.Check, fd.Message))
-		}
+	c.Findings = findingsNear(findings, v.Name, c.Step, c.FailedStep)
+	for _, i := range c.Findings {
+		fd := findings[i]
+		c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("finding at step %d: %s: %s", fd.Step, fd.Check, fd.Message))
 	}
 	return c
 }
 
-// capacityValue is the capacity as one number (the crossing when crossed, else the
-// measured step) and whether it is only a lower bound.
+// crossing is the throughput at which the first of the SLO's bounds to break in f
+// reached its limit, linearly between p (which met the SLO) and f; false when f gained
+// no throughput over p or no broken bound is known in both.
+func crossing(slo *spec.SLO, p, f *Step) (float64, bool) {
+	if f.Throughput <= p.Throughput {
+		return 0, false
+	}
+	frac, found := 1.0, false
+	pb, fb := bounds(slo, p), bounds(slo, f)
+	for i := range fb {
+		if !fb[i].known || !pb[i].known || fb[i].value <= fb[i].limit || fb[i].value == pb[i].value {
+			continue
+		}
+		frac, found = min(frac, math.Max(0, (fb[i].limit-pb[i].value)/(fb[i].value-pb[i].value))), true
+	}
+	return p.Throughput + frac*(f.Throughput-p.Throughput), found
+}
+
+// capacityValue is the capacity as one number (Capacity.Value: never below a step
+// that met the SLO) and whether it is only a lower bound (the SLO was not crossed).
 func capacityValue(c *Capacity) (float64, bool, bool) {
 	switch {
 	case c == nil:
 		return 0, false, false
-	case c.Status == "crossed" && c.Crossing != nil:
-		return *c.Crossing, false, true
+	case c.Status == "crossed":
+		return c.Value, false, true
 	case c.Status == "not_crossed":
-		return c.Throughput, true, true
+		return c.Value, true, true
 	}
 	return 0, false, false
+}
+
+// capacityBasis says how a capacity was found, in a few words: "step 2, measured",
+// "interpolated between steps 3 and 4", "mean of the repeats".
+func capacityBasis(c *Capacity) string {
+	switch c.Basis {
+	case "measured":
+		return fmt.Sprintf("step %d, measured", c.Step)
+	case "interpolated":
+		return fmt.Sprintf("interpolated between steps %d and %d", c.CrossingFrom, c.FailedStep)
+	case "mean":
+		return "mean of the repeats"
+	}
+	return ""
 }
 
 // num formats a rate with thousands separators and sensible precision.

@@ -44,7 +44,7 @@ func compareVariants(vs []*Variant) *Comparison {
 		r := VariantRatios{Variant: v.Name, MaxThroughput: maxThroughput(v), Steps: []StepRatios{}}
 		r.ThroughputRatio = ratio(r.MaxThroughput, maxThroughput(ref))
 		if x, _, ok := capacityValue(v.Capacity); ok {
-			r.Capacity = &x
+			r.Capacity, r.CapacityBasis = &x, capacityBasis(v.Capacity)
 			if refOK {
 				r.CapacityRatio = ratio(x, refCap)
 			}
@@ -110,7 +110,8 @@ func changes(base *Run, runs []*Run) []Change {
 			}
 			if x, xb, ok := capacityValue(v.Capacity); ok {
 				if y, yb, ok := capacityValue(bv.Capacity); ok {
-					out = append(out, Change{Run: r.ID, Variant: v.Name, Metric: "capacity", Baseline: y, Value: x, Change: change(y, x), Unit: "req/s", Bound: xb || yb})
+					out = append(out, Change{Run: r.ID, Variant: v.Name, Metric: "capacity", Baseline: y, Value: x, Change: change(y, x), Unit: "req/s", Bound: xb || yb,
+						BaselineBasis: capacityBasis(bv.Capacity), Basis: capacityBasis(v.Capacity)})
 				}
 			}
 			if len(v.Steps) > 0 && len(bv.Steps) > 0 {
@@ -286,7 +287,7 @@ func judge(ts []Threshold, rep *Report) []ThresholdResult {
 				verb = "beyond"
 			}
 			res.Detail = fmt.Sprintf("%s %+.1f%% in run %s (%s: %s → %s), %s %s", t.Metric, 100**worst.Change, worst.Run, where,
-				figure(worst.Baseline, worst.Unit), figure(worst.Value, worst.Unit), verb, t.text)
+				figureAs(worst.Baseline, worst.Unit, worst.BaselineBasis), figureAs(worst.Value, worst.Unit, worst.Basis), verb, t.text)
 			if worst.Bound {
 				res.Detail += " (a capacity that was not crossed is a lower bound)"
 			}
@@ -294,6 +295,14 @@ func judge(ts []Threshold, rep *Report) []ThresholdResult {
 		out = append(out, res)
 	}
 	return out
+}
+
+// figureAs is figure with how it was found, where that is said ("step 2, measured").
+func figureAs(x float64, unit, basis string) string {
+	if basis == "" {
+		return figure(x, unit)
+	}
+	return figure(x, unit) + " (" + basis + ")"
 }
 
 func figure(x float64, unit string) string {

@@ -16,6 +16,8 @@ const (
 type Report struct {
 	Schema  string `json:"schema"`
 	Version int    `json:"version"`
+	// Headline is the answer at a glance: one line per variant of every run in Runs.
+	Headline []Headline `json:"headline"`
 	// Runs are the runs asked for, in the order given.
 	Runs []*Run `json:"runs"`
 	// Baseline is the run the others are compared with (--baseline); nil without one.
@@ -27,6 +29,53 @@ type Report struct {
 	Spread []Spread `json:"spread,omitempty"`
 	// Thresholds are the --fail-on thresholds as judged; empty without any.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+}
+
+// Headline is one variant's answer in one line: its capacity at the SLO (or, without
+// an SLO, the most throughput a step sustained), against the reference variant and the
+// baseline, its requests per core, its bottleneck and the findings that limit it.
+type Headline struct {
+	Run     string `json:"run"`
+	Variant string `json:"variant"`
+	// Measure is "capacity" (at the SLO: Capacity.Value) or "max_throughput" (no SLO:
+	// the step with the most throughput).
+	Measure string `json:"measure"`
+	// Throughput is that figure in req/s; nil when no step has figures. Bound says
+	// how to read it: "at_least" (the SLO was never crossed after Step), "below" (no
+	// step met the SLO: step 1's throughput, which broke it), "" as it is.
+	Throughput *float64 `json:"throughput,omitempty"`
+	Bound      string   `json:"bound,omitempty"`
+	// Step is the step the figure rests on; Basis "measured" (that step's own
+	// figure), "interpolated" (Capacity.Crossing, above it) or "mean" (a run with
+	// repeats: one line per configuration, the mean over its Repeats repeats, from the
+	// Comparison; per core, bottleneck and findings are then left to the sections).
+	Step    int    `json:"step,omitempty"`
+	Basis   string `json:"basis,omitempty"`
+	Repeats int    `json:"repeats,omitempty"`
+	// Ratio is Throughput over the reference variant's (the run's first; nil for the
+	// reference, for runs with repeats and where either figure is missing), from the
+	// run's Comparison; BaselineRatio over the --baseline run's variant of the same
+	// name, from the Changes.
+	Reference     string   `json:"reference,omitempty"`
+	Ratio         *float64 `json:"ratio,omitempty"`
+	BaselineRun   string   `json:"baseline_run,omitempty"`
+	BaselineRatio *float64 `json:"baseline_ratio,omitempty"`
+	// ThroughputPerCore is Step's requests per second per core the app used
+	// (AppUsage.ThroughputPerCore); nil without its CPU.
+	ThroughputPerCore *float64 `json:"throughput_per_core,omitempty"`
+	// Bottleneck names where the limit is ("app CPU", a latency layer such as "pool
+	// wait", or a place a finding names such as "the generators"); "" when it cannot
+	// be judged. BottleneckEvidence says why, or why not.
+	Bottleneck         string `json:"bottleneck,omitempty"`
+	BottleneckEvidence string `json:"bottleneck_evidence,omitempty"`
+	// LimitedBy are the checks that found something at the steps around the limit
+	// (Step and the step that broke the SLO, or the step after the best), each once;
+	// Findings holds, for each of them, its first finding there, as an index into the
+	// run's Findings.
+	LimitedBy []string `json:"limited_by,omitempty"`
+	Findings  []int    `json:"findings,omitempty"`
+	// Text is the line as a person reads it.
+	Text string `json:"text"`
 }
 
 // Run is one run's part of the report.
@@ -112,7 +161,7 @@ type Variant struct {
 	// LoadUnit says what Step.Load counts: "users" (closed loop: generator instances
 	// seen × users each) or "req/s offered" (open loop).
 	LoadUnit string `json:"load_unit"`
-	// Capacity is the highest load meeting the SLO; nil when the run has no SLO.
+	// Capacity is the most throughput sustained within the SLO; nil without an SLO.
 	Capacity *Capacity `json:"capacity,omitempty"`
 	Steps    []*Step   `json:"steps"`
 	// Utilisation is the app's CPU against what its instances could use, per app
@@ -237,27 +286,39 @@ type Layer struct {
 	MeanUS float64 `json:"mean_us"`
 }
 
-// Capacity is the highest load level of a variant that meets the SLO.
+// Capacity is the most throughput a variant sustains within the SLO: never below the
+// measured throughput of a step that met it.
 type Capacity struct {
-	// Status is "crossed" (a step failed the SLO after one that met it), "not_crossed"
-	// (every step met it: the capacity is at least the last step's), "below_first"
-	// (the first step already failed) or "no_data".
+	// Status is "crossed" (a step failed the SLO after Step), "not_crossed" (no step
+	// after Step failed it: the capacity is at least Step's), "below_first" (no step met
+	// it) or "no_data".
 	Status string `json:"status"`
-	// Step is the highest step meeting the SLO before the first that failed (0 when
-	// none); Load and Throughput are that step's.
+	// Step is the step that met the SLO with the most throughput (0 when none): it
+	// bounds the capacity from below. Load and Throughput are that step's, measured.
 	Step       int     `json:"step,omitempty"`
 	Load       float64 `json:"load,omitempty"`
 	Throughput float64 `json:"throughput,omitempty"`
-	// Crossing is the throughput where the SLO was crossed, linearly interpolated
-	// between Step and the step that failed; nil unless Status is "crossed".
-	Crossing *float64 `json:"crossing_throughput,omitempty"`
-	// FailedStep is the first step that failed the SLO (0 when none).
+	// Value is the capacity in req/s: Throughput, or Crossing where that is higher;
+	// Basis says which ("measured" or "interpolated"; "mean" for a configuration's mean
+	// over its repeats). Absent when no step met the SLO.
+	Value float64 `json:"capacity_throughput,omitempty"`
+	Basis string  `json:"basis,omitempty"`
+	// Crossing is the throughput where the first bound to break reached its limit,
+	// linearly interpolated between CrossingFrom (the step before FailedStep, which met
+	// the SLO) and FailedStep; nil unless that lies above Throughput (a step that gained
+	// no throughput while it broke the SLO gives no crossing).
+	Crossing     *float64 `json:"crossing_throughput,omitempty"`
+	CrossingFrom int      `json:"crossing_from_step,omitempty"`
+	// FailedStep is the first step after Step that failed the SLO (with below_first:
+	// step 1); 0 when none.
 	FailedStep int `json:"failed_step,omitempty"`
-	// Text is the capacity as a person reads it, e.g. "≥ 1,234 req/s (not crossed)".
+	// Text is the capacity as a person reads it, e.g. "≥ 1,234 req/s (step 4, measured, ...)".
 	Text string `json:"text"`
-	// LimitedBy says what ended it: the SLO bound crossed first, and findings of the
-	// steps around it that may mean the limit is not the app's.
+	// LimitedBy says what ended it: the SLO bound crossed first, noisy steps, and, last,
+	// the findings of Step and FailedStep (the limit may not be the app's), in words.
 	LimitedBy []string `json:"limited_by,omitempty"`
+	// Findings are those findings: indexes into the run's Findings.
+	Findings []int `json:"findings,omitempty"`
 }
 
 // Utilisation is the app's CPU use against what is available, for one app instance
@@ -368,8 +429,11 @@ type Comparison struct {
 // VariantRatios is one variant against the reference: ratios are this variant's
 // figure over the reference's (2 = twice as much); nil when either is missing or 0.
 type VariantRatios struct {
-	Variant         string   `json:"variant"`
-	Capacity        *float64 `json:"capacity,omitempty"`
+	Variant  string   `json:"variant"`
+	Capacity *float64 `json:"capacity,omitempty"`
+	// CapacityBasis says how Capacity was found: "step 2, measured", "interpolated
+	// between steps 3 and 4", or with repeats "mean of the repeats".
+	CapacityBasis   string   `json:"capacity_basis,omitempty"`
 	CapacityRatio   *float64 `json:"capacity_ratio,omitempty"`
 	MaxThroughput   float64  `json:"max_throughput"`
 	ThroughputRatio *float64 `json:"max_throughput_ratio,omitempty"`
@@ -412,6 +476,10 @@ type Change struct {
 	Unit string `json:"unit"`
 	// Bound is true when either figure is a lower bound (capacity not crossed).
 	Bound bool `json:"lower_bound,omitempty"`
+	// BaselineBasis and Basis say, for a capacity, how each figure was found: "step 2,
+	// measured" or "interpolated between steps 3 and 4".
+	BaselineBasis string `json:"baseline_basis,omitempty"`
+	Basis         string `json:"basis,omitempty"`
 }
 
 // Spread is a figure of one variant across repeated runs of one spec.

@@ -165,9 +165,9 @@ func meanVariant(config string, reps []*Variant, spread []RepeatSpread) *Variant
 	}
 	if len(caps) > 0 {
 		c := statOf(caps).Mean
-		m.Capacity = &Capacity{Status: "crossed", Crossing: &c}
+		m.Capacity = &Capacity{Status: "crossed", Value: c, Basis: "mean"}
 		if bound {
-			m.Capacity = &Capacity{Status: "not_crossed", Throughput: c}
+			m.Capacity.Status = "not_crossed"
 		}
 	}
 	return m

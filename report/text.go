@@ -85,6 +85,13 @@ func mb(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
 // against the baseline, the run-to-run spread and the thresholds.
 func (r *Report) WriteText(w io.Writer) error {
 	t := &textWriter{w: w}
+	if len(r.Headline) > 0 {
+		t.printf("%s\n", headlineTitle(r))
+		for _, h := range r.Headline {
+			t.printf("  %s\n", h.Text)
+		}
+		t.printf("\n")
+	}
 	for i, run := range r.Runs {
 		if i > 0 {
 			t.printf("\n")
@@ -108,7 +115,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if c.Bound {
 				ch += " (lower bound)"
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", c.Run, c.Variant, c.Metric, where, figure(c.Baseline, c.Unit), figure(c.Value, c.Unit), ch))
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", c.Run, c.Variant, c.Metric, where, figureAs(c.Baseline, c.Unit, c.BaselineBasis), figureAs(c.Value, c.Unit, c.Basis), ch))
 		}
 		if len(rows) == 0 {
 			t.printf("  no variant of the runs is in the baseline\n")
@@ -135,6 +142,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return t.err
+}
+
+// headlineTitle heads the headline: with one run, the SLO its capacities are at.
+func headlineTitle(r *Report) string {
+	if len(r.Runs) == 1 && r.Runs[0].SLO != nil {
+		return fmt.Sprintf("Headline (SLO: %s)", r.Runs[0].SLO.Text)
+	}
+	return "Headline"
 }
 
 func (t *textWriter) run(r *Run, what string) {
@@ -338,7 +353,11 @@ func (t *textWriter) run(r *Run, what string) {
 		}
 		rows = rows[:0]
 		for _, v := range c.Variants {
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Variant, optNum(v.Capacity), ratioText(v.CapacityRatio), num(v.MaxThroughput), ratioText(v.ThroughputRatio)))
+			capa := optNum(v.Capacity)
+			if v.CapacityBasis != "" {
+				capa += " (" + v.CapacityBasis + ")"
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Variant, capa, ratioText(v.CapacityRatio), num(v.MaxThroughput), ratioText(v.ThroughputRatio)))
 		}
 		t.table(fmt.Sprintf("%s\tcapacity req/s\t× %s\tmax req/s\t× %s", what, c.Reference, c.Reference), rows)
 		rows = rows[:0]

@@ -50,7 +50,7 @@ for spec in $only; do
 	cc-api)
 		# examples/cc-api.yml itself on this foundation's API, its sweep shortened.
 		sed -e "s|url: https://api.sys.example.com|url: $api|" -e 's|users: \[1, 2, 4, 8, 16, 32\]|users: [1, 2, 4, 8, 16]|' \
-			-e 's|hold: 60s|hold: 5s|' -e 's|warmup: 5s|warmup: 1s|' -e 's|  dir: results|  dir: ../../results|' \
+			-e 's|hold: 60s|hold: 5s|' -e 's|warmup: 5s|warmup: 1s|' \
 			examples/cc-api.yml >examples/gallery/.cc-api.yml
 		# As a plugin the run takes the token of the cf CLI's login: CF_OAUTH_TOKEN.
 		report cc-api "$(run examples/gallery/.cc-api.yml)"

@@ -37,8 +37,9 @@ func (d *decoder) spec(v value) *Spec {
 	s := &Spec{
 		Checks:     DefaultChecks(),
 		Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
-		Export:     Export{Dir: "results", Tables: slices.Clone(AllTables)},
+		Export:     Export{Dir: DefaultExportDir, Tables: slices.Clone(AllTables)},
 		Repeat:     1,
+		Cleanup:    CleanupStop,
 	}
 	var manifests []value
 	got, ok := d.object(v,
@@ -55,6 +56,7 @@ func (d *decoder) spec(v value) *Spec {
 		optional("slo", d.slo(&s.SLO)),
 		optional("collectors", d.collectors(&s.Collectors)),
 		optional("export", d.export(&s.Export)),
+		optional("cleanup", enum(d, &s.Cleanup, CleanupKeep, CleanupStop, CleanupDelete)),
 		optional("limits", func(v value) {
 			d.object(v,
 				optional("duration", d.duration(&s.Limits.Duration, positive)),
@@ -257,6 +259,27 @@ func (d *decoder) unique(seen map[string]value, v value, name, what string) {
 		return
 	}
 	seen[name] = v
+}
+
+// names decodes a list of app names: non-empty strings, each once.
+func (d *decoder) names(dst *[]string) func(value) {
+	return func(v value) {
+		items, ok := d.list(v)
+		if !ok {
+			return
+		}
+		seen := map[string]value{}
+		var out []string
+		for _, it := range items {
+			var name string
+			d.str(&name)(it)
+			d.unique(seen, it, name, "app")
+			if name != "" {
+				out = append(out, name)
+			}
+		}
+		*dst = out
+	}
 }
 
 func checkAbsURL(s string) string {
@@ -478,6 +501,9 @@ func (d *decoder) checks(c *Checks) func(value) {
 				optional("below", share(&c.Coverage.Below)))),
 			optional("layer_order", d.check(&c.LayerOrder.Level, warn,
 				optional("above", share(&c.LayerOrder.Above)))),
+			optional("neighbours", d.check(&c.Neighbours.Level, warn,
+				optional("cpu_above", d.number(&c.Neighbours.CPUAbove, func(x float64) bool { return x > 0 }, "cores greater than 0 (1 = one core)")),
+				optional("except", d.names(&c.Neighbours.Except)))),
 			optional("generator_cpu", d.renamed("generator_saturation")),
 			optional("flat_throughput", d.renamed("plateau")),
 		)

@@ -41,9 +41,27 @@ type Spec struct {
 	// Limits bound the plan of a run; a run over them is refused before anything is
 	// pushed. Zero fields are unset.
 	Limits Limits
+	// Cleanup is what becomes of the apps the run pushed once it is over (CleanupStop
+	// when the spec does not say).
+	Cleanup Cleanup
 	// pos is where each field is in the file, for Errorf; nil for a Spec built in code.
 	pos map[string]position
 }
+
+// Cleanup says what a run does with the apps it pushed when it is over, whatever its
+// outcome. The generators are scaled to 0 and the relay stopped in every case, and the
+// tunnel app stays (status, export and collect-logs reach the results through it).
+type Cleanup string
+
+const (
+	// CleanupKeep leaves the apps under test running.
+	CleanupKeep Cleanup = "keep"
+	// CleanupStop stops the apps under test (the default): they take no CPU from the
+	// next run on their cell, and the next run of the spec starts them again.
+	CleanupStop Cleanup = "stop"
+	// CleanupDelete deletes the apps under test, the generator apps and the relay app.
+	CleanupDelete Cleanup = "delete"
+)
 
 // Limits are what a spec's run may hold at most: Duration under load (variants ×
 // levels × repeats × hold), and MemoryMB and Instances at its peak in both spaces together (the
@@ -304,6 +322,19 @@ type Checks struct {
 	// LayerOrder trips when a request's client, router and app times contradict each
 	// other (a layer took longer than the one around it).
 	LayerOrder LayerOrder
+	// Neighbours trips when apps that are not part of the run use CPU on the
+	// foundation, before the run or in a step.
+	Neighbours Neighbours
+}
+
+// Neighbours judges the apps beside the run's own: of the run's org on Cloud Foundry,
+// every app on the local foundation's cells. It trips when, together, those that used
+// at least CPUAbove cores each used it; apps named in Except (part of the system under
+// test though the run did not push them, e.g. a proxy's upstream) are left out.
+type Neighbours struct {
+	Level    CheckLevel
+	CPUAbove float64
+	Except   []string
 }
 
 // GeneratorSaturation judges the generators by their own signal: the send lag (how late
@@ -389,6 +420,7 @@ func DefaultChecks() Checks {
 		Stall:               Stall{Level: CheckWarn, Longest: time.Second, OmittedShare: 0.01},
 		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
 		LayerOrder:          LayerOrder{Level: CheckWarn, Above: 0.001},
+		Neighbours:          Neighbours{Level: CheckWarn, CPUAbove: 0.1},
 	}
 }
 
@@ -492,11 +524,17 @@ var AllTables = []string{TableSamples, TableSteps, TableWorkers, TableWorkerStep
 
 // Export says where and what to export after a run.
 type Export struct {
-	// Dir is kept as written: it is relative to the working directory at run time.
+	// Dir is where a run's export directory (Dir/RUN_ID) goes: export.dir resolved
+	// against the spec's directory, as every path in a spec is; DefaultExportDir in the
+	// working directory when the spec has none.
 	Dir string
 	// Tables are plain strings because the export package takes them as such.
 	Tables []string
 }
+
+// DefaultExportDir is Export.Dir of a spec without export.dir: results/ in the
+// working directory, where cf-benchmark report and status look for results/RUN_ID.
+const DefaultExportDir = "results"
 
 // Variant returns the variant called name, or nil.
 func (s *Spec) Variant(name string) *Variant {
@@ -508,8 +546,9 @@ func (s *Spec) Variant(name string) *Variant {
 	return nil
 }
 
-// Load reads and validates the spec at path. Relative paths inside it are resolved
-// against the spec file's directory. A spec that does not validate gives an Errors.
+// Load reads and validates the spec at path. Every relative path inside it (a variant's
+// manifest, collectors.router_logs.path, export.dir) is resolved against the spec
+// file's directory. A spec that does not validate gives an Errors.
 func Load(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -541,6 +580,9 @@ func parse(d *decoder, data []byte, baseDir string) (*Spec, error) {
 	}
 	if rl := s.Collectors.RouterLogs; rl != nil && rl.Path != "" {
 		rl.Path = resolvePath(baseDir, rl.Path)
+	}
+	if _, given := s.pos["export.dir"]; given {
+		s.Export.Dir = resolvePath(baseDir, s.Export.Dir)
 	}
 	return s, nil
 }

@@ -58,6 +58,7 @@ func TestParseGood(t *testing.T) {
 				Checks:     DefaultChecks(),
 				Collectors: Collectors{ContainerMetrics: ContainerMetrics{Interval: 15 * time.Second}, AppTimings: AppTimings{Path: "/_cfbench/timings"}},
 				Export:     Export{Dir: "results", Tables: AllTables},
+				Cleanup:    CleanupStop,
 			}
 			s.pos = nil // where the fields are: TestErrorfPlacesAProblem…
 			if !reflect.DeepEqual(s, want) {
@@ -261,7 +262,8 @@ func TestParseEveryOptionalSection(t *testing.T) {
   warmup: 999ms
   stop: {p99_above: 500ms, error_rate_above: 1, plateau: 0.03}
 checks: {colocation: off, generator_saturation: off, plateau: {level: warn, served_below: 0.5, app_cpu_below: 2}, stall: {longest: 250ms},
-  contention: {wait_share: 0.6, waited_cores: 1.5, cpu_share: 0.7}}
+  contention: {wait_share: 0.6, waited_cores: 1.5, cpu_share: 0.7}, neighbours: {cpu_above: 0.25, except: [stub-fast, Upstream_1]}}
+cleanup: delete
 collectors:
   container_metrics: {interval: 1s}
   router_logs: {source: elasticsearch, url: "https://es:9200", max_documents: 50000, max_requests_per_second: 2.5,
@@ -282,7 +284,8 @@ export: {dir: out, tables: [steps, samples]}
 	wantChecks.Plateau.ServedBelow, wantChecks.Plateau.AppCPUBelow = 0.5, 2
 	wantChecks.Stall.Longest = 250 * time.Millisecond
 	wantChecks.Contention.WaitShare, wantChecks.Contention.WaitedCores, wantChecks.Contention.CPUShare = 0.6, 1.5, 0.7
-	if s.Checks != wantChecks {
+	wantChecks.Neighbours.CPUAbove, wantChecks.Neighbours.Except = 0.25, []string{"stub-fast", "Upstream_1"}
+	if !reflect.DeepEqual(s.Checks, wantChecks) {
 		t.Errorf("checks = %+v, want %+v", s.Checks, wantChecks)
 	}
 	wantC := Collectors{
@@ -293,6 +296,9 @@ export: {dir: out, tables: [steps, samples]}
 	}
 	if !reflect.DeepEqual(s.Collectors, wantC) {
 		t.Errorf("collectors = %+v %+v", s.Collectors, s.Collectors.RouterLogs)
+	}
+	if s.Cleanup != CleanupDelete {
+		t.Errorf("cleanup = %q, want delete", s.Cleanup)
 	}
 	if !reflect.DeepEqual(s.Export, Export{Dir: "out", Tables: []string{TableSteps, TableSamples}}) {
 		t.Errorf("export = %+v", s.Export)
@@ -308,6 +314,46 @@ func TestParseRouterLogsFile(t *testing.T) {
 	want := &RouterLogs{Source: SourceFile, Path: filepath.Join("base", "logs", "router.log"), Delay: 30 * time.Second}
 	if !reflect.DeepEqual(s.Collectors.RouterLogs, want) {
 		t.Errorf("router_logs = %+v, want %+v", s.Collectors.RouterLogs, want)
+	}
+}
+
+// TestEveryPathIsRelativeToTheSpec: a manifest, the router-log file and export.dir
+// written relative are taken from the spec file's directory, not the working
+// directory; absolute ones stay; without export.dir the export goes to
+// DefaultExportDir in the working directory.
+func TestEveryPathIsRelativeToTheSpec(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "specs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	landscape := "landscape: {org: o, apps: {space: a}, generators: {space: g}}\nresults_db: {service_instance: r}\n"
+	text := strings.Replace(minimal, "    url: http://127.0.0.1:18080\n", "    manifest: ../manifests/app.yml\n", 1) + landscape +
+		"collectors:\n  router_logs: {source: file, path: logs/access.log}\n"
+	for _, tc := range []struct{ name, export, wantDir string }{
+		{"relative", "export: {dir: ../results}\n", filepath.Join(dir, "..", "results")},
+		{"absolute", "export: {dir: /srv/results}\n", "/srv/results"},
+		{"absent", "", DefaultExportDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".yml")
+			if err := os.WriteFile(file, []byte(text+tc.export), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Load(file)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if s.Export.Dir != tc.wantDir {
+				t.Errorf("export.dir = %q, want %q", s.Export.Dir, tc.wantDir)
+			}
+			if want := filepath.Join(dir, "..", "manifests", "app.yml"); s.Variants[0].Manifest != want {
+				t.Errorf("manifest = %q, want %q", s.Variants[0].Manifest, want)
+			}
+			if want := filepath.Join(dir, "logs", "access.log"); s.Collectors.RouterLogs.Path != want {
+				t.Errorf("router_logs.path = %q, want %q", s.Collectors.RouterLogs.Path, want)
+			}
+		})
 	}
 }
 
@@ -438,8 +484,10 @@ func TestAliasBomb(t *testing.T) {
 func TestExamplesValidate(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("../examples/*.yml")
-	if err != nil || len(files) < 2 {
-		t.Fatalf("examples: %v %v", files, err)
+	nested, err2 := filepath.Glob("../examples/*/*.yml")
+	files = append(files, nested...)
+	if err != nil || err2 != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v %v", files, err, err2)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -538,6 +586,9 @@ func checkInvariants(t *testing.T, s *Spec) {
 	}
 	if n := len(s.Variants); n < 1 || n > maxVariants {
 		fail("%d variants", n)
+	}
+	if s.Cleanup != CleanupKeep && s.Cleanup != CleanupStop && s.Cleanup != CleanupDelete {
+		fail("cleanup %q", s.Cleanup)
 	}
 	names := map[string]bool{}
 	for _, v := range s.Variants {

@@ -126,7 +126,14 @@ func TestRunThenExport(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hi")) }))
 	defer srv.Close()
 	work := t.TempDir()
-	specPath := writeSpec(t, strings.Replace(goodSpec, "http://127.0.0.1:18080", srv.URL, 1)+"export:\n  dir: "+filepath.Join(work, "results")+"\n")
+	// export.dir is relative to the spec's folder, not to the working directory.
+	specPath := filepath.Join(work, "specs", "benchmark.yml")
+	if err := os.MkdirAll(filepath.Dir(specPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(specPath, []byte(strings.Replace(goodSpec, "http://127.0.0.1:18080", srv.URL, 1)+"export:\n  dir: ../results\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{"CFBENCH_DB": testpg.DSN(t)}
 
 	state := filepath.Join(work, "state")
@@ -143,6 +150,10 @@ func TestRunThenExport(t *testing.T) {
 		t.Fatalf("run output lacks the final line or the summary table:\n%s", r.stdout)
 	}
 	runID := m[1]
+	exported := filepath.Join(work, "results", runID)
+	if !strings.Contains(r.stdout, "\nexport to "+exported+"\n") || !strings.Contains(r.stdout, "exported run "+runID+" to "+exported+" (") {
+		t.Errorf("run does not say where its export goes (%s) at its start and its end:\n%s", exported, r.stdout)
+	}
 	for _, f := range []string{"samples.csv", "steps.csv", "workers.csv", "runs.csv", "manifest.json"} {
 		if _, err := os.Stat(filepath.Join(work, "results", runID, f)); err != nil {
 			t.Errorf("run did not export %s: %v", f, err)

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/drain"
 	"github.com/cf-benchmark/cf-benchmark/engine"
@@ -18,6 +19,7 @@ var _ engine.SessionReporter = (*textReporter)(nil)
 
 func (r *textReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
 	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", run.ID, sp.Name, len(sp.Variants), len(sp.Levels()), repeats(sp))
+	fmt.Fprintf(r.env.Stdout, "export to %s\n", filepath.Join(sp.Export.Dir, run.ID))
 }
 
 // repeats is ", 3 repeats interleaved" for a spec that repeats its variants, else "".
@@ -41,9 +43,16 @@ func (r *textReporter) Finding(variant string, step int, f engine.Finding) {
 	printFinding(r.env, variant, step, f)
 }
 
-// printFinding writes a finding of a step (0-based idx) as a line.
+// printFinding writes a finding of a step (0-based idx; -1 for none) as a line.
 func printFinding(env *Env, variant string, idx int, f engine.Finding) {
-	fmt.Fprintf(env.Stdout, "%s: %s step %d: %s: %s\n", findingLevel(f.Level), variant, idx+1, f.Check, f.Message)
+	where := variant
+	if idx >= 0 {
+		where = fmt.Sprintf("%s step %d", variant, idx+1)
+	}
+	if where != "" {
+		where += ": "
+	}
+	fmt.Fprintf(env.Stdout, "%s: %s%s: %s\n", findingLevel(f.Level), where, f.Check, f.Message)
 }
 
 func findingLevel(l spec.CheckLevel) string {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
@@ -32,7 +33,7 @@ func (r *jsonReporter) emit(event string, fields map[string]any) {
 
 func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
 	f := map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Levels()),
-		"repeats": max(sp.Repeat, 1)}
+		"repeats": max(sp.Repeat, 1), "export_dir": filepath.Join(sp.Export.Dir, run.ID)}
 	if r.dashboard != "" {
 		f["dashboard"] = r.dashboard
 	}

@@ -84,7 +84,8 @@ func TestReport(t *testing.T) {
 
 	// Without a RUN_ID: the newest run recorded in the state dir.
 	r = run(t, env, "report", "--state-dir", state)
-	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "run "+cur+"  cmd-test") || !strings.Contains(r.stdout, "the spec has no slo block") {
+	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "Headline\n  ") || !strings.Contains(r.stdout, "\n\nrun "+cur+"  cmd-test") ||
+		!strings.Contains(r.stdout, "the spec has no slo block") {
 		t.Fatalf("report: %+v", r)
 	}
 

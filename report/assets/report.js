@@ -23,6 +23,7 @@ window.cfbRender = function (data, root) {
     if (Math.abs(x) >= 100) return Math.round(x).toLocaleString("en-US");
     return Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2);
   }
+  function load(x) { return x === Math.round(x) ? String(x) : num(x); }
   function pct(f) { return f === null || f === undefined ? "–" : (100 * f).toFixed(f < 0.1 ? 2 : 1) + "%"; }
   function opt(x, d) { return x === null || x === undefined ? "–" : x.toFixed(d); }
   function ratio(x) { return x === null || x === undefined ? "–" : x.toFixed(2) + "×"; }
@@ -70,6 +71,64 @@ window.cfbRender = function (data, root) {
     return s;
   }
 
+  // intTicks are the tick increments of an axis whose values are whole numbers (users,
+  // instances, steps): no tick between two of them.
+  var intTicks = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000];
+  function loadAxis(label, xs) {
+    var ax = { label: label };
+    if (xs.every(function (x) { return x === Math.round(x); })) ax.incrs = intTicks;
+    return ax;
+  }
+  // padded keeps the points at either end of an x-y chart off its edges.
+  function padded(u, mn, mx) { var d = (mx - mn) * 0.04 || 1; return [mn - d, mx + d]; }
+  function allLoads(vs) { return [].concat.apply([], vs.map(function (v) { return v.steps.map(function (s) { return s.load; }); })); }
+
+  var levelColors = { fail: "#b00020", warn: "#8a5a00" };
+  // findingMarkers draws each finding of a variant's step as a triangle above the
+  // step's point (x and y from at(variant, step); y null: at the top of the plot), with
+  // its check's name, and lists what it drew in u.cfbMarkers.
+  function findingMarkers(findings, at) {
+    return function (u) {
+      var ctx = u.ctx, px = devicePixelRatio;
+      u.cfbMarkers = [];
+      ctx.save();
+      ctx.font = Math.round(10 * px) + "px sans-serif";
+      ctx.textAlign = "left"; ctx.textBaseline = "middle";
+      var seen = {};
+      findings.forEach(function (f) {
+        var p = f.step ? at(f.variant, f.step) : null;
+        if (!p) return;
+        var k = f.variant + "/" + f.step, nth = seen[k] = (seen[k] || 0) + 1; // several on one step: stacked
+        var x = u.valToPos(p[0], "x", true), y = (p[1] === null ? u.bbox.top + 28 * px : u.valToPos(p[1], "y", true) - 9 * px) + (p[1] === null ? 1 : -1) * (nth - 1) * 12 * px;
+        ctx.fillStyle = levelColors[f.level] || "#555";
+        ctx.beginPath(); ctx.moveTo(x, y + 5 * px); ctx.lineTo(x - 5 * px, y - 4 * px); ctx.lineTo(x + 5 * px, y - 4 * px); ctx.closePath(); ctx.fill();
+        ctx.fillText(f.check, x + 7 * px, y);
+        u.cfbMarkers.push({ variant: f.variant, step: f.step, check: f.check });
+      });
+      ctx.restore();
+    };
+  }
+
+  // pointLabels writes each point's step number beside it, for charts whose x is not
+  // the load, where points are drawn without lines.
+  function pointLabels(steps) {
+    return function (u) {
+      var ctx = u.ctx, px = devicePixelRatio;
+      ctx.save();
+      ctx.font = Math.round(10 * px) + "px sans-serif";
+      ctx.textAlign = "left"; ctx.textBaseline = "bottom";
+      ctx.fillStyle = "#333";
+      for (var si = 1; si < u.series.length; si++) {
+        u.data[si].forEach(function (y, i) {
+          var n = steps[si - 1][u.data[0][i]];
+          if (y === null || y === undefined || n === undefined) return;
+          ctx.fillText("step " + n, u.valToPos(u.data[0][i], "x", true) + 6 * px, u.valToPos(y, "y", true) - 4 * px);
+        });
+      }
+      ctx.restore();
+    };
+  }
+
   // stepLines draws the step boundaries of a time chart.
   function stepLines(windows) {
     return function (u) {
@@ -101,9 +160,21 @@ window.cfbRender = function (data, root) {
 
     add(sec, "h3", {}, "1. Capacity at the SLO");
     if (!run.slo) add(sec, "p", {}, "Not judged: the spec has no slo block.");
-    else table(sec, ["variant", "capacity", "limited by"], vs.map(function (v) {
-      return [v.name, v.capacity ? v.capacity.text : "–", v.capacity && v.capacity.limited_by ? v.capacity.limited_by.join("; ") : ""];
-    }));
+    else {
+      var ct = table(sec, ["variant", "capacity", "limited by", "findings near the limit"], vs.map(function (v) {
+        var c = v.capacity || {}, lb = c.limited_by || [], nf = (c.findings || []).length;
+        return [v.name, c.text || "–", lb.slice(0, lb.length - nf).join("; "), ""];
+      }), "capacity");
+      // the findings as links to their entries below, not their paragraphs
+      vs.forEach(function (v, i) {
+        var td = ct.tBodies[0].rows[i].cells[3];
+        ((v.capacity || {}).findings || []).forEach(function (fi, k) {
+          var f = run.findings[fi];
+          if (k) td.appendChild(document.createTextNode(", "));
+          add(td, "a", { href: "#" + findingId(run, fi) }, f.check + " (step " + f.step + ")");
+        });
+      });
+    }
 
     add(sec, "h3", {}, "2. Steps");
     add(sec, "p", { "class": "hint" }, "Latency in ms from the intended send time, warm-up excluded; percentiles are observed values.");
@@ -112,7 +183,7 @@ window.cfbRender = function (data, root) {
       v.steps.forEach(function (s) {
         var cls = Object.keys(s.errors_by_class || {}).filter(function (k) { return s.errors_by_class[k] > 0; })
           .sort().map(function (k) { return k + " " + s.errors_by_class[k]; }).join(", ");
-        rows.push([v.name, s.live ? s.step + " (running: so far)" : s.step, num(s.load), s.count, s.offered_rate ? num(s.offered_rate) : "–", num(s.throughput), ms(s.mean_us), ms(s.p50_us), ms(s.p90_us),
+        rows.push([v.name, s.live ? s.step + " (running: so far)" : s.step, load(s.load), s.count, s.offered_rate ? num(s.offered_rate) : "–", num(s.throughput), ms(s.mean_us), ms(s.p50_us), ms(s.p90_us),
           ms(s.p99_us), ms(s.p999_us), ms(s.min_us), ms(s.max_us), s.errors + (cls ? " (" + cls + ")" : ""), (s.bandwidth_bytes_per_sec / 1048576).toFixed(1),
           s.missed, s.omitted, s.meets_slo === undefined ? "" : s.meets_slo ? "meets" : "breaks: " + (s.slo_breaches || []).join(", ")]);
       });
@@ -122,9 +193,15 @@ window.cfbRender = function (data, root) {
     add(sec, "h3", {}, "3. Scaling");
     var withSteps = vs.filter(function (v) { return v.steps.length > 0; });
     if (withSteps.length) {
-      chart(sec, "throughput-vs-load", "Throughput (req/s) vs load", {
-        scales: { x: { time: false } }, axes: [{ label: "load (" + withSteps[0].load_unit + ")" }, { label: "req/s" }],
-        series: [{ label: "load" }].concat(withSteps.map(function (v, i) { return line(v.name, colors[i % colors.length]); }))
+      var stepAt = function (name, n) {
+        var v = withSteps.filter(function (x) { return x.name === name; })[0];
+        var s = v && v.steps.filter(function (x) { return x.step === n; })[0];
+        return s ? [s.load, s.throughput] : null;
+      };
+      chart(sec, "throughput-vs-load", "Throughput (req/s) vs load; a triangle marks a finding on its step", {
+        scales: { x: { time: false, range: padded } }, axes: [loadAxis("load (" + withSteps[0].load_unit + ")", allLoads(withSteps)), { label: "req/s" }],
+        series: [{ label: "load" }].concat(withSteps.map(function (v, i) { return line(v.name, colors[i % colors.length]); })),
+        hooks: { draw: [findingMarkers(run.findings, stepAt)] }
       }, align(withSteps.map(function (v) { return { x: v.steps.map(function (s) { return s.load; }), y: v.steps.map(function (s) { return s.throughput; }) }; })));
       var pser = [{ label: "load" }], psets = [], k = 0;
       withSteps.forEach(function (v) {
@@ -133,17 +210,26 @@ window.cfbRender = function (data, root) {
           psets.push({ x: v.steps.map(function (s) { return s.load; }), y: v.steps.map(function (s) { return s[p[1]] / 1000; }) });
         });
       });
-      chart(sec, "percentiles-vs-load", "Latency percentiles (ms, observed) vs load", { scales: { x: { time: false } }, axes: [{ label: "load (" + withSteps[0].load_unit + ")" }, { label: "ms" }], series: pser }, align(psets));
+      chart(sec, "percentiles-vs-load", "Latency percentiles (ms, observed) vs load", { scales: { x: { time: false, range: padded } }, axes: [loadAxis("load (" + withSteps[0].load_unit + ")", allLoads(withSteps)), { label: "ms" }], series: pser }, align(psets));
     }
     var cpuVs = vs.filter(function (v) { return v.steps.some(function (s) { return s.app && s.app.cpu_total_cores !== undefined; }); });
     if (cpuVs.length) {
-      chart(sec, "cpu-vs-throughput", "App CPU (cores, all instances) vs throughput (req/s)", {
-        scales: { x: { time: false } }, axes: [{ label: "req/s" }, { label: "cores" }],
-        series: [{ label: "req/s" }].concat(cpuVs.map(function (v, i) { return line(v.name, colors[i % colors.length]); }))
-      }, align(cpuVs.map(function (v) {
+      // x is the throughput, which need not grow with the load: points, each labelled
+      // with its step, not a line that would join them out of load order.
+      var cpuSets = cpuVs.map(function (v) {
         var st = v.steps.filter(function (s) { return s.app && s.app.cpu_total_cores !== undefined; });
-        return { x: st.map(function (s) { return s.throughput; }), y: st.map(function (s) { return s.app.cpu_total_cores; }) };
-      })));
+        var byX = {};
+        st.forEach(function (s) { byX[s.throughput] = s.step; });
+        return { x: st.map(function (s) { return s.throughput; }), y: st.map(function (s) { return s.app.cpu_total_cores; }), steps: byX };
+      });
+      chart(sec, "cpu-vs-throughput", "App CPU (cores, all instances) vs throughput (req/s), a point per step", {
+        scales: { x: { time: false, range: padded }, y: { range: function (u, mn, mx) { return [0, mx * 1.1]; } } }, axes: [{ label: "req/s" }, { label: "cores" }],
+        series: [{ label: "req/s" }].concat(cpuVs.map(function (v, i) {
+          var c = colors[i % colors.length];
+          return line(v.name, c, { fill: c, paths: uPlot.paths.points(), points: { show: false } });
+        })),
+        hooks: { draw: [pointLabels(cpuSets.map(function (d) { return d.steps; }))] }
+      }, align(cpuSets));
     }
     rows = [];
     vs.forEach(function (v) {
@@ -151,7 +237,7 @@ window.cfbRender = function (data, root) {
         var a = s.app || {};
         var avail = a.instances === undefined ? "–" : (a.cpu_available_cores === undefined ? "unknown" : a.cpu_available_cores.toFixed(2)) +
             (a.cells === undefined ? " (cells unknown)" : " on " + a.cells + (a.cells === 1 ? " cell" : " cells"));
-        rows.push([v.name, s.step, num(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
+        rows.push([v.name, s.step, load(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
             (a.cpu_total_cores !== undefined && a.cpu_covered < 0.995 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
           opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
           s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
@@ -191,7 +277,11 @@ window.cfbRender = function (data, root) {
         } }, ms: {} },
         axes: [{ label: "s since the run's start" }, { label: "req/s" }, { scale: "ms", side: 1, label: "p99 ms", grid: { show: false } }],
         series: [{ label: "s" }, line("req/s", colors[0], { points: { show: false } }), line("p99 ms", colors[1], { scale: "ms", points: { show: false } })],
-        hooks: { draw: [stepLines(s.steps || [])] }
+        hooks: { draw: [stepLines(s.steps || []), findingMarkers(run.findings.filter(function (f) { return f.variant === v.name; }), function (name, n) {
+          // on the step's start line, at the top of the plot
+          var w = (s.steps || []).filter(function (x) { return x.step === n; })[0];
+          return w ? [w.start_s, null] : null;
+        })] }
       }, [s.t, s.throughput, s.p99_us.map(function (x) { return x / 1000; })]);
       window.cfbCharts[window.cfbCharts.length - 1].steps = (s.steps || []).map(function (w) { return w.step; }); // the step markers
       return plot;
@@ -227,15 +317,20 @@ window.cfbRender = function (data, root) {
     if (!run.findings.length) add(sec, "p", {}, "None: no check tripped.");
     else {
       var ul = add(sec, "ul", { "class": "findings" });
-      run.findings.forEach(function (f) {
-        var li = add(ul, "li", { "class": f.level });
-        add(li, "strong", {}, f.level + " · " + (f.variant || "run") + (f.step ? " step " + f.step : "") + " · " + f.check + ": ");
-        li.appendChild(document.createTextNode(f.message));
+      run.findings.forEach(function (f, i) {
+        var li = add(ul, "li", { "class": f.level, id: findingId(run, i) });
+        // the first sentence shows; the rest, what was judged and the evidence fold
+        var m = /^(.*?[.:])(\s|$)/.exec(f.message), first = m ? m[1] : f.message;
+        var det = add(li, "details");
+        var sum = add(det, "summary");
+        add(sum, "strong", {}, f.level + " · " + (f.variant || "run") + (f.step ? " step " + f.step : "") + " · " + f.check + ": ");
+        sum.appendChild(document.createTextNode(first));
+        add(det, "p", {}, f.message);
         if (f.figures) {
-          add(li, "div", { "class": "hint" }, "judged: " + Object.keys(f.figures).sort().map(function (k) { return k + " " + f.figures[k]; }).join(", "));
+          add(det, "div", { "class": "hint" }, "judged: " + Object.keys(f.figures).sort().map(function (k) { return k + " " + f.figures[k]; }).join(", "));
         }
         if (f.evidence) {
-          var ev = add(li, "ul");
+          var ev = add(det, "ul");
           f.evidence.forEach(function (e) { add(ev, "li", {}, e); });
         }
       });
@@ -293,6 +388,28 @@ window.cfbRender = function (data, root) {
     }), "num");
   }
 
+  function findingId(run, i) { return "finding-" + run.id + "-" + i; }
+
+  // The headline: the answer per variant, before everything else.
+  if (data.headline && data.headline.length) {
+    var hl = add(root, "section", { "class": "headline", id: "headline" });
+    var one = data.runs.length === 1 ? data.runs[0] : null;
+    add(hl, "h2", {}, "Headline" + (one && one.slo ? " (SLO: " + one.slo.text + ")" : ""));
+    data.headline.forEach(function (h) {
+      var p = add(hl, "p", { "class": "headline-line", "data-run": h.run, "data-variant": h.variant });
+      var cut = h.text.indexOf(": "), lim = (h.findings || []).length ? h.text.lastIndexOf("; limited by: ") : -1;
+      add(p, "strong", {}, h.text.slice(0, cut + 1));
+      p.appendChild(document.createTextNode(h.text.slice(cut + 1, lim < 0 ? undefined : lim + 14)));
+      // the findings that limit it, as links to their entries
+      var run = data.runs.filter(function (r) { return r.id === h.run; })[0];
+      if (lim >= 0 && run) h.findings.forEach(function (fi, k) {
+        var f = run.findings[fi];
+        if (k) p.appendChild(document.createTextNode(", "));
+        add(p, "a", { href: "#" + findingId(run, fi) }, f.check + " (step " + f.step + ")");
+      });
+    });
+    add(hl, "p", { "class": "hint" }, "Details per run below: capacity, steps, scaling, latency decomposition, findings (folded: click to open), comparisons.");
+  }
   data.runs.forEach(function (r) { runSection(r, "Run"); });
   if (data.baseline) {
     runSection(data.baseline, "Baseline run");
@@ -318,6 +435,11 @@ window.cfbRender = function (data, root) {
   document.body.setAttribute("data-rendered", String(window.cfbCharts.length));
 };
 (function () {
+  // Printed, the folded findings are opened: paper cannot be clicked. (Once per page,
+  // not per render: the live page renders every second.)
+  window.addEventListener("beforeprint", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("ul.findings details"), function (d) { d.open = true; });
+  });
   var embedded = document.getElementById("report-data");
   if (embedded) window.cfbRender(JSON.parse(embedded.textContent), document.getElementById("report"));
 })();
