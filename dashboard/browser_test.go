@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -102,6 +103,15 @@ func TestPageInChromium(t *testing.T) {
 	second := waitFor("the next step", headless.LiveGrown(first.Points, 3, 1))
 	if second.Points != 26 || second.Updates <= first.Updates || !second.Running {
 		t.Errorf("second reading: %+v; want 26 points, more updates than %d, step 3 running", second, first.Updates)
+	}
+
+	// A finding the reader unfolds stays unfolded through the next updates.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector("ul.findings > li > details").open = true`)); err != nil {
+		t.Fatal(err)
+	}
+	third := waitFor("an update after unfolding", fmt.Sprintf(`+document.body.dataset.updates > %d`, second.Updates+1))
+	if open, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector("ul.findings > li > details").open`)); err != nil || !open {
+		t.Errorf("the finding unfolded before update %d is folded again after update %d (%v)", second.Updates, third.Updates, err)
 	}
 
 	final, err := report.Build(ctx, r.store, []string{r.run.ID}, report.Options{})

@@ -15,9 +15,15 @@
     status.className = "live" + (cls ? " " + cls : "");
   }
   function show(data) {
+    // the findings a reader unfolded stay unfolded
+    var open = Array.prototype.map.call(current.querySelectorAll("ul.findings > li > details[open]"), function (d) { return d.parentNode.id; });
     var next = document.createElement("div");
     current.parentNode.insertBefore(next, current.nextSibling);
     window.cfbRender(data, next);
+    open.forEach(function (id) {
+      var li = id && next.querySelector("#" + CSS.escape(id));
+      if (li && li.firstChild) li.firstChild.open = true;
+    });
     current.parentNode.removeChild(current);
     next.id = "report";
     current = next;
