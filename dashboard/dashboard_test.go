@@ -291,6 +291,20 @@ func TestPage(t *testing.T) {
 	if resp, err := http.Get(s.URL() + "nothing"); err != nil || resp.StatusCode != 404 {
 		t.Errorf("GET /nothing: %v %v", resp.Status, err)
 	}
+	// On loopback, a request naming another host (DNS rebinding) is refused;
+	// localhost is served.
+	for host, want := range map[string]int{"evil.example": http.StatusMisdirectedRequest, "localhost": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL(), nil)
+		req.Host = host + ":" + req.URL.Port()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET / with Host %s: %s, want %d", req.Host, resp.Status, want)
+		}
+	}
 }
 
 // TestCloseEndsStreams: a page listening when the dashboard closes gets a final event
@@ -365,5 +379,14 @@ func TestLiveIsWhatIsStored(t *testing.T) {
 	sj, _ := json.Marshal(struct{ T, Thr, P99, E any }{sv.Series.T, sv.Series.Throughput, sv.Series.P99US, sv.Series.Errors})
 	if string(lj) != string(sj) {
 		t.Errorf("series live %s\nstored %s", lj, sj)
+	}
+}
+
+func TestSelfHost(t *testing.T) {
+	for host, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:8080": true, "localhost": true, "LOCALHOST:1": true,
+		"10.0.0.5:80": true, "evil.example:8080": false, "127.0.0.1.nip.io:8080": false, "": false} {
+		if got := selfHost(host); got != want {
+			t.Errorf("selfHost(%q) = %v, want %v", host, got, want)
+		}
 	}
 }
