@@ -390,3 +390,36 @@ func TestSelfHost(t *testing.T) {
 		}
 	}
 }
+
+// TestFollow: a dashboard following a run another process runs (cf benchmark-status
+// RUN --dashboard) shows it live, and once the run's row says it ended sends its report
+// and returns.
+func TestFollow(t *testing.T) {
+	ctx := context.Background()
+	r := newLiveRun(t)
+	s := startServer(t)
+	followed := make(chan error, 1)
+	go func() { followed <- s.Follow(ctx, r.store, r.run.ID) }()
+	es := subscribe(t, s.URL())
+	if rep := es.report(func(*report.Report) bool { return true }); rep.Runs[0].Status != "running" {
+		t.Fatalf("live: run status %s", rep.Runs[0].Status)
+	}
+	if err := r.store.FinishRun(ctx, r.run.ID, resultsdb.RunCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		name, data, err := es.next()
+		if err != nil {
+			t.Fatalf("no final event: %v", err)
+		}
+		if name == "final" {
+			if !strings.Contains(string(data), `"status":"completed"`) {
+				t.Errorf("final event without the completed run's report: %.300s", data)
+			}
+			break
+		}
+	}
+	if err := <-followed; err != nil {
+		t.Errorf("Follow: %v", err)
+	}
+}
