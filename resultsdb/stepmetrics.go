@@ -426,6 +426,11 @@ func (s *Store) appTimingMeans(ctx context.Context, runID string, m *StepSummary
 // FindStalls finds the longest stall in completions counted per base interval (see
 // StallCycles) and the completions missing in all stalls against the usual rate. p50
 // is the step's median latency.
+//
+// The usual rate is the median bucket outside the stalls: a stall that fills half the
+// window or more would otherwise be its own yardstick (the median of all buckets is then
+// a quiet one, and nothing looks missing). So stalls are found twice: first against the
+// median of all buckets, then against the median of the buckets outside those stalls.
 func FindStalls(counts []int64, base time.Duration, p50 time.Duration) (longest time.Duration, missing int64) {
 	var total int64
 	for _, c := range counts {
@@ -447,30 +452,63 @@ func FindStalls(counts []int64, base time.Duration, p50 time.Duration) (longest 
 	if len(buckets) < 3 {
 		return 0, 0
 	}
-	sorted := slices.Clone(buckets)
-	slices.Sort(sorted)
-	median := sorted[len(sorted)/2]
-	quiet := int64(stallQuiet * float64(median))
 	width := time.Duration(k) * base
-	minStall := max(2*width, StallCycles*p50)
+	minBuckets := int(math.Ceil(float64(max(2*width, StallCycles*p50)) / float64(width)))
+	usual := medianOf(buckets)
+	if outside := outsideStalls(buckets, stallRuns(buckets, usual, minBuckets)); len(outside) > 0 {
+		usual = medianOf(outside)
+	}
+	for _, r := range stallRuns(buckets, usual, minBuckets) {
+		longest = max(longest, time.Duration(r.end-r.start)*width)
+		var got int64
+		for _, n := range buckets[r.start:r.end] {
+			got += n
+		}
+		missing += max(int64(r.end-r.start)*usual-got, 0)
+	}
+	return longest, missing
+}
+
+// bucketRun is a run of buckets [start, end).
+type bucketRun struct{ start, end int }
+
+// stallRuns are the runs of at least minBuckets quiet buckets: at most stallQuiet of
+// the usual count each.
+func stallRuns(buckets []int64, usual int64, minBuckets int) []bucketRun {
+	quiet := int64(stallQuiet * float64(usual))
+	var out []bucketRun
 	for i := 0; i < len(buckets); {
 		if buckets[i] > quiet {
 			i++
 			continue
 		}
 		j := i
-		var got int64
 		for j < len(buckets) && buckets[j] <= quiet {
-			got += buckets[j]
 			j++
 		}
-		if d := time.Duration(j-i) * width; d >= minStall {
-			longest = max(longest, d)
-			missing += int64(j-i)*median - got
+		if j-i >= minBuckets {
+			out = append(out, bucketRun{i, j})
 		}
 		i = j
 	}
-	return longest, missing
+	return out
+}
+
+// outsideStalls is the buckets in none of runs.
+func outsideStalls(buckets []int64, runs []bucketRun) []int64 {
+	var out []int64
+	last := 0
+	for _, r := range runs {
+		out = append(out, buckets[last:r.start]...)
+		last = r.end
+	}
+	return append(out, buckets[last:]...)
+}
+
+func medianOf(v []int64) int64 {
+	sorted := slices.Clone(v)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
 }
 
 // metricRow is one container-metrics reading of an instance.

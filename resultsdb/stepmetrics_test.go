@@ -244,6 +244,12 @@ func TestFindStalls(t *testing.T) {
 	for i := 500; i < 505; i++ {
 		short[i] = 0 // 50 ms: shorter than 10 median latencies of 10 ms
 	}
+	// The target answers for 1.2 s, then nothing for the last 1.8 s of the window: most
+	// buckets are quiet, so the median of all of them says no rate at all.
+	long := steady(300, 30)
+	for i := 120; i < 300; i++ {
+		long[i] = 0
+	}
 	slow := steady(60, 0) // 2 req/s over 60 s: one completion every 50 buckets
 	for i := 0; i < len(slow); i += 50 {
 		slow[i] = 1
@@ -256,6 +262,7 @@ func TestFindStalls(t *testing.T) {
 		missing int64
 	}{
 		{"a 2 s freeze", freeze, time.Millisecond, 2 * time.Second, 2 * 3000},
+		{"a freeze longer than the rest of the window", long, time.Millisecond, 1800 * time.Millisecond, 180 * 30},
 		{"steady jitter", jitter, time.Millisecond, 0, 0},
 		{"a pause shorter than 10 median latencies", short, 10 * time.Millisecond, 0, 0},
 		{"too few completions to see a stall", slow, 500 * time.Millisecond, 0, 0},
