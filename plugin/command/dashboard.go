@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
+	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/dashboard"
 	"github.com/cf-benchmark/cf-benchmark/engine"
@@ -106,5 +109,11 @@ func (w *watching) Done(stage engine.Stage, o *engine.Outcome) {
 // printDashboard says where the dashboard is, for people (JSON carries it in the
 // started event).
 func printDashboard(env *Env, srv *dashboard.Server) {
-	fmt.Fprintf(env.Stdout, "dashboard: %s (live until the run ends, then its report)\n", srv.URL())
+	hint := ""
+	if u, err := url.Parse(srv.URL()); err == nil {
+		if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && ip.IsUnspecified() {
+			hint = ", on every interface: open it with this machine's address"
+		}
+	}
+	fmt.Fprintf(env.Stdout, "dashboard: %s (live until the run ends, then its report%s)\n", srv.URL(), hint)
 }
