@@ -260,7 +260,8 @@ ORDER BY st.variant, st.idx`, r.Run.ID)
 	return nil
 }
 
-// liveSteps gives the steps without stored metrics their client-side figures so far.
+// liveSteps gives the steps without stored metrics their client-side figures so far;
+// a step still in its warm-up has none (warm-up is excluded), and stays without.
 func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -271,7 +272,7 @@ func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 		if err != nil {
 			return err
 		}
-		if len(sums) != 1 {
+		if len(sums) != 1 || sums[0].Count == 0 {
 			continue
 		}
 		m := sums[0]
