@@ -46,6 +46,11 @@ type confounder struct {
 	// alsoStep, its evidence judged by alsoEvidence: the same run proves two rules.
 	also, alsoStep string
 	alsoEvidence   func(t *testing.T, ev map[string]any)
+	// dashboard runs the scenario with --dashboard and watches its live page in
+	// headless Chromium: during the run the time chart grows and the marker of this
+	// step and the finding appear (so the finding must trip before that step ends);
+	// after the run the page shows the report. 0: no dashboard.
+	dashboard int
 }
 
 // confounderEnv is what a scenario's before may use.
@@ -128,7 +133,7 @@ func TestConfounders(t *testing.T) {
 					t.Errorf("the proxy app used %v cores, want it idle (under 0.25; the rule's threshold is 0.5)", c)
 				}
 			}},
-		{name: "pool", edits: shorter, check: "pool-exhaustion", step: "2", alsoOther: true, evidence: func(t *testing.T, ev map[string]any, _ string) {
+		{name: "pool", edits: shorter, check: "pool-exhaustion", step: "2", alsoOther: true, dashboard: 2, evidence: func(t *testing.T, ev map[string]any, _ string) {
 			// 2 connections, 4 then 8 users, 20 ms of pg_sleep each: half, then three
 			// quarters of the app time is pool wait. The rule's threshold is 0.2.
 			if s := num(t, ev, "pool_wait_share"); s < 0.35 {
@@ -222,12 +227,26 @@ func TestConfounders(t *testing.T) {
 				edits = sc.before(t, env)
 			}
 			specFile := writeConfounderSpec(t, root, bins, sc.name, sc.edits, edits)
-			p := startCF(t, cf, "run-benchmark", "-f", specFile)
+			args := []string{"run-benchmark", "-f", specFile}
+			if sc.dashboard > 0 {
+				args = append(args, "--dashboard")
+			}
+			p := startCF(t, cf, args...)
+			var live *liveDashboard
+			if sc.dashboard > 0 {
+				live = watchDashboard(t, p)
+			}
 			runID := p.waitFor(t, regexp.MustCompile(`^run (\S+): confounder-`+sc.name+`, `))[1]
 			if sc.during != nil {
 				sc.during(t, env, p)
 			}
+			if live != nil {
+				live.duringRun(t, sc.dashboard)
+			}
 			out, code := p.wait(t)
+			if live != nil {
+				live.afterRun(t)
+			}
 			if sc.failed != (code != 0) {
 				t.Fatalf("cf run-benchmark: exit %d, want failed=%v\n%s", code, sc.failed, out)
 			}

@@ -74,6 +74,9 @@ type SessionConfig struct {
 type Outcome struct {
 	// Access finds the results of a run on Cloud Foundry again; nil without.
 	Access *Access
+	// Store is the results database the run writes to (SessionConfig.Store, or on
+	// Cloud Foundry the one the deploy reached); nil before the deploy stage there.
+	Store *resultsdb.Store
 	// Result is the run: its row, step summaries, stops and findings.
 	Result
 	// RouterLogs is the pull of the run's router logs, nil when none was made;
@@ -129,7 +132,7 @@ func RunSession(ctx context.Context, sp *spec.Spec, specText string, cfg Session
 		return nil, err
 	}
 	cfg.Reporter.Note(plan.String())
-	s := &session{sp: sp, text: specText, cfg: cfg, store: cfg.Store, o: &Outcome{}}
+	s := &session{sp: sp, text: specText, cfg: cfg, store: cfg.Store, o: &Outcome{Store: cfg.Store}}
 	defer s.close()
 	// Adding a stage is a method here and a Stage constant.
 	stages := []struct {
@@ -188,7 +191,7 @@ func (s *session) deploy(ctx context.Context) (bool, error) {
 		}
 		return false, err
 	}
-	s.dep, s.store, s.o.Access = dep, dep.Store, &dep.Access
+	s.dep, s.store, s.o.Access, s.o.Store = dep, dep.Store, &dep.Access, dep.Store
 	s.cfg.Reporter.Note("results db: " + s.sp.ResultsDB.ServiceInstance + " through the tunnel app " + dep.Access.TunnelApp)
 	return true, nil
 }

@@ -192,14 +192,14 @@ func (b *q) steps(vs []*Variant) error {
 			v.Series = &Series{}
 		}
 		v.Series.Steps = append(v.Series.Steps, w)
-		if !st.HasMetrics {
+		if !st.HasMetrics && !st.Live {
 			missing[st.Variant] = append(missing[st.Variant], idx+1)
 			continue
 		}
 		s := Step{Step: idx + 1, Seconds: st.Seconds, Count: st.Count, Errors: st.Errors, Bytes: st.Bytes, Throughput: st.Throughput,
 			MeanUS: st.MeanUS, P50US: st.P50US, P90US: st.P90US, P99US: st.P99US, P999US: st.P999US, MinUS: st.MinUS, MaxUS: st.MaxUS,
 			Instances: st.Instances, InstancesSeen: st.InstancesSeen, Users: st.Users, OfferedRate: st.OfferedRate, Missed: st.Missed,
-			SendLagMeanUS: st.SendLagMeanUS, SendLagP99US: st.SendLagP99US, StalledMS: st.StalledMS, Omitted: st.Omitted}
+			SendLagMeanUS: st.SendLagMeanUS, SendLagP99US: st.SendLagP99US, StalledMS: st.StalledMS, Omitted: st.Omitted, Live: st.Live}
 		if err := json.Unmarshal(st.ErrorsByClass, &s.ErrorsByClass); err != nil {
 			return fmt.Errorf("step %d of %s: errors_by_class: %w", idx+1, st.Variant, err)
 		}

@@ -214,6 +214,10 @@ type Step struct {
 	SendLagMeanUS float64 `json:"send_lag_mean_us"`
 	SendLagP99US  int64   `json:"send_lag_p99_us"`
 	StalledMS     int64   `json:"stalled_ms"`
+	// Live marks a step still running in a live view (BuildLive): its client-side
+	// figures so far, computed from its samples; no stalls, CPU or memory yet. A
+	// report never has one.
+	Live bool `json:"live,omitempty"`
 	// MeetsSLO is whether the step met the run's SLO; nil without an SLO.
 	MeetsSLO *bool `json:"meets_slo,omitempty"`
 	// SLOBreaches name what broke the SLO in this step, e.g. "mean 9.2 ms > 8 ms".

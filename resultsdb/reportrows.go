@@ -1,8 +1,11 @@
 package resultsdb
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,11 +49,13 @@ type ReportVariant struct {
 }
 
 // ReportStep is a steps row with its step_metrics (zero values when HasMetrics is
-// false), offsets in seconds from the run's epoch.
+// false), offsets in seconds from the run's epoch. Live marks a step without stored
+// metrics whose client-side figures ReadLiveRun computed from its samples so far (as
+// StepSummaries does; no stalls, no container metrics).
 type ReportStep struct {
 	Variant              string
 	Idx                  int
-	HasMetrics           bool
+	HasMetrics, Live     bool
 	StartS, WarmupEndS   float64
 	EndS                 *float64
 	Seconds              float64
@@ -142,6 +147,17 @@ func StepsSpan(steps []ReportStep) float64 {
 // per interval and per layer rows, never per request. An error wraps ErrRunNotFound when
 // there is no such run.
 func (s *Store) ReadRun(ctx context.Context, id string, width func(spanS float64) float64) (*ReportRows, error) {
+	return s.readRun(ctx, id, width, false)
+}
+
+// ReadLiveRun reads what ReadRun reads, and computes the figures of the steps without
+// stored metrics (a step still running) from their samples so far, in the same
+// snapshot, marking them Live: what a live view of a run shows each second.
+func (s *Store) ReadLiveRun(ctx context.Context, id string, width func(spanS float64) float64) (*ReportRows, error) {
+	return s.readRun(ctx, id, width, true)
+}
+
+func (s *Store) readRun(ctx context.Context, id string, width func(spanS float64) float64, live bool) (*ReportRows, error) {
 	run, err := s.GetRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -162,6 +178,11 @@ func (s *Store) ReadRun(ctx context.Context, id string, width func(spanS float64
 	}
 	for _, read := range []func(context.Context, pgx.Tx, *ReportRows) error{readVariants, readSteps, readApps, readPulls} {
 		if err := read(ctx, tx, r); err != nil {
+			return nil, fmt.Errorf("report on run %s: %w", id, err)
+		}
+	}
+	if live {
+		if err := liveSteps(ctx, tx, r); err != nil {
 			return nil, fmt.Errorf("report on run %s: %w", id, err)
 		}
 	}
@@ -239,6 +260,36 @@ ORDER BY st.variant, st.idx`, r.Run.ID)
 	return nil
 }
 
+// liveSteps gives the steps without stored metrics their client-side figures so far;
+// a step still in its warm-up has none (warm-up is excluded), and stays without.
+func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.HasMetrics {
+			continue
+		}
+		sums, err := liveSummaries(ctx, tx, r.Run.ID, st.Variant, st.Idx)
+		if err != nil {
+			return err
+		}
+		if len(sums) != 1 || sums[0].Count == 0 {
+			continue
+		}
+		m := sums[0]
+		classes, err := json.Marshal(m.ErrorsByClass)
+		if err != nil {
+			return err
+		}
+		st.Live, st.Seconds, st.Count, st.Errors, st.ErrorsByClass, st.Bytes = true, m.Seconds, m.Count, m.Errors, classes, m.Bytes
+		st.Throughput, st.MeanUS = m.Throughput, float64(m.Mean)/float64(time.Microsecond)
+		st.P50US, st.P90US, st.P99US, st.P999US = durationUS(m.P50), durationUS(m.P90), durationUS(m.P99), durationUS(m.P999)
+		st.MinUS, st.MaxUS, st.Missed = durationUS(m.Min), durationUS(m.Max), m.Missed
+		st.Instances, st.InstancesSeen, st.Users, st.OfferedRate = m.Instances, m.InstancesSeen, m.Users, m.OfferedRate
+		st.SendLagMeanUS, st.SendLagP99US = float64(m.SendLagMean)/float64(time.Microsecond), durationUS(m.SendLagP99)
+	}
+	return nil
+}
+
 func readApps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	rows, err := tx.Query(ctx, `
 SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores, cpu_total_cores,
@@ -270,9 +321,9 @@ func readPulls(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	return nil
 }
 
-// readSeries reads each variant's series: from step_series when the intervals are
-// seconds and every step of the variant has its series stored, else computed from the
-// samples, read by key.
+// readSeries reads each variant's series: per second, each step's from step_series where
+// it is stored and computed from its samples with the same SQL where not (a step still
+// running); in wider intervals computed from the samples, read by key.
 func readSeries(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	r.Series = map[string][]SeriesPoint{}
 	for _, v := range r.Variants {
@@ -286,37 +337,65 @@ func readSeries(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 }
 
 func seriesOf(ctx context.Context, tx pgx.Tx, runID, variant string, width float64) ([]SeriesPoint, error) {
-	var rows pgx.Rows
-	var err error
-	complete := false
 	if width == 1 {
-		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM steps WHERE run_id = $1 AND variant = $2) =
-			(SELECT count(*) FROM step_series WHERE run_id = $1 AND variant = $2)`, runID, variant).Scan(&complete); err != nil {
-			return nil, err
-		}
+		return secondsOf(ctx, tx, runID, variant)
 	}
-	if complete {
-		rows, err = tx.Query(ctx, `
-SELECT ss.step::int, x.k, x.n, x.errs, x.p99, x.mean
-FROM step_series ss CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p99, mean)
-WHERE ss.run_id = $1 AND ss.variant = $2
-ORDER BY x.mean`, runID, variant)
-	} else {
-		rows, err = tx.Query(ctx, `
+	rows, err := tx.Query(ctx, `
 SELECT s.step::int, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
        percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint, avg(s.intended_us)::float8
 FROM samples s
 WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
 GROUP BY 1, 2 ORDER BY 6`, variant, runID, int64(width*1e6))
-	}
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (SeriesPoint, error) {
-		var p SeriesPoint
-		err := row.Scan(&p.Idx, &p.K, &p.N, &p.Errs, &p.P99US, &p.MeanUS)
-		return p, err
-	})
+	return pgx.CollectRows(rows, scanSeriesPoint)
+}
+
+func scanSeriesPoint(row pgx.CollectableRow) (SeriesPoint, error) {
+	var p SeriesPoint
+	err := row.Scan(&p.Idx, &p.K, &p.N, &p.Errs, &p.P99US, &p.MeanUS)
+	return p, err
+}
+
+// secondsOf reads a variant's series per second: the stored series of its steps, and
+// for a step without one (it is still running, or its run was recorded before they were
+// stored) the same series computed from its samples (stepSeriesSQL); in time order.
+func secondsOf(ctx context.Context, tx pgx.Tx, runID, variant string) ([]SeriesPoint, error) {
+	rows, err := tx.Query(ctx, `
+SELECT ss.step::int, x.k, x.n, x.errs, x.p99, x.mean
+FROM step_series ss CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p99, mean)
+WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
+	if err != nil {
+		return nil, err
+	}
+	pts, err := pgx.CollectRows(rows, scanSeriesPoint)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT idx FROM steps st WHERE run_id = $1 AND variant = $2
+		AND NOT EXISTS (SELECT 1 FROM step_series ss WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.step = st.idx) ORDER BY idx`, runID, variant)
+	if err != nil {
+		return nil, err
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, err
+	}
+	for _, idx := range missing {
+		var (
+			ks, ns, es, ps []int64
+			ms             []float64
+		)
+		if err := tx.QueryRow(ctx, stepSeriesSQL, runID, variant, idx).Scan(&ks, &ns, &es, &ps, &ms); err != nil {
+			return nil, fmt.Errorf("step %d: %w", idx+1, err)
+		}
+		for i := range ks {
+			pts = append(pts, SeriesPoint{Idx: idx, K: ks[i], N: ns[i], Errs: es[i], P99US: ps[i], MeanUS: ms[i]})
+		}
+	}
+	slices.SortStableFunc(pts, func(a, b SeriesPoint) int { return cmp.Compare(a.MeanUS, b.MeanUS) })
+	return pts, nil
 }
 
 // readMemory reads every app's memory per instance over the run, per interval: the

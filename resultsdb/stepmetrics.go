@@ -219,7 +219,7 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 			out = append(out, stored[i])
 			continue
 		}
-		live, err := s.liveSummaries(ctx, runID, k.variant, k.idx)
+		live, err := liveSummaries(ctx, s.pool, runID, k.variant, k.idx)
 		if err != nil {
 			return nil, err
 		}
@@ -228,9 +228,10 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 	return out, nil
 }
 
-// liveSummaries computes the client-side figures of steps from the raw rows.
-func (s *Store) liveSummaries(ctx context.Context, runID, variant string, idx int) ([]StepSummary, error) {
-	rows, err := s.pool.Query(ctx, summarySQL, runID, variant, idx)
+// liveSummaries computes the client-side figures of steps from the raw rows, read
+// through db (the pool, or a transaction's snapshot).
+func liveSummaries(ctx context.Context, db queryer, runID, variant string, idx int) ([]StepSummary, error) {
+	rows, err := db.Query(ctx, summarySQL, runID, variant, idx)
 	if err != nil {
 		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 	}
@@ -268,7 +269,7 @@ func (s *Store) liveSummaries(ctx context.Context, runID, variant string, idx in
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 	}
-	rows, err = s.pool.Query(ctx, errorClassesSQL, runID, variant, idx)
+	rows, err = db.Query(ctx, errorClassesSQL, runID, variant, idx)
 	if err != nil {
 		return nil, fmt.Errorf("count the errors of run %s: %w", runID, err)
 	}
@@ -332,7 +333,7 @@ func durationUS(d time.Duration) int64 { return d.Microseconds() }
 // them: the client-side figures, stalls, and the container metrics of apps over the
 // measured window. It is what every later reader of the step sees.
 func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, idx int, apps []AppRole) (StepSummary, error) {
-	live, err := s.liveSummaries(ctx, runID, variant, idx)
+	live, err := liveSummaries(ctx, s.pool, runID, variant, idx)
 	if err != nil {
 		return StepSummary{}, err
 	}

@@ -89,6 +89,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, "error: unknown command \"frobnicate\"\n"},
 		{[]string{"run", "--nope"}, "flag provided but not defined: -nope\n"},
 		{[]string{"run", "-f", "/does/not/exist.yml"}, "error: read spec: open /does/not/exist.yml: no such file or directory\n"},
+		{[]string{"run", "-f", "x.yml", "--dashboard", "a:b:c"}, "error: --dashboard: dashboard address \"a:b:c\": want HOST:PORT, :PORT or PORT\n"},
+		{[]string{"run", "-f", "x.yml", "--dashboard=127.0.0.1:p9x"}, "error: --dashboard: dashboard address \"127.0.0.1:p9x\": bad port \"p9x\"\n"},
+		{[]string{"status", "20261122-130501-3f9a", "--dashboard", "somewhere"}, "error: --dashboard: dashboard address \"somewhere\": want HOST:PORT, :PORT or PORT\n"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -134,9 +137,13 @@ func TestRunThenExport(t *testing.T) {
 	env := map[string]string{"CFBENCH_DB": testpg.DSN(t)}
 
 	state := filepath.Join(work, "state")
-	r := run(t, env, "run", "-f", specPath, "--state-dir", state)
+	// --dashboard ADDR: the address as the next argument.
+	r := run(t, env, "run", "-f", specPath, "--state-dir", state, "--dashboard", "127.0.0.1:0")
 	if r.code != ExitOK {
 		t.Fatalf("run: %+v", r)
+	}
+	if !regexp.MustCompile(`(?m)^dashboard: http://127\.0\.0\.1:[1-9]\d*/ `).MatchString(r.stdout) {
+		t.Errorf("run --dashboard does not say where the page is:\n%s", r.stdout)
 	}
 	m := regexp.MustCompile(`(?m)^run (\d{8}-\d{6}-[0-9a-f]{4}) completed;`).FindStringSubmatch(r.stdout)
 	if m == nil || !strings.Contains(r.stdout, "variant  step  instances") {
@@ -159,6 +166,9 @@ func TestRunThenExport(t *testing.T) {
 		!strings.Contains(r.stdout, "Try: cf-benchmark export "+runID) {
 		t.Fatalf("status: %+v", r)
 	}
+	if r := run(t, env, "status", runID, "--dashboard", "--state-dir", state); r.code != ExitOK || !strings.Contains(r.stdout, "nothing live to show") {
+		t.Fatalf("status --dashboard of a finished run: %+v", r)
+	}
 	if r := run(t, nil, "status", "--state-dir", state); r.code != ExitUsage || !strings.Contains(r.stderr, "give it again") {
 		t.Fatalf("status without the database the run was given: %+v", r)
 	}
@@ -180,11 +190,12 @@ func TestRunJSON(t *testing.T) {
 	defer srv.Close()
 	work := t.TempDir()
 	specPath := writeSpec(t, strings.Replace(goodSpec, "http://127.0.0.1:18080", srv.URL, 1)+"export:\n  dir: "+filepath.Join(work, "results")+"\n")
-	r := run(t, map[string]string{"CFBENCH_DB": testpg.DSN(t)}, "run", "-f", specPath, "--json", "--state-dir", filepath.Join(work, "state"))
+	r := run(t, map[string]string{"CFBENCH_DB": testpg.DSN(t)}, "run", "-f", specPath, "--json", "--dashboard", "--state-dir", filepath.Join(work, "state"))
 	if r.code != ExitOK {
 		t.Fatalf("run --json: %+v", r)
 	}
 	events := map[string]int{}
+	dashboard := ""
 	for i, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
 		var ev map[string]any
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
@@ -192,6 +203,9 @@ func TestRunJSON(t *testing.T) {
 		}
 		name, _ := ev["event"].(string)
 		events[name]++
+		if name == "started" {
+			dashboard, _ = ev["dashboard"].(string)
+		}
 		if name == "step" {
 			if _, ok := ev["p99_ms"].(float64); !ok || ev["variant"] == nil {
 				t.Errorf("step event without figures: %v", ev)
@@ -205,5 +219,13 @@ func TestRunJSON(t *testing.T) {
 	steps := len(sp.Ramp.Steps()) * len(sp.Variants)
 	if events["started"] != 1 || events["step"] != steps || events["summary"] != 1 || events["export"] != 1 {
 		t.Fatalf("events %v, want 1 started, %d step, 1 summary, 1 export", events, steps)
+	}
+	// The dashboard was on 127.0.0.1, and stopped with the run.
+	if !regexp.MustCompile(`^http://127\.0\.0\.1:[1-9]\d*/$`).MatchString(dashboard) {
+		t.Fatalf("started event: dashboard %q, want the page's URL on 127.0.0.1", dashboard)
+	}
+	if resp, err := http.Get(dashboard); err == nil {
+		resp.Body.Close()
+		t.Errorf("the dashboard still answers after the run: %s", resp.Status)
 	}
 }

@@ -16,6 +16,8 @@ import (
 type jsonReporter struct {
 	env *Env
 	enc *json.Encoder
+	// dashboard is the live page's URL (--dashboard), in the started event; "" for none.
+	dashboard string
 }
 
 var _ engine.SessionReporter = (*jsonReporter)(nil)
@@ -30,8 +32,12 @@ func (r *jsonReporter) emit(event string, fields map[string]any) {
 }
 
 func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	r.emit("started", map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Levels()),
-		"repeats": max(sp.Repeat, 1), "export_dir": filepath.Join(sp.Export.Dir, run.ID)})
+	f := map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Levels()),
+		"repeats": max(sp.Repeat, 1), "export_dir": filepath.Join(sp.Export.Dir, run.ID)}
+	if r.dashboard != "" {
+		f["dashboard"] = r.dashboard
+	}
+	r.emit("started", f)
 }
 
 func (r *jsonReporter) Note(msg string) { r.emit("note", map[string]any{"message": msg}) }

@@ -17,7 +17,7 @@ import (
 var runCmd = &Command{
 	Name:       "run",
 	PluginName: "run-benchmark",
-	Synopsis:   "-f FILE [--landscape FILE] [--json] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
+	Synopsis:   "-f FILE [--landscape FILE] [--json] [--dashboard [ADDR]] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
 	Summary: "Run a benchmark spec: push the apps and generators (with a landscape: section, on the Cloud Foundry you are logged in to), " +
 		"ramp the load, store every request, print a summary, export CSV",
 	ExampleArgs: "run -f examples/demo.yml",
@@ -30,7 +30,13 @@ var runCmd = &Command{
 		db.register(fs)
 		var cff cfFlags
 		cff.register(fs)
+		var dash dashboardFlag
+		dash.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
+			args, err := dash.take(args, nil)
+			if err != nil {
+				return err
+			}
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
 			}
@@ -62,11 +68,26 @@ var runCmd = &Command{
 					rec.rec.DB = statedir.DBGiven
 				}
 			}
+			// The dashboard outlives an interrupt: the export and the report still come.
+			srv, err := dash.start(context.WithoutCancel(ctx), logger)
+			if err != nil {
+				return err
+			}
 			rec.SessionReporter = &textReporter{env: env}
 			if *asJSON {
-				rec.SessionReporter = newJSONReporter(env)
+				jr := newJSONReporter(env)
+				if srv != nil {
+					jr.dashboard = srv.URL()
+				}
+				rec.SessionReporter = jr
+			} else if srv != nil {
+				printDashboard(env, srv)
 			}
 			cfg.Reporter = rec
+			if srv != nil {
+				defer srv.Close()
+				cfg.Reporter = &watching{SessionReporter: rec, srv: srv, store: cfg.Store}
+			}
 			o, err := engine.RunSession(ctx, sp, string(text), cfg)
 			if o == nil {
 				return err

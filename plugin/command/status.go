@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -21,13 +22,19 @@ import (
 var statusCmd = &Command{
 	Name:        "status",
 	PluginName:  "benchmark-status",
-	Synopsis:    "[RUN_ID] [--db DSN] [--state-dir DIR]",
+	Synopsis:    "[RUN_ID] [--dashboard [ADDR]] [--db DSN] [--state-dir DIR]",
 	Summary:     "Show a run in progress or done (default: the newest run started from this machine): status, steps so far, live generators, findings",
 	ExampleArgs: "status 20261122-130501-3f9a",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		var rf recordedFlags
 		rf.register(fs)
+		var dash dashboardFlag
+		dash.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
+			args, err := dash.take(args, resultsdb.ValidRunID)
+			if err != nil {
+				return err
+			}
 			logger := env.logger()
 			store, runID, closeDB, err := rf.open(ctx, env, args, logger)
 			if err != nil {
@@ -44,6 +51,9 @@ var statusCmd = &Command{
 			defer closeDB()
 			// A run whose process died stays "running" until someone looks: this is it.
 			engine.AbortDeadRuns(ctx, store, rf.scaleDown(env, runID), func(msg string) { fmt.Fprintln(env.Stdout, msg) }, logger)
+			if dash.given {
+				return followRun(ctx, env, store, runID, &dash, logger)
+			}
 			return printStatus(ctx, env, store, runID)
 		}
 	},
@@ -147,4 +157,32 @@ func printExported(env *Env, dir string, m *export.Manifest, dbErr error) {
 	fmt.Fprintf(env.Stdout, "\nits results database cannot be reached (%v);\nits results are in %s (%d files, exported %s)\n",
 		dbErr, dir, len(m.Files), m.Exported.Local().Format(time.DateTime))
 	fmt.Fprintf(env.Stdout, "\nTry: %s %s\n", env.command("report"), dir)
+}
+
+// followRun serves the dashboard of run id, under way in another process, until it
+// ends (the page then shows its report) or the user stops watching.
+func followRun(ctx context.Context, env *Env, store *resultsdb.Store, id string, dash *dashboardFlag, log *slog.Logger) error {
+	run, err := store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if run.Status != resultsdb.RunRunning {
+		fmt.Fprintf(env.Stdout, "run %s is %s: nothing live to show.\nTry: %s %s --format html -o report.html\n", id, run.Status, env.command("report"), id)
+		return nil
+	}
+	srv, err := dash.start(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	printDashboard(env, srv)
+	if err := srv.Follow(ctx, store, id); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(env.Stdout, "stopped watching; run %s goes on\n", id)
+			return nil
+		}
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "run %s ended; the page shows its report\n", id)
+	return nil
 }

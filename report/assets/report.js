@@ -1,10 +1,10 @@
 // Renders the cf-benchmark report from the JSON embedded in the page (id "report-data"):
 // tables with plain DOM, charts with uPlot. Nothing is fetched. Every chart is listed in
 // window.cfbCharts ({id, kind, plot}) so that a test can check what it drew.
-(function () {
+// window.cfbRender(data, root) draws a report's JSON into the element root (appending to
+// it): the live page (live.js) calls it again with each update, each time into a new root.
+window.cfbRender = function (data, root) {
   "use strict";
-  var data = JSON.parse(document.getElementById("report-data").textContent);
-  var root = document.getElementById("report");
   var colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
   var layerColors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"];
   window.cfbCharts = [];
@@ -183,7 +183,7 @@
       v.steps.forEach(function (s) {
         var cls = Object.keys(s.errors_by_class || {}).filter(function (k) { return s.errors_by_class[k] > 0; })
           .sort().map(function (k) { return k + " " + s.errors_by_class[k]; }).join(", ");
-        rows.push([v.name, s.step, load(s.load), s.count, s.offered_rate ? num(s.offered_rate) : "–", num(s.throughput), ms(s.mean_us), ms(s.p50_us), ms(s.p90_us),
+        rows.push([v.name, s.live ? s.step + " (running: so far)" : s.step, load(s.load), s.count, s.offered_rate ? num(s.offered_rate) : "–", num(s.throughput), ms(s.mean_us), ms(s.p50_us), ms(s.p90_us),
           ms(s.p99_us), ms(s.p999_us), ms(s.min_us), ms(s.max_us), s.errors + (cls ? " (" + cls + ")" : ""), (s.bandwidth_bytes_per_sec / 1048576).toFixed(1),
           s.missed, s.omitted, s.meets_slo === undefined ? "" : s.meets_slo ? "meets" : "breaks: " + (s.slo_breaches || []).join(", ")]);
       });
@@ -283,6 +283,7 @@
           return w ? [w.start_s, null] : null;
         })] }
       }, [s.t, s.throughput, s.p99_us.map(function (x) { return x / 1000; })]);
+      window.cfbCharts[window.cfbCharts.length - 1].steps = (s.steps || []).map(function (w) { return w.step; }); // the step markers
       return plot;
     });
 
@@ -431,9 +432,14 @@
     add(th, "h2", {}, "Thresholds (--fail-on)");
     table(th, ["threshold", "verdict", "detail"], data.thresholds.map(function (t) { return [t.spec, t.failed ? "FAIL" : "ok", t.detail]; }));
   }
-  // Printed, the folded findings are opened: paper cannot be clicked.
+  document.body.setAttribute("data-rendered", String(window.cfbCharts.length));
+};
+(function () {
+  // Printed, the folded findings are opened: paper cannot be clicked. (Once per page,
+  // not per render: the live page renders every second.)
   window.addEventListener("beforeprint", function () {
     Array.prototype.forEach.call(document.querySelectorAll("ul.findings details"), function (d) { d.open = true; });
   });
-  document.body.setAttribute("data-rendered", String(window.cfbCharts.length));
+  var embedded = document.getElementById("report-data");
+  if (embedded) window.cfbRender(JSON.parse(embedded.textContent), document.getElementById("report"));
 })();

@@ -1,0 +1,93 @@
+package report
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+)
+
+// The live view of a run (package dashboard serves it): the report's own page and chart
+// code, fed each second with the report of the run so far.
+
+// BuildLive builds the report of run id as it stands: Build's report read from store,
+// where each step still running has its client-side figures so far, computed from its
+// samples with the SQL of the steps' stored figures (Step.Live), and each variant's
+// series includes the running step's seconds. Findings are those recorded so far,
+// coverage appears once router logs were pulled. It reads the database in one snapshot
+// (resultsdb.Store.ReadLiveRun).
+func BuildLive(ctx context.Context, store *resultsdb.Store, id string) (*Report, error) {
+	return Build(ctx, liveReader{store}, []string{id}, Options{})
+}
+
+// liveReader reads a run with its running steps' figures computed live.
+type liveReader struct{ store *resultsdb.Store }
+
+var _ Reader = liveReader{}
+
+func (l liveReader) ReadRun(ctx context.Context, id string, width func(spanS float64) float64) (*resultsdb.ReportRows, error) {
+	return l.store.ReadLiveRun(ctx, id, width)
+}
+
+//go:embed assets/live.js
+var liveJS string
+
+// liveCSS makes the live page usable on a phone's width: wide charts and tables scroll
+// sideways inside the page instead of widening it.
+const liveCSS = `
+body { max-width: 1100px; }
+#report figure.chart, #report table { max-width: 100%; overflow-x: auto; display: block; }
+p.live { position: sticky; top: 0; background: #fff; margin: 0; padding: 4px 0; border-bottom: 1px solid #ddd; }
+p.live.final { color: #2a6a2a; }
+p.live.problem { color: #b00020; }
+`
+
+var livePageTemplate = template.Must(template.New("live").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'">
+<title>{{.Title}}</title>
+<style>{{.UplotCSS}}</style>
+<style>{{.CSS}}</style>
+<style>{{.LiveCSS}}</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="live" id="live-status">connecting…</p>
+<p class="generated">cf-benchmark live view: the run's report so far, updated every second from the results database. Charts by uPlot {{.UplotVersion}} (MIT), embedded; this page fetches nothing but its own updates.</p>
+<div id="report"></div>
+<script>{{.UplotJS}}</script>
+<script>{{.JS}}</script>
+<script>{{.LiveJS}}</script>
+</body>
+</html>
+`))
+
+// WriteLivePage writes the live page of a run: the report's page without data, whose
+// script (assets/live.js) subscribes to the server-sent events at the relative URL
+// "events" and draws each report it receives with the report's own chart code. Events:
+// "report" ({"report": the report so far, this package's JSON, "read_s": how long reading
+// it took, "every_s": how often the page is updated}), "waiting" and "problem" ({"message"}),
+// and "final" ({"report", "message"}: the run's final report, or why there is none),
+// after which the page stops listening and keeps showing it.
+func WriteLivePage(w io.Writer, title string) error {
+	err := livePageTemplate.Execute(w, map[string]any{
+		"Title": title, "UplotVersion": uplotVersion,
+		// Trusted, embedded content, as in WriteHTML.
+		"UplotCSS": template.CSS(uplotCSS),
+		"CSS":      template.CSS(reportCSS),
+		"LiveCSS":  template.CSS(liveCSS),
+		"UplotJS":  template.JS("/*! uPlot " + uplotVersion + ", https://github.com/leeoniya/uPlot, vendored from the npm package uplot\n" + uplotLicense + "*/\n" + uplotJS),
+		"JS":       template.JS(reportJS),
+		"LiveJS":   template.JS(liveJS),
+	})
+	if err != nil {
+		return fmt.Errorf("write the live page: %w", err)
+	}
+	return nil
+}
