@@ -94,21 +94,27 @@ func via(t *testing.T, dsn, addr string) string {
 func TestFaultsLoseNothing(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name      string
-		max       int           // steps of 1..max instances
-		hold      time.Duration // per step
-		at, for_  time.Duration // the fault, from the first step's plan
-		mode      string        // "proxy" (Postgres behind a proxy that is cut), "restart", "tunnel"
-		spillMust bool          // the outage outlasts the writers' flush period: samples went to disk
-		relay     bool          // the generators go through a relay, whose database is what the fault hits
+		name     string
+		max      int           // steps of 1..max instances
+		hold     time.Duration // per step
+		at, for_ time.Duration // the fault, from the first step's plan
+		mode     string        // "proxy" (Postgres behind a proxy that is cut), "restart", "tunnel"
+		// spillMust: the outage outlasts the writers' way to disk, so samples went there. A
+		// writer spills only once its retries rest longer than its flush period (a backoff
+		// from 100 ms, doubling, each delay jittered down to half, against 1 s: the fifth
+		// or sixth failure, about 5 s after the first, later as its attempts take time),
+		// so a 5 s outage spilled or not by chance and the host's scheduling (CI: the
+		// relay case, 0 spilled); 10 s leaves room.
+		spillMust bool
+		relay     bool // the generators go through a relay, whose database is what the fault hits
 	}{
 		{name: "outage 2s mid-step", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 2 * time.Second, mode: "proxy"},
 		{name: "outage 10s mid-step", max: 1, hold: 14 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
 		{name: "outage 60s mid-step", max: 1, hold: 64 * time.Second, at: 1500 * time.Millisecond, for_: 60 * time.Second, mode: "proxy", spillMust: true},
 		{name: "outage 10s across a step boundary", max: 2, hold: 4 * time.Second, at: 2500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
 		{name: "postgres restart on its port", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, mode: "restart"},
-		{name: "tunnel drops 5s", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 5 * time.Second, mode: "tunnel", spillMust: true},
-		{name: "relay loses the database 5s mid-step", max: 2, hold: 6 * time.Second, at: 1500 * time.Millisecond, for_: 5 * time.Second, mode: "proxy", spillMust: true, relay: true},
+		{name: "tunnel drops 10s", max: 2, hold: 8 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "tunnel", spillMust: true},
+		{name: "relay loses the database 10s mid-step", max: 1, hold: 14 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true, relay: true},
 	}
 	// Every case is set up here, then all run at once: as parallel subtests only
 	// GOMAXPROCS of them would run together, and they mostly wait.
