@@ -599,8 +599,13 @@ func TestAppStartsInsideItsContainer(t *testing.T) {
 // TestInstancesLeaveThePinnedFoundationsCPUs starts processes from a thread pinned to
 // one CPU, as a foundation that keeps its platform off the apps' cells is: a plain
 // child inherits that CPU, an instance started placed runs on the CPUs it is given.
+//
+// Not parallel, and the thread's mask is restored before it is unlocked: the pinned
+// thread may be the process's main thread, whose mask /proc/self/status shows (the
+// CPUs availableCPUs reads), and which Go never ends (a goroutine that exits locked to
+// it wedges it, mask and all). Left pinned, or pinned while TestCores read the CPUs,
+// it made other tests see one CPU (CI: TestCores, "all:2, want all 1").
 func TestInstancesLeaveThePinnedFoundationsCPUs(t *testing.T) {
-	t.Parallel()
 	cpus := availableCPUs(t)
 	if len(cpus) < 2 {
 		t.Skipf("needs 2 CPUs, this machine offers %v", cpus)
@@ -611,23 +616,30 @@ func TestInstancesLeaveThePinnedFoundationsCPUs(t *testing.T) {
 	}
 	done := make(chan started, 1)
 	go func() {
-		// The thread stays locked: it ends with this goroutine, mask and all.
-		runtime.LockOSThread()
 		var s started
-		var one unix.CPUSet
+		// Sent once the thread has its mask back.
+		defer func() { done <- s }()
+		runtime.LockOSThread()
+		var was, one unix.CPUSet
+		if s.err = unix.SchedGetaffinity(0, &was); s.err != nil {
+			runtime.UnlockOSThread()
+			return
+		}
+		defer func() {
+			if err := unix.SchedSetaffinity(0, &was); err == nil {
+				runtime.UnlockOSThread() // else it ends with this goroutine, or is wedged
+			}
+		}()
 		one.Set(cpus[1])
 		if s.err = unix.SchedSetaffinity(0, &one); s.err != nil { // this thread only
-			done <- s
 			return
 		}
 		s.plain = exec.Command("sleep", "30")
 		if s.err = s.plain.Start(); s.err != nil {
-			done <- s
 			return
 		}
 		s.placed = exec.Command("/bin/sh")
 		s.err = startPlaced(s.placed, "exec sleep 30", nil, cpus[:1])
-		done <- s
 	}()
 	s := <-done
 	for _, c := range []*exec.Cmd{s.plain, s.placed} {
