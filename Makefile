@@ -86,13 +86,13 @@ test: deps build apps lint
 cf-cli-suite: deps
 	scripts/cf-cli-suite.sh $(CF_CLI_SUITE_FLAGS)
 
-# The load-generator benchmark (cmd/cfbench-bench; BENCH_FLAGS="-seconds 3 -repeat 1" for
-# a quick trial), the capacity simulation (cmd/cfbench-capacity: 1,000 instances on
+# The load-generator benchmark (tools/bench; BENCH_FLAGS="-seconds 3 -repeat 1" for
+# a quick trial), the capacity simulation (tools/capacity: 1,000 instances on
 # max_connections = 100; CAPACITY_FLAGS="-instances 200 -hold 3s" for a quick trial),
 # then the hot-path micro-benchmarks.
 bench: deps build
-	$(GO) run ./cmd/cfbench-bench $(BENCH_FLAGS)
-	$(GO) run ./cmd/cfbench-capacity -relay-bin $(BIN)/cfbench $(CAPACITY_FLAGS)
+	$(GO) run ./tools/bench $(BENCH_FLAGS)
+	$(GO) run ./tools/capacity -relay-bin $(BIN)/cfbench $(CAPACITY_FLAGS)
 	scripts/bench-go.sh
 	scripts/bench-routerlogs.sh
 

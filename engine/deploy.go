@@ -19,8 +19,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
 // DeployConfig says what Deploy pushes besides the apps under test.

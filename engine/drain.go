@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/drain"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/tunnel"
 )
 
 // Drain app environment (cfbench drain): the run's credentials, the run, and its

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // ErrUnsupported marks a spec the engine cannot run as asked; nothing was started.

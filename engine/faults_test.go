@@ -18,12 +18,12 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
-	"github.com/cf-benchmark/cf-benchmark/pgserver"
-	"github.com/cf-benchmark/cf-benchmark/relay"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/tunnel"
-	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // faultSpec is an open loop (a bounded number of samples whatever the machine's load)

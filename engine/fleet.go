@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // Fleet is the generator instances of one variant. The engine only asks for a number of

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
-	"github.com/cf-benchmark/cf-benchmark/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
-	"github.com/cf-benchmark/cf-benchmark/drain"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )

@@ -16,9 +16,9 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 	"github.com/cf-benchmark/cf-benchmark/internal/testos"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
 // A run of 20,000 requests: one generator instance, 4 steps of 5 s at 1,000 req/s. Four

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/tunnel"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 )
 
 // ErrTunnelConfig marks a tunnel or database address OpenThroughTunnel cannot use (a

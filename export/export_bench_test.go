@@ -17,7 +17,7 @@ const benchRows = 1 << 20
 // BenchmarkExport compares the export of a run's samples through a chisel tunnel on
 // loopback (tunnel server, client and exporter all in this process) with psql's \copy of
 // the same query straight from the database, on the same data in the same run: the goal
-// is at least 80% of psql's rate (make bench records the ratio in bench/go-latest.md).
+// is at least 80% of psql's rate (make bench records the ratio in tools/bench/go-latest.md).
 func BenchmarkExport(b *testing.B) {
 	ctx := context.Background()
 	dsn := testpg.DSN(b)

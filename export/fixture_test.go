@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
-	"github.com/cf-benchmark/cf-benchmark/worker"
 )
 
 // variants name the workers of a seeded run: every one needs quoting or neutralising.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/exportcheck"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
 // TestStepFiguresRecomputeFromTheExport stores a run of three steps of 1, 2 and 3 app

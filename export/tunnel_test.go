@@ -16,7 +16,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/tunnel"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 )
 
 // testTunnel is a tunnel server and client on loopback in front of the database at dsn.

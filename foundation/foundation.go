@@ -37,7 +37,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 // Config configures a foundation.

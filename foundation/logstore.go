@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 )
 

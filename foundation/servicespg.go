@@ -10,7 +10,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 // Restart policy of the services' Postgres: after it exits on its own, up to

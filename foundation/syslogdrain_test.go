@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 )
 
 // syslogDrain binds app stub (GUID stubGUID) to a user-provided service with a syslog

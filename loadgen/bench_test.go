@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // benchServerEnv makes the test binary a target for the benchmarks instead: it serves
@@ -153,7 +153,7 @@ func benchConfig(b *testing.B, addr string) Config {
 }
 
 // BenchmarkClosedLoop runs 64 users against a local target, as the load-generator
-// benchmark (cmd/cfbench-bench) does, with each client. cpu-ns/req is the generator process's CPU time per request.
+// benchmark (tools/bench) does, with each client. cpu-ns/req is the generator process's CPU time per request.
 func BenchmarkClosedLoop(b *testing.B) {
 	addr := benchServer(b)
 	for _, client := range clients {

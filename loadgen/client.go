@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/loadgen/h1"
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // client sends the requests of one user (closed loop) or one sender (open loop), one

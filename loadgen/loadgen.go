@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // Recorder receives every finished request. Add is called from many goroutines at once

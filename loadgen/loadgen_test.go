@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 type collector struct {

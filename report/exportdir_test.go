@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/export"
-	"github.com/cf-benchmark/cf-benchmark/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

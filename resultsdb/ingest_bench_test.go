@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // benchRows is the number of samples each iteration ingests.

@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // TestQueueIsFIFOAcrossChunks pushes, moves and drops across chunk boundaries and checks

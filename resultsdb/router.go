@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
-	"github.com/cf-benchmark/cf-benchmark/sample"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // RouterRequest is one request as the router logged it, keyed by the trace id the

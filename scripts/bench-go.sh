@@ -40,7 +40,7 @@ fi
 echo "bench-go: open-loop send lag (loadgen BenchmarkSendLag, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'SendLag' -benchtime 1000x -count "$COUNT" ./loadgen >>"$raw"
 echo "bench-go: syslog drain (drain BenchmarkDrain, $COUNT runs)" >&2
-CGO_ENABLED=0 $GO test -run '^$' -bench 'Drain' -benchtime 2x -count "$COUNT" ./drain >>"$raw"
+CGO_ENABLED=0 $GO test -run '^$' -bench 'Drain' -benchtime 2x -count "$COUNT" ./collectors/routerlogs/drain >>"$raw"
 echo "bench-go: report (report BenchmarkReport, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'Report' -benchtime 3x -count "$COUNT" ./report >>"$raw"
 

@@ -2,7 +2,7 @@
 # make gallery: reproduce the docs' gallery (docs/gallery.md) on the local foundation.
 # Runs each shortened spec of examples/gallery with the real cf CLI and this plugin
 # (the stub spec twice: the second run is compared with the first), saves each run's
-# report as JSON in docs/gallery/runs, then cmd/cfbench-gallery draws each report in
+# report as JSON in docs/gallery/runs, then tools/gallery draws each report in
 # headless Chromium and writes docs/gallery/*.png and the tables of docs/gallery.md.
 # Takes about 10 minutes. GALLERY_ONLY="stub cc-api" runs only those specs; the
 # pictures are then drawn from the reports saved before for the others.
@@ -61,4 +61,4 @@ for spec in $only; do
 		;;
 	esac
 done
-go run ./cmd/cfbench-gallery -runs "$runs" -out docs/gallery -page docs/gallery.md
+go run ./tools/gallery -runs "$runs" -out docs/gallery -page docs/gallery.md

@@ -14,7 +14,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 const usage = `Usage: cfbench-pg start|status|stop [--state-dir DIR] [--db NAME]

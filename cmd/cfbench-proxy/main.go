@@ -17,8 +17,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/apps/limitproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
-	"github.com/cf-benchmark/cf-benchmark/limitproxy"
 )
 
 const usage = `Usage: cfbench-proxy --upstream URL [--max-concurrent N] [--max-rps R] [--max-wait D] [--connect-to HOST:PORT] [--listen ADDR]

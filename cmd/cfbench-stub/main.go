@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/stub"
+	"github.com/cf-benchmark/cf-benchmark/apps/stub"
 )
 
 func main() {

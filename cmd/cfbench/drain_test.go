@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
-	"github.com/cf-benchmark/cf-benchmark/drain"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
 const auth = "cfbench:0123456789abcdef0123"

@@ -11,7 +11,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/relay"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
 )
 
 const token = "relay-token-0123456789"

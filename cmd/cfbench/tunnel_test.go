@@ -16,10 +16,10 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
-	"github.com/cf-benchmark/cf-benchmark/tunnel"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 )
 
 func vcapServices(t *testing.T, dsn string) string {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/worker"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/sample"
 )
 
 // MaxBody bounds a flush answer: 100,000 rows (the apps' default capacity) take about

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 )
 
 // Query selects a run's router requests.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 )
 
 // document is an RTR LogMessage as logsearch-for-cloudfoundry's Logstash pipeline

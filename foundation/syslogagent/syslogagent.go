@@ -28,8 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
-	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )

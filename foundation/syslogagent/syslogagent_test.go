@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
-	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 )
 

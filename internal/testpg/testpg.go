@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
-	"github.com/cf-benchmark/cf-benchmark/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 var (

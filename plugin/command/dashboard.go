@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/dashboard"
 	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/report/dashboard"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 )
 
 var logsCmd = &Command{

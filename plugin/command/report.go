@@ -10,7 +10,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/cf-benchmark/cf-benchmark/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
 
 // setStepMetrics replaces the stored figures of every step of run with fixed ones (1000

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
+	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
 
 var runCmd = &Command{

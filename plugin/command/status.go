@@ -12,11 +12,11 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/export"
-	"github.com/cf-benchmark/cf-benchmark/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
-	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
 
 var statusCmd = &Command{

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
+	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/statedir"
 )
 
 // dbFlags are the flags that choose the results database.

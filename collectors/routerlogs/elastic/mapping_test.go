@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/routerlogstest"
 )
 

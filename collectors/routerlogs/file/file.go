@@ -31,8 +31,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 )
 
 // Kind names this backend in cursors.

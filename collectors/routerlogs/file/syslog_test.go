@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/routerlogstest"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 )
 
 // Request is one generated router request.
