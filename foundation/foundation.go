@@ -722,8 +722,8 @@ func cellSpec(s cc.RunSpec) cells.ProcessSpec {
 		HealthCheck: cells.HealthCheck{Type: s.HealthCheck, Endpoint: s.HealthPath, Timeout: s.Timeout}, IsolationSegment: s.IsolationSegment}
 }
 
-func (r *runtime) Roll(s cc.RunSpec, maxInFlight int, done func(error)) {
-	ro := r.cells.Roll(cellSpec(s), maxInFlight)
+func (r *runtime) Roll(s cc.RunSpec, maxInFlight, from, to int, done func(error)) {
+	ro := r.cells.RollIndexes(cellSpec(s), maxInFlight, from, to)
 	go func() {
 		if err := ro.Err(); !errors.Is(err, cells.ErrClosed) {
 			done(err)

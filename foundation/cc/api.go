@@ -36,13 +36,14 @@ type Runtime interface {
 	// Run makes the process's instances match spec, restarting them when anything but
 	// the instance count changed.
 	Run(spec RunSpec)
-	// Roll replaces the process's instances with spec's a few at a time (at most
-	// maxInFlight starting at once), each new one beside the one it replaces, so that
-	// the process keeps serving (a rolling deployment). It returns at once; done is
-	// called once, with nil when every instance runs spec, or with an error when
+	// Roll replaces the process's instances of indexes from ≤ i < to with spec's
+	// (all of them: 0 and spec.Instances; a canary step: a part) a few at a time (at
+	// most maxInFlight starting at once), each new one beside the one it replaces, so
+	// that the process keeps serving (a rolling deployment). It returns at once; done
+	// is called once, with nil when those instances run spec, or with an error when
 	// something else took the process over first (Run, Roll, Stop). It is not called
 	// when the runtime shuts down first.
-	Roll(spec RunSpec, maxInFlight int, done func(error))
+	Roll(spec RunSpec, maxInFlight, from, to int, done func(error))
 	// Stop stops every instance of a process.
 	Stop(processGUID string)
 	// Instances reports the process's instances, sorted by index.

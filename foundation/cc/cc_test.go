@@ -61,11 +61,11 @@ func (f *fakeRuntime) Run(spec RunSpec) {
 
 // Roll runs spec at once and reports the roll done, unless holdRolls is set: then the
 // test ends it through rolls.
-func (f *fakeRuntime) Roll(spec RunSpec, maxInFlight int, done func(error)) {
+func (f *fakeRuntime) Roll(spec RunSpec, maxInFlight, from, to int, done func(error)) {
 	f.Run(spec)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rolls = append(f.rolls, fakeRoll{spec, maxInFlight, done})
+	f.rolls = append(f.rolls, fakeRoll{spec, maxInFlight, from, to, done})
 	if !f.holdRolls {
 		go done(nil)
 	}
@@ -74,6 +74,7 @@ func (f *fakeRuntime) Roll(spec RunSpec, maxInFlight int, done func(error)) {
 type fakeRoll struct {
 	spec        RunSpec
 	maxInFlight int
+	from, to    int // the indexes rolled
 	done        func(error)
 }
 

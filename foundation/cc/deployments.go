@@ -1,16 +1,22 @@
 package cc
 
 import (
+	"math"
 	"net/http"
 	"time"
 )
 
-// Deployments (cf restart/restage/push --strategy rolling, cf cancel-deployment): a
-// deployment moves an app to a droplet by replacing its web instances a few at a time
-// (Runtime.Roll), so that the app keeps serving. Unlike CC, the web process keeps its
-// guid (it is the app's, which the router and Log Cache key on) instead of a new
-// process taking over; new_processes names it. Revisions and the canary strategy are
-// not implemented and are refused with a 422.
+// Deployments (cf restart/restage/push --strategy rolling|canary, cf
+// continue-deployment, cf cancel-deployment): a deployment moves an app to a droplet by
+// replacing its web instances a few at a time (Runtime.Roll), so that the app keeps
+// serving. Unlike CC, the web process keeps its guid (it is the app's, which the router
+// and Log Cache key on) instead of a new process taking over; new_processes names it.
+// A canary deployment replaces the instances of its step's lowest indexes (CC's
+// canary_step_plan: one instance, or each step's instance_weight of the instances),
+// pauses (ACTIVE/PAUSED) until continued, and replaces the rest after its last step;
+// unlike CC, which runs the canaries beside all but one of the old instances, the
+// process keeps its instance count. Revisions are not implemented and are refused with
+// a 422.
 
 // Deployment status values and reasons, as CC names them.
 const (
@@ -18,6 +24,7 @@ const (
 	deployFinalized = "FINALIZED"
 
 	reasonDeploying  = "DEPLOYING"
+	reasonPaused     = "PAUSED"
 	reasonDeployed   = "DEPLOYED"
 	reasonCanceling  = "CANCELING"
 	reasonCanceled   = "CANCELED"
@@ -31,7 +38,7 @@ type Deployment struct {
 	ProcessGUID     string    `json:"process_guid"` // the web process it rolls
 	DropletGUID     string    `json:"droplet_guid"`
 	PreviousDroplet string    `json:"previous_droplet_guid,omitempty"`
-	Strategy        string    `json:"strategy"`
+	Strategy        string    `json:"strategy"` // rolling or canary
 	MaxInFlight     int       `json:"max_in_flight"`
 	WebInstances    *int      `json:"web_instances,omitempty"`
 	MemoryMB        *int      `json:"memory_in_mb,omitempty"`
@@ -40,6 +47,15 @@ type Deployment struct {
 	Reason          string    `json:"status_reason"`
 	LastChange      time.Time `json:"last_status_change"`
 	LastHealthy     time.Time `json:"last_successful_healthcheck"`
+	// CanaryWeights are the canary steps' instance weights as asked for (none: one
+	// step of one instance); CanaryStep is the current step, from 1.
+	CanaryWeights []int `json:"canary_weights,omitempty"`
+	CanaryStep    int   `json:"canary_step,omitempty"`
+	// Replaced is how many of the lowest indexes a canary deployment has rolled so
+	// far; Finishing is set once its last step is continued, so that the end of the
+	// roll is DEPLOYED rather than PAUSED.
+	Replaced  int  `json:"replaced,omitempty"`
+	Finishing bool `json:"finishing,omitempty"`
 	// Roll counts the rolls started for it; a roll's end counts only if it is the
 	// latest (a cancel's roll back supersedes the forward roll).
 	Roll    int       `json:"roll"`
@@ -49,6 +65,22 @@ type Deployment struct {
 
 func (d *Deployment) setStatus(value, reason string, now time.Time) {
 	d.Value, d.Reason, d.LastChange, d.Updated = value, reason, now, now
+}
+
+func (d *Deployment) canary() bool { return d.Strategy == "canary" }
+
+// canaryPlan is how many instances run the new droplet at each canary step, as CC's
+// canary_step_plan works it out: one without weights, else each step's weight of the
+// instances, rounded, at least one.
+func canaryPlan(weights []int, instances int) []int {
+	if len(weights) == 0 {
+		return []int{min(1, instances)}
+	}
+	plan := make([]int, len(weights))
+	for i, w := range weights {
+		plan[i] = min(max(int(math.Round(float64(instances)*float64(w)/100)), 1), instances)
+	}
+	return plan
 }
 
 func (s *Server) deploymentRoutes() {
@@ -80,9 +112,24 @@ func (s *Server) renderDeployment(d *Deployment) any {
 		cancel["method"] = "POST"
 		links["cancel"] = cancel
 	}
-	return obj{"guid": d.GUID, "state": state,
-		"status": obj{"value": d.Value, "reason": d.Reason,
-			"details": obj{"last_successful_healthcheck": ts(d.LastHealthy), "last_status_change": ts(d.LastChange)}},
+	if d.Reason == reasonPaused {
+		cont := link(s, "/v3/deployments/"+d.GUID+"/actions/continue")
+		cont["method"] = "POST"
+		links["continue"] = cont
+	}
+	status := obj{"value": d.Value, "reason": d.Reason,
+		"details": obj{"last_successful_healthcheck": ts(d.LastHealthy), "last_status_change": ts(d.LastChange)}}
+	if d.canary() {
+		status["canary"] = obj{"steps": obj{"current": d.CanaryStep, "total": max(len(d.CanaryWeights), 1)}}
+		if len(d.CanaryWeights) > 0 {
+			steps := make([]any, len(d.CanaryWeights))
+			for i, w := range d.CanaryWeights {
+				steps[i] = obj{"instance_weight": w}
+			}
+			opts["canary"] = obj{"steps": steps}
+		}
+	}
+	return obj{"guid": d.GUID, "state": state, "status": status,
 		"strategy": d.Strategy, "options": opts,
 		"droplet": obj{"guid": d.DropletGUID}, "previous_droplet": obj{"guid": nullString(d.PreviousDroplet)},
 		"new_processes": []any{obj{"guid": d.ProcessGUID, "type": "web"}},
@@ -104,7 +151,11 @@ type deploymentBody struct {
 		WebInstances *int `json:"web_instances"`
 		MemoryMB     *int `json:"memory_in_mb"`
 		DiskMB       *int `json:"disk_in_mb"`
-		Canary       any  `json:"canary"`
+		Canary       *struct {
+			Steps []struct {
+				InstanceWeight *int `json:"instance_weight"`
+			} `json:"steps"`
+		} `json:"canary"`
 	} `json:"options"`
 	Relationships struct {
 		App toOneBody `json:"app"`
@@ -116,10 +167,10 @@ func (b *deploymentBody) check() error {
 	switch {
 	case b.Revision != nil:
 		return unprocessable("Revisions are not supported by the local foundation: give a droplet, or none for the app's current droplet.")
-	case b.Strategy == "canary" || o.Canary != nil:
-		return unprocessable("The canary strategy is not supported by the local foundation: use rolling.")
-	case b.Strategy != "" && b.Strategy != "rolling":
+	case b.Strategy != "" && b.Strategy != "rolling" && b.Strategy != "canary":
 		return unprocessable("Strategy '%s' is not a supported deployment strategy", b.Strategy)
+	case o.Canary != nil && b.Strategy != "canary":
+		return unprocessable("Options canary are only valid for Canary deployments")
 	case o.MaxInFlight != nil && *o.MaxInFlight < 1:
 		return unprocessable("Max in flight must be an integer greater than 0")
 	case o.WebInstances != nil && (*o.WebInstances < 0 || *o.WebInstances > 1000):
@@ -129,7 +180,35 @@ func (b *deploymentBody) check() error {
 	case o.DiskMB != nil && *o.DiskMB < 1:
 		return unprocessable("Disk in mb must be greater than 0")
 	}
+	prev := 0
+	for _, step := range b.canaryWeights() {
+		switch {
+		case step < 0:
+			return unprocessable(`Options canary.steps missing key: "instance_weight"`)
+		case step < 1 || step > 100:
+			return unprocessable("Options canary.steps.instance weight must be an Integer between 1-100 (inclusive)")
+		case step < prev:
+			return unprocessable("Options canary.steps.instance weight must be sorted in ascending order")
+		}
+		prev = step
+	}
 	return nil
+}
+
+// canaryWeights are the canary steps' instance weights, -1 for a step without one.
+func (b *deploymentBody) canaryWeights() []int {
+	if b.Options.Canary == nil {
+		return nil
+	}
+	var w []int
+	for _, step := range b.Options.Canary.Steps {
+		if step.InstanceWeight == nil {
+			w = append(w, -1)
+		} else {
+			w = append(w, *step.InstanceWeight)
+		}
+	}
+	return w
 }
 
 // createDeployment points the app at the droplet and rolls its web process onto it;
@@ -149,6 +228,7 @@ func (s *Server) createDeployment(c *call) error {
 		web    RunSpec
 		others []RunSpec
 		roll   bool
+		to     int // the instances rolled: all, or a canary's first step
 	)
 	err := s.st.update(func(st *State) error {
 		a := st.Apps[body.Relationships.App.guid()]
@@ -176,6 +256,9 @@ func (s *Server) createDeployment(c *call) error {
 		d = &Deployment{GUID: newGUID(), AppGUID: a.GUID, ProcessGUID: p.GUID, DropletGUID: droplet, PreviousDroplet: a.DropletGUID,
 			Strategy: "rolling", MaxInFlight: 1, WebInstances: o.WebInstances, MemoryMB: o.MemoryMB, DiskMB: o.DiskMB,
 			Value: deployActive, Reason: reasonDeploying, LastChange: now, LastHealthy: now, Roll: 1, Created: now, Updated: now}
+		if body.Strategy == "canary" {
+			d.Strategy, d.CanaryWeights, d.CanaryStep = "canary", body.canaryWeights(), 1
+		}
 		if o.MaxInFlight != nil {
 			d.MaxInFlight = *o.MaxInFlight
 		}
@@ -191,6 +274,11 @@ func (s *Server) createDeployment(c *call) error {
 		roll = a.State == AppStarted
 		if !roll {
 			d.setStatus(deployFinalized, reasonDeployed, now)
+		}
+		to = p.Instances
+		if d.canary() {
+			to = canaryPlan(d.CanaryWeights, p.Instances)[0]
+			d.Replaced = to
 		}
 		a.DropletGUID, a.State, a.Updated = droplet, AppStarted, now
 		st.Deployments[d.GUID] = d
@@ -216,20 +304,20 @@ func (s *Server) createDeployment(c *call) error {
 		s.runProcess(spec)
 	}
 	if roll {
-		s.rollProcess(web, d.GUID, d.MaxInFlight, 1)
+		s.rollProcess(web, d.GUID, d.MaxInFlight, 0, to, 1)
 	} else {
 		s.runProcess(web)
 	}
 	return c.json(http.StatusCreated, resp)
 }
 
-// rollProcess rolls the web process onto spec and records the roll's end in the
-// deployment when roll is still its latest.
-func (s *Server) rollProcess(spec RunSpec, deployment string, maxInFlight, roll int) {
+// rollProcess rolls the web process's indexes from ≤ i < to onto spec and records the
+// roll's end in the deployment when roll is still its latest.
+func (s *Server) rollProcess(spec RunSpec, deployment string, maxInFlight, from, to, roll int) {
 	s.runMu.Lock()
 	s.running[spec.ProcessGUID] = spec
 	s.runMu.Unlock()
-	s.cfg.Runtime.Roll(spec, maxInFlight, func(err error) { s.rollEnded(deployment, roll, err) })
+	s.cfg.Runtime.Roll(spec, maxInFlight, from, to, func(err error) { s.rollEnded(deployment, roll, err) })
 }
 
 func (s *Server) rollEnded(guid string, roll int, err error) {
@@ -244,6 +332,9 @@ func (s *Server) rollEnded(guid string, roll int, err error) {
 			// Rolled back, or something else (a stop, a restart, a scale) took the
 			// process over: it does not run this deployment's droplet by its doing.
 			d.setStatus(deployFinalized, reasonCanceled, now)
+		case d.canary() && !d.Finishing:
+			d.LastHealthy = now
+			d.setStatus(deployActive, reasonPaused, now)
 		default:
 			d.LastHealthy = now
 			d.setStatus(deployFinalized, reasonDeployed, now)
@@ -326,7 +417,7 @@ func (s *Server) cancelDeployment(c *call) error {
 		if x == nil || st.Apps[x.AppGUID] == nil {
 			return notFound("Deployment")
 		}
-		if x.Value != deployActive || x.Reason != reasonDeploying {
+		if x.Value != deployActive || (x.Reason != reasonDeploying && x.Reason != reasonPaused) {
 			return unprocessable("Cannot cancel a deployment with status: %s and reason: %s", x.Value, x.Reason)
 		}
 		a := st.Apps[x.AppGUID]
@@ -349,23 +440,52 @@ func (s *Server) cancelDeployment(c *call) error {
 		return err
 	}
 	if d.GUID != "" {
-		s.rollProcess(spec, d.GUID, d.MaxInFlight, d.Roll)
+		s.rollProcess(spec, d.GUID, d.MaxInFlight, 0, spec.Instances, d.Roll)
 	}
 	c.w.WriteHeader(http.StatusOK)
 	return nil
 }
 
-// continueDeployment is for paused canary deployments, which this foundation does not
-// make.
+// continueDeployment carries a paused canary deployment on: to its next step, or after
+// its last one to the rest of the instances (ACTIVE/DEPLOYING, then FINALIZED/DEPLOYED).
 func (s *Server) continueDeployment(c *call) error {
-	var value, reason string
-	s.st.read(func(st *State) {
-		if d := st.Deployments[c.r.PathValue("guid")]; d != nil && st.Apps[d.AppGUID] != nil {
-			value, reason = d.Value, d.Reason
+	var (
+		spec     RunSpec
+		d        Deployment
+		from, to int
+	)
+	err := s.st.update(func(st *State) error {
+		x := st.Deployments[c.r.PathValue("guid")]
+		if x == nil || st.Apps[x.AppGUID] == nil {
+			return notFound("Deployment")
 		}
+		if x.Value != deployActive || x.Reason != reasonPaused {
+			return unprocessable("Cannot continue a deployment with status: %s and reason: %s", x.Value, x.Reason)
+		}
+		p := st.Processes[x.ProcessGUID]
+		if p == nil {
+			return unprocessable("The app has no web process to deploy.")
+		}
+		now := time.Now().UTC()
+		plan := canaryPlan(x.CanaryWeights, p.Instances)
+		from, to = x.Replaced, p.Instances
+		if x.CanaryStep < len(plan) {
+			x.CanaryStep++
+			to = max(plan[x.CanaryStep-1], from)
+		} else {
+			x.Finishing = true
+		}
+		x.Replaced = to
+		x.Roll++
+		x.setStatus(deployActive, reasonDeploying, now)
+		st.audit("audit.app.deployment.continue", st.Apps[x.AppGUID], map[string]any{"deployment_guid": x.GUID, "droplet_guid": x.DropletGUID})
+		spec, d = s.runSpec(st, p), *x
+		return nil
 	})
-	if value == "" {
-		return notFound("Deployment")
+	if err != nil {
+		return err
 	}
-	return unprocessable("Cannot continue a deployment with status: %s and reason: %s", value, reason)
+	s.rollProcess(spec, d.GUID, d.MaxInFlight, from, to, d.Roll)
+	c.w.WriteHeader(http.StatusOK)
+	return nil
 }

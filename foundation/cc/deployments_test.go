@@ -2,6 +2,7 @@ package cc
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,116 @@ func TestDeploymentLifecycle(t *testing.T) {
 	e.srv.Reconcile()
 	if got := status(g5); got != "FINALIZED/DEPLOYED DEPLOYED" {
 		t.Errorf("after Reconcile: %s", got)
+	}
+}
+
+// A canary deployment replaces its first step's instances and pauses; each continue
+// takes it a step further, and the one after its last step replaces the rest and
+// deploys it. A paused canary can be cancelled, which rolls every instance back.
+func TestCanaryDeployment(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	e.rt.holdRolls = true
+	space := e.space("apps")
+	app := e.push(space, "applications:\n- name: canary\n  instances: 10\n  buildpacks: [binary_buildpack]\n  command: ./run\n")
+	first := get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid").(string)
+	second := e.stageAgain(app)
+	body := func(droplet string, weights ...int) map[string]any {
+		opts := map[string]any{"max_in_flight": 2}
+		if len(weights) > 0 {
+			var steps []any
+			for _, w := range weights {
+				steps = append(steps, map[string]any{"instance_weight": w})
+			}
+			opts["canary"] = map[string]any{"steps": steps}
+		}
+		return map[string]any{"droplet": map[string]any{"guid": droplet}, "strategy": "canary", "options": opts,
+			"relationships": map[string]any{"app": map[string]any{"data": map[string]any{"guid": app}}}}
+	}
+	status := func(d string) string {
+		got := e.must(200, "GET", "/v3/deployments/"+d, nil)
+		s := get(got, "status", "value").(string) + "/" + get(got, "status", "reason").(string)
+		if c, ok := get(got, "status", "canary", "steps").(map[string]any); ok {
+			s += fmt.Sprintf(" step %v/%v", c["current"], c["total"])
+		}
+		if _, ok := get(got, "links").(map[string]any)["continue"]; ok {
+			s += " continuable"
+		}
+		return s
+	}
+	lastRoll := func() string {
+		e.rt.mu.Lock()
+		defer e.rt.mu.Unlock()
+		r := e.rt.rolls[len(e.rt.rolls)-1]
+		go r.done(nil)
+		return fmt.Sprintf("%d-%d", r.from, r.to)
+	}
+	waitStatus := func(d, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); status(d) != want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("deployment status %q, want %q", status(d), want)
+			}
+		}
+	}
+
+	g := e.must(201, "POST", "/v3/deployments", body(second, 20, 50))["guid"].(string)
+	if got := status(g); got != "ACTIVE/DEPLOYING step 1/2" {
+		t.Errorf("new canary deployment: %s", got)
+	}
+	for i, want := range []struct{ roll, after string }{
+		{"0-2", "ACTIVE/PAUSED step 1/2 continuable"}, // 20% of 10
+		{"2-5", "ACTIVE/PAUSED step 2/2 continuable"}, // 50%: three more
+		{"5-10", "FINALIZED/DEPLOYED step 2/2"},       // the rest
+	} {
+		if i > 0 {
+			e.must(200, "POST", "/v3/deployments/"+g+"/actions/continue", nil)
+			if got := status(g); !strings.HasPrefix(got, "ACTIVE/DEPLOYING") {
+				t.Errorf("continued to step %d: %s", i+1, got)
+			}
+		}
+		if got := lastRoll(); got != want.roll {
+			t.Errorf("step %d rolled indexes %s, want %s", i+1, got, want.roll)
+		}
+		waitStatus(g, want.after)
+	}
+	if _, b, _ := e.do("POST", "/v3/deployments/"+g+"/actions/continue", nil); !strings.Contains(errDetail(b), "Cannot continue a deployment with status: FINALIZED and reason: DEPLOYED") {
+		t.Errorf("continue of a deployed canary: %v", b)
+	}
+
+	// Without steps: one canary instance; a cancel while paused rolls all back.
+	g2 := e.must(201, "POST", "/v3/deployments", body(first))["guid"].(string)
+	if got := lastRoll(); got != "0-1" {
+		t.Errorf("a canary without steps rolled indexes %s, want 0-1", got)
+	}
+	waitStatus(g2, "ACTIVE/PAUSED step 1/1 continuable")
+	e.must(200, "POST", "/v3/deployments/"+g2+"/actions/cancel", nil)
+	if got := lastRoll(); got != "0-10" {
+		t.Errorf("cancel rolled indexes %s, want 0-10", got)
+	}
+	waitStatus(g2, "FINALIZED/CANCELED step 1/1")
+	if cur := get(e.must(200, "GET", "/v3/apps/"+app+"/relationships/current_droplet", nil), "data", "guid"); cur != second {
+		t.Errorf("current droplet after the cancelled canary %v, want %s", cur, second)
+	}
+	events := e.must(200, "GET", "/v3/audit_events?target_guids="+app+"&types=audit.app.deployment.continue", nil)
+	if n := len(events["resources"].([]any)); n != 2 {
+		t.Errorf("%d continue audit events, want 2", n)
+	}
+
+	for name, steps := range map[string][]any{
+		"descending": {map[string]any{"instance_weight": 50}, map[string]any{"instance_weight": 10}},
+		"over 100":   {map[string]any{"instance_weight": 101}},
+		"no weight":  {map[string]any{}},
+	} {
+		b := body(second)
+		b["options"] = map[string]any{"canary": map[string]any{"steps": steps}}
+		if code, got, _ := e.do("POST", "/v3/deployments", b); code != 422 {
+			t.Errorf("canary steps %s: %d %v, want 422", name, code, got)
+		}
+	}
+	rolling := body(second, 10)
+	rolling["strategy"] = "rolling"
+	if _, got, _ := e.do("POST", "/v3/deployments", rolling); errDetail(got) != "Options canary are only valid for Canary deployments" {
+		t.Errorf("canary steps on a rolling deployment: %v", got)
 	}
 }
 

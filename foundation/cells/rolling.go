@@ -63,6 +63,14 @@ func (p *process) endRoll(err error) {
 // Rollout says when and how it ends. Before Start the spec is only recorded (as with
 // Desire) and the roll is done.
 func (c *Cells) Roll(spec ProcessSpec, maxInFlight int) *Rollout {
+	return c.RollIndexes(spec, maxInFlight, 0, spec.Instances)
+}
+
+// RollIndexes is Roll for the instances of indexes from ≤ i < to only, as a canary
+// deployment's steps replace a process a part at a time: the others keep running what
+// they ran (until they restart: the process's spec is spec from now on). Missing
+// instances start at once whatever their index, as with Roll.
+func (c *Cells) RollIndexes(spec ProcessSpec, maxInFlight, from, to int) *Rollout {
 	r := &Rollout{done: make(chan struct{})}
 	if !validGUID(spec.ProcessGUID) {
 		c.log.Error("ignoring process with an unusable guid", "process_guid", spec.ProcessGUID)
@@ -91,7 +99,7 @@ func (c *Cells) Roll(spec ProcessSpec, maxInFlight int) *Rollout {
 	for i := range spec.Instances {
 		if p.insts[i] == nil {
 			c.startLocked(p, i)
-		} else {
+		} else if from <= i && i < to {
 			r.old[p.insts[i]] = true
 		}
 	}

@@ -147,3 +147,48 @@ func TestRollSupersededKeepsOldInstances(t *testing.T) {
 		t.Errorf("after the superseding Desire the instances are %v, want the old %v", got, before)
 	}
 }
+
+// A canary step replaces only the indexes it names; the next step carries the roll on
+// from there without restarting the instances already replaced.
+func TestRollIndexesReplacesOnlyItsIndexes(t *testing.T) {
+	t.Parallel()
+	e := startCells(t, nil)
+	const n = 3
+	e.c.Desire(fixtureSpec("p-canary", n, map[string]string{"V": "1"}))
+	eventually(t, 20*time.Second, "3 running instances", allRunning(e.c, "p-canary", n))
+	guids := func() []string {
+		var g []string
+		for _, in := range e.c.Instances("p-canary") {
+			g = append(g, in.GUID)
+		}
+		return g
+	}
+	versions := func() []string {
+		var v []string
+		for _, in := range e.c.Instances("p-canary") {
+			v = append(v, getEnv(t, in)["V"])
+		}
+		return v
+	}
+	before := guids()
+	next := fixtureSpec("p-canary", n, map[string]string{"V": "2"})
+	if err := e.c.RollIndexes(next, 1, 0, 1).Err(); err != nil {
+		t.Fatalf("canary step: %v", err)
+	}
+	step1 := guids()
+	if got := versions(); !slices.Equal(got, []string{"2", "1", "1"}) {
+		t.Errorf("after the canary step the instances run V=%v, want [2 1 1]", got)
+	}
+	if step1[0] == before[0] || step1[1] != before[1] || step1[2] != before[2] {
+		t.Errorf("canary step: instances %v, were %v: want only index 0 replaced", step1, before)
+	}
+	if err := e.c.RollIndexes(next, 2, 1, n).Err(); err != nil {
+		t.Fatalf("the rest: %v", err)
+	}
+	if got := versions(); !slices.Equal(got, []string{"2", "2", "2"}) {
+		t.Errorf("after the rest the instances run V=%v, want [2 2 2]", got)
+	}
+	if got := guids(); got[0] != step1[0] || got[1] == step1[1] || got[2] == step1[2] {
+		t.Errorf("the rest: instances %v, were %v: want indexes 1 and 2 replaced, the canary kept", got, step1)
+	}
+}

@@ -29,14 +29,14 @@ var Selection = []Suite{
 	{Name: "push", Files: testFiles("",
 		"name_only", "simple_manifest_only", "manifest_with_app_name", "instances_flag", "memory_flag",
 		"no_start", "no_route", "path", "random_route", "health_check", "push_output", "resource_matching",
-		"manifest_diff", "input_errors")},
-	{Name: "isolated", Files: testFiles("_command",
+		"manifest_diff", "input_errors", "canary_push")},
+	{Name: "isolated", Files: append(testFiles("_command",
 		"app", "apps", "scale", "start", "stop", "restart", "restage", "delete", "rename", "set_env",
 		"unset_env", "logs", "events", "routes", "create_route", "map_route", "unmap_route", "delete_route",
 		"domains", "org", "orgs", "create_org", "space", "spaces", "create_space", "delete_space",
 		"marketplace", "create_service", "bind_service", "unbind_service", "isolation_segments",
 		"create_isolation_segment", "enable_org_isolation", "set_space_isolation_segment", "login", "auth",
-		"target", "curl")},
+		"target", "curl"), testFiles("", "continue_deployment", "cancel_deployment")...)},
 	{Name: "global", Files: testFiles("_command", "env"), Serial: true},
 }
 
