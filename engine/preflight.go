@@ -81,6 +81,15 @@ func unsupported(sp *spec.Spec, onCF bool) spec.Errors {
 	return errs
 }
 
+// checkHeaderVars fails when a header value names an environment variable lookup does
+// not have (see Preflight).
+func checkHeaderVars(sp *spec.Spec, lookup func(string) (string, bool)) error {
+	if errs := headerErrors(sp, lookup); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // headerErrors names each header value that uses a ${NAME} lookup does not have: better
 // now than from every generator instance once the run started.
 func headerErrors(sp *spec.Spec, lookup func(string) (string, bool)) spec.Errors {
