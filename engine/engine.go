@@ -80,17 +80,6 @@ type StepFinding struct {
 	Finding
 }
 
-// Check reports why sp cannot run where it is asked to, or nil: on Cloud Foundry (onCF)
-// it needs a landscape and a results_db; without, every variant needs a url: of a running
-// target. The error matches ErrUnsupported and is a spec.Errors naming line and field.
-// Preflight checks this and more before a session starts.
-func Check(sp *spec.Spec, onCF bool) error {
-	if errs := unsupported(sp, onCF); len(errs) > 0 {
-		return unsupportedError{errs}
-	}
-	return nil
-}
-
 // Run executes sp. specText is stored with the run for reproducibility. Variants run one
 // after the other so they do not compete for the cells; with repeat: N all of them run
 // N times, interleaved (spec.Legs), each repeat a variant of its own in the results. When ctx is cancelled the run is
