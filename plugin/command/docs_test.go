@@ -55,7 +55,7 @@ func TestTheDocsLinkOnlyToFilesAndHeadingsThatExist(t *testing.T) {
 
 // TestTheDocsNameOnlyCommandsAndFlagsThatExist: every `cf NAME` with benchmark in NAME
 // and every `cf-benchmark NAME` in the pages is a command of ours, and every flag
-// after it on the same line one of its flags (see docInvocations for what counts).
+// after it on the same line one of its flags (staleInvocations says what counts).
 func TestTheDocsNameOnlyCommandsAndFlagsThatExist(t *testing.T) {
 	for page, text := range docPages(t) {
 		for _, problem := range staleInvocations(page, text) {
@@ -94,7 +94,7 @@ func TestTheDocsCheckCatchesWhatIsStale(t *testing.T) {
 			}
 		})
 	}
-	files := map[string]string{"docs/spec.md": "# Spec\n\n## Load levels\n", "README.md": "## Using it\n"}
+	files := map[string]string{"docs/spec.md": "# Spec\n\n## Load levels\n", "README.md": "## Using it\n", "docs/running.md": "## Generator instances\n"}
 	read := func(path string) (string, bool) { s, ok := files[path]; return s, ok }
 	links := []struct {
 		name, doc string
@@ -103,6 +103,7 @@ func TestTheDocsCheckCatchesWhatIsStale(t *testing.T) {
 		{"pages and headings that exist", "[spec](spec.md), [levels](spec.md#load-levels), [use](../README.md#using-it), [web](https://example.com/x.md)", 0},
 		{"a page that does not exist", "[gone](gone.md)", 1},
 		{"a heading that does not exist", "[levels](spec.md#load-level)", 1},
+		{"a heading of the page itself", "[below](#generator-instances), [gone](#generators)", 1},
 	}
 	for _, tc := range links {
 		t.Run(tc.name, func(t *testing.T) {
