@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -66,4 +68,27 @@ func (r *runner) flushTimings(ctx context.Context, leg spec.Leg, idx int) {
 func (r *runner) warnTimings(variant string, step int, msg string) {
 	r.opts.Reporter.Note("warning: " + msg)
 	r.event(variant, step, "app_timings", "warn", msg)
+}
+
+// App environment of the in-app timings (apps/README.md): recording on from the start,
+// and the endpoints guarded by a token of this run.
+const (
+	envTimings      = "CFBENCH_TIMINGS"
+	envTimingsToken = "CFBENCH_TIMINGS_TOKEN"
+)
+
+// timingsEnv is the environment v's app is pushed with: the spec's, plus, when app
+// timings are collected, the switch and a new token (remembered in dv).
+func timingsEnv(sp *spec.Spec, v spec.Variant, dv *deployedVariant) map[string]string {
+	if !sp.Collectors.AppTimings.Enabled {
+		return v.Env
+	}
+	token := rand.Text()
+	env := maps.Clone(v.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[envTimings], env[envTimingsToken] = "on", token
+	dv.timingsToken = token
+	return env
 }

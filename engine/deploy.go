@@ -2,24 +2,19 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/apptimings"
-	"github.com/cf-benchmark/cf-benchmark/collectors/ccstats"
 	"github.com/cf-benchmark/cf-benchmark/collectors/logcache"
-	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -101,34 +96,11 @@ type deployedVariant struct {
 	poolSize int
 }
 
-// Access is how to reach a run's results database on a Cloud Foundry again: the tunnel
-// app and the service instance it is bound to. It holds no secrets: the tunnel's
-// credentials are read from the app's environment when needed.
-type Access struct {
-	API                 string `json:"api"`
-	Org                 string `json:"org"`
-	Space               string `json:"space"`
-	SpaceGUID           string `json:"space_guid"`
-	TunnelApp           string `json:"tunnel_app"`
-	ServiceInstance     string `json:"service_instance"`
-	ServiceInstanceGUID string `json:"service_instance_guid"`
-}
-
-// Tunnel app environment: per-run credentials and the server key, whose fingerprint
-// clients pin (kept across runs, so the fingerprint stays).
-const (
-	envTunnelAuth = "CFBENCH_TUNNEL_AUTH"
-	envTunnelKey  = "CFBENCH_TUNNEL_KEY"
-)
-
 // GeneratorApp is the name of a variant's generator app (in the generators space):
 // `cf scale` it by hand to add load mid-run.
 func GeneratorApp(sp *spec.Spec, variant string) string {
 	return fmt.Sprintf("%s-gen-%s", sp.Name, variant)
 }
-
-// TunnelApp is the name of the spec's tunnel app.
-func TunnelApp(sp *spec.Spec) string { return sp.Name + "-tunnel" }
 
 // Deploy makes sp's landscape ready on cf: it checks (or, when the spec allows, creates)
 // the org, spaces and isolation segments, ensures the results database's service
@@ -278,29 +250,6 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	return d, nil
 }
 
-// App environment of the in-app timings (apps/README.md): recording on from the start,
-// and the endpoints guarded by a token of this run.
-const (
-	envTimings      = "CFBENCH_TIMINGS"
-	envTimingsToken = "CFBENCH_TIMINGS_TOKEN"
-)
-
-// timingsEnv is the environment v's app is pushed with: the spec's, plus, when app
-// timings are collected, the switch and a new token (remembered in dv).
-func timingsEnv(sp *spec.Spec, v spec.Variant, dv *deployedVariant) map[string]string {
-	if !sp.Collectors.AppTimings.Enabled {
-		return v.Env
-	}
-	token := rand.Text()
-	env := maps.Clone(v.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	env[envTimings], env[envTimingsToken] = "on", token
-	dv.timingsToken = token
-	return env
-}
-
 // overrides is how v changes its manifest's app: env (the spec's, the matrix's and
 // the run's own), and a matrix cell's memory, instances and name suffix.
 func overrides(v spec.Variant, env map[string]string) platform.Overrides {
@@ -319,38 +268,6 @@ func appConfig(v spec.Variant, env map[string]string) (*resultsdb.AppConfig, err
 		return nil, err
 	}
 	return &resultsdb.AppConfig{Manifest: string(r.Manifest), Env: r.Env, MemoryMB: r.MemoryMB, Instances: r.Instances}, nil
-}
-
-// pushTunnel pushes the tunnel app bound to the results database with new credentials
-// (each run gets its own) and the key it had before, if any.
-func pushTunnel(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, pushed Pushed, timeout time.Duration) error {
-	name := TunnelApp(sp)
-	key := ""
-	if old, err := cf.FindApp(ctx, land.Generators.GUID, name); err != nil {
-		return err
-	} else if old != nil {
-		env, err := cf.AppEnv(ctx, old.GUID)
-		if err != nil {
-			return err
-		}
-		key = env[envTunnelKey]
-	}
-	if key == "" {
-		var err error
-		if key, err = tunnel.NewKey(); err != nil {
-			return err
-		}
-	}
-	auth, err := tunnel.NewAuth()
-	if err != nil {
-		return err
-	}
-	_, err = pushBound(ctx, cf, sp, land, name, pushed, "tunnel", "64M", "128M", timeout,
-		map[string]string{envTunnelAuth: auth, envTunnelKey: key, "GOMEMLIMIT": "48MiB"})
-	if err != nil {
-		return fmt.Errorf("tunnel app: %w", err)
-	}
-	return nil
 }
 
 // ErrRunUnderWay means a run of the same spec is alive on the foundation.
@@ -385,79 +302,6 @@ func refuseLiveRun(ctx context.Context, cf *platform.CF, name string, access Acc
 	return fmt.Errorf("%w: run %s of %s (its last heartbeat %s ago). Two runs of one spec at once would share its generator apps and "+
 		"its tunnel app; wait for it to end, or stop it with Ctrl-C where it runs. Try: cf benchmark-status %s",
 		ErrRunUnderWay, r.ID, name, max(0, time.Since(r.LastHeartbeat)).Round(time.Second), r.ID)
-}
-
-// pushBound pushes one of the run's own apps (the tunnel, the drain, the relay): pushed's
-// program prog as app name in the generators space, one instance with a route, bound to the results
-// database (CFBENCH_DB_SERVICE names it among the app's bindings), and waits until it
-// runs.
-func pushBound(ctx context.Context, cf *platform.CF, sp *spec.Spec, land *platform.Landscape, name string, pushed Pushed, prog, memory, disk string,
-	timeout time.Duration, env map[string]string) (*platform.App, error) {
-	env = maps.Clone(env)
-	env["CFBENCH_DB_SERVICE"] = sp.ResultsDB.ServiceInstance
-	// The route carries part of the org's guid: routes are global on a foundation, and
-	// two orgs running the same spec must not collide.
-	host := fmt.Sprintf("%s-%s", name, strings.ReplaceAll(land.OrgGUID, "-", "")[:8])
-	app, err := cf.PushBinary(ctx, pushed.app(prog, platform.BinaryApp{Org: land.Org, Space: land.Generators.Name, Name: name,
-		Memory: memory, Disk: disk, Instances: 1, RouteHost: host, HealthCheck: "port",
-		Services: []string{sp.ResultsDB.ServiceInstance}, Env: env}))
-	if err != nil {
-		return nil, err
-	}
-	if err := cf.WaitRunning(ctx, app.ProcessGUID, 1, timeout); err != nil {
-		return app, fmt.Errorf("%s: %w", name, err)
-	}
-	return app, nil
-}
-
-// Connect reaches the results database of access through its tunnel app: it reads the
-// tunnel's credentials and key from the app's environment and the database's address
-// from the app's binding, starts a tunnel client on 127.0.0.1 and opens the store.
-// close closes both.
-func Connect(ctx context.Context, cf *platform.CF, access Access, log *slog.Logger) (store *resultsdb.Store, close func(), err error) {
-	app, err := cf.FindApp(ctx, access.SpaceGUID, access.TunnelApp)
-	if err != nil {
-		return nil, nil, err
-	}
-	if app == nil {
-		return nil, nil, fmt.Errorf("tunnel app %s not found in space %s (org %s): it is pushed by cf run-benchmark", access.TunnelApp, access.Space, access.Org)
-	}
-	env, err := cf.AppEnv(ctx, app.GUID)
-	if err != nil {
-		return nil, nil, err
-	}
-	fp, err := tunnel.KeyFingerprint(env[envTunnelKey])
-	if err != nil {
-		return nil, nil, fmt.Errorf("tunnel app %s: %s: %w", access.TunnelApp, envTunnelKey, err)
-	}
-	creds, err := cf.BindingCredentials(ctx, app.GUID, access.ServiceInstanceGUID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tunnel app %s: %w", access.TunnelApp, err)
-	}
-	dsn, _ := creds["uri"].(string)
-	if dsn == "" {
-		return nil, nil, fmt.Errorf("the binding of %s to %s has no uri credential; the results database must be a Postgres service", access.TunnelApp, access.ServiceInstance)
-	}
-	if _, err := tunnel.DBRemote(dsn); err != nil {
-		return nil, nil, fmt.Errorf("the binding of %s to %s: %w", access.TunnelApp, access.ServiceInstance, err)
-	}
-	target, err := cf.RouteTarget(ctx, app.GUID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tunnel app %s: %w", access.TunnelApp, err)
-	}
-	cc := tunnel.ClientConfig{Server: target.URL, Auth: env[envTunnelAuth], Fingerprint: fp, Logger: log}
-	if target.ConnectTo != "" {
-		cc.Server, cc.Host = "http://"+target.ConnectTo, hostOf(target.URL)
-	}
-	return OpenThroughTunnel(ctx, cc, dsn)
-}
-
-func hostOf(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
 }
 
 // Close cleans up after the run as the spec's cleanup says (cleanUp) and closes the
@@ -561,108 +405,6 @@ func (d *Deployment) appNames() []string {
 		}
 	}
 	return out
-}
-
-// startMetrics polls the process stats of every app and generator into the store until
-// the returned stop is called, and, where the API's root links a Log Cache, reads their
-// container metrics from it beside: CC's stats give host, state and isolation segment,
-// Log Cache the cumulative CPU counters a step's CPU is computed from. A Log Cache that
-// cannot be found is logged and done without.
-func (d *Deployment) startMetrics(ctx context.Context, runID string, every time.Duration, log *slog.Logger) (stop func()) {
-	var targets []ccstats.Target
-	var sources []logcache.Target
-	for _, name := range d.order {
-		dv := d.variants[name]
-		for _, a := range []*platform.App{dv.app, dv.fleet.app} {
-			if a != nil {
-				targets = append(targets, ccstats.Target{AppName: a.Name, AppGUID: a.GUID, ProcessGUID: a.ProcessGUID, ProcessType: "web"})
-				sources = append(sources, logcache.Target{AppName: a.Name, AppGUID: a.GUID})
-			}
-		}
-	}
-	p := ccstats.New(ccstats.Config{Client: d.cf.Client().Processes, Store: d.Store, RunID: runID, Interval: every, Logger: log})
-	p.SetTargets(targets)
-	if err := p.Start(ctx); err != nil { // a new poller starts; this is a guard
-		log.Warn("container metrics not polled", "err", err)
-	}
-	stops := []func() error{p.Close}
-	if lc := d.startLogCache(ctx, runID, every, sources, log); lc != nil {
-		d.logCache, d.metricsEvery = lc, every
-		stops = append(stops, lc.Close)
-	}
-	return func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-}
-
-// startLogCache starts reading sources' container metrics from the foundation's Log
-// Cache, or returns nil when it has none.
-func (d *Deployment) startLogCache(ctx context.Context, runID string, every time.Duration, sources []logcache.Target, log *slog.Logger) *logcache.Poller {
-	u, err := d.cf.LogCacheURL(ctx)
-	if err != nil {
-		log.Warn("no container metrics from log cache", "err", err)
-		return nil
-	}
-	if u == "" {
-		return nil
-	}
-	lc, err := logcache.New(logcache.Config{URL: u, Client: d.cf.Client().HTTPAuthClient(), Sink: d.Store, RunID: runID,
-		Targets: sources, Interval: every, Logger: log})
-	if err == nil {
-		err = lc.Start(ctx)
-	}
-	if err != nil {
-		log.Warn("no container metrics from log cache", "err", err)
-		return nil
-	}
-	return lc
-}
-
-// maxSettle bounds how long a step's figures wait for the first counter reading after
-// the step: beyond it they rest on the readings so far, and say how much of the step
-// those cover.
-const maxSettle = 5 * time.Second
-
-// settleMetrics reads the Log Cache once more, one poll interval after a step's window
-// ended at end (at most maxSettle from now), so that cumulative counters have a reading
-// on both sides of the window and the step's CPU covers all of it. Without a Log Cache
-// it returns at once.
-func (d *Deployment) settleMetrics(ctx context.Context, end time.Time) {
-	if d.logCache == nil {
-		return
-	}
-	wait.For(ctx, min(time.Until(end.Add(d.metricsEvery)), maxSettle))
-	if err := d.logCache.Poll(ctx); err != nil && ctx.Err() == nil {
-		d.log.Warn("read container metrics from log cache", "err", err)
-	}
-}
-
-// cfFleet is a variant's generator app, scaled through the Cloud Controller.
-type cfFleet struct {
-	cf  *platform.CF
-	app *platform.App
-}
-
-var _ Fleet = (*cfFleet)(nil)
-
-func (f *cfFleet) App() string { return f.app.Name }
-
-func (f *cfFleet) Scale(ctx context.Context, n int) error {
-	return f.cf.Scale(ctx, f.app.ProcessGUID, n)
-}
-
-func (f *cfFleet) Desired(ctx context.Context) (int, error) {
-	n, _, err := f.cf.Instances(ctx, f.app.ProcessGUID)
-	return n, err
-}
-
-func (f *cfFleet) Stop(ctx context.Context) error {
-	if err := f.cf.Scale(ctx, f.app.ProcessGUID, 0); err != nil {
-		return errors.Join(err, fmt.Errorf("Try: cf scale %s -i 0", f.app.Name))
-	}
-	return nil
 }
 
 // poolSizeOf reads the database pool size per instance from the app's environment

@@ -80,17 +80,6 @@ type StepFinding struct {
 	Finding
 }
 
-// Check reports why sp cannot run where it is asked to, or nil: on Cloud Foundry (onCF)
-// it needs a landscape and a results_db; without, every variant needs a url: of a running
-// target. The error matches ErrUnsupported and is a spec.Errors naming line and field.
-// Preflight checks this and more before a session starts.
-func Check(sp *spec.Spec, onCF bool) error {
-	if errs := unsupported(sp, onCF); len(errs) > 0 {
-		return unsupportedError{errs}
-	}
-	return nil
-}
-
 // Run executes sp. specText is stored with the run for reproducibility. Variants run one
 // after the other so they do not compete for the cells; with repeat: N all of them run
 // N times, interleaved (spec.Legs), each repeat a variant of its own in the results. When ctx is cancelled the run is
@@ -190,40 +179,6 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 		runErr = err
 	}
 	return res, runErr
-}
-
-// lossWait bounds the wait for stopped generators to record their final counters:
-// Cloud Foundry gives an instance 10 s after SIGTERM, and one killed is silent after
-// 10 s more.
-const lossWait = 25 * time.Second
-
-// LossCheck names the finding of a variant whose generators sent samples that were not
-// stored.
-const LossCheck = "samples_lost"
-
-// judgeLoss waits (within lossWait) until every generator instance of the run has
-// stopped or gone silent, then records a finding for each variant whose instances
-// sent samples that were not stored, saying exactly how many (or, for instances
-// that left no final count, at least how many).
-func (r *runner) judgeLoss(ctx context.Context) {
-	deadline := time.Now().Add(lossWait)
-	for _, leg := range r.sp.Legs() {
-		for {
-			l, err := r.opts.Store.Loss(ctx, r.run.ID, leg.Name)
-			if err != nil {
-				r.opts.Logger.Warn("read the samples the generators lost", "variant", leg.Name, "err", err)
-				break
-			}
-			if l.Running > 0 && time.Now().Before(deadline) && wait.For(ctx, r.opts.PollEvery) {
-				continue
-			}
-			if l.Any() {
-				ev := map[string]any{"lost": l.Samples, "instances": l.Workers, "silent_instances": l.Silent, "lost_at_least": l.SilentSamples}
-				r.finding(leg.Name, -1, Finding{Check: LossCheck, Level: spec.CheckWarn, Message: l.String(), Evidence: ev})
-			}
-			break
-		}
-	}
 }
 
 // runner is one run in progress.
@@ -376,13 +331,4 @@ func (r *runner) waitLive(ctx context.Context, variant string, n int) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// checkHeaderVars fails when a header value names an environment variable lookup does
-// not have (see Preflight).
-func checkHeaderVars(sp *spec.Spec, lookup func(string) (string, bool)) error {
-	if errs := headerErrors(sp, lookup); len(errs) > 0 {
-		return errs
-	}
-	return nil
 }

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
+	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -71,3 +73,29 @@ func (f *localFleet) Scale(_ context.Context, n int) error {
 func (f *localFleet) Desired(context.Context) (int, error) { return len(f.insts), nil }
 
 func (f *localFleet) Stop(ctx context.Context) error { return f.Scale(ctx, 0) }
+
+// cfFleet is a variant's generator app, scaled through the Cloud Controller.
+type cfFleet struct {
+	cf  *platform.CF
+	app *platform.App
+}
+
+var _ Fleet = (*cfFleet)(nil)
+
+func (f *cfFleet) App() string { return f.app.Name }
+
+func (f *cfFleet) Scale(ctx context.Context, n int) error {
+	return f.cf.Scale(ctx, f.app.ProcessGUID, n)
+}
+
+func (f *cfFleet) Desired(ctx context.Context) (int, error) {
+	n, _, err := f.cf.Instances(ctx, f.app.ProcessGUID)
+	return n, err
+}
+
+func (f *cfFleet) Stop(ctx context.Context) error {
+	if err := f.cf.Scale(ctx, f.app.ProcessGUID, 0); err != nil {
+		return errors.Join(err, fmt.Errorf("Try: cf scale %s -i 0", f.app.Name))
+	}
+	return nil
+}

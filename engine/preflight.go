@@ -55,6 +55,17 @@ func Preflight(ctx context.Context, sp *spec.Spec, lookupEnv func(string) (strin
 	return plan, errs
 }
 
+// Check reports why sp cannot run where it is asked to, or nil: on Cloud Foundry (onCF)
+// it needs a landscape and a results_db; without, every variant needs a url: of a running
+// target. The error matches ErrUnsupported and is a spec.Errors naming line and field.
+// Preflight checks this and more before a session starts.
+func Check(sp *spec.Spec, onCF bool) error {
+	if errs := unsupported(sp, onCF); len(errs) > 0 {
+		return unsupportedError{errs}
+	}
+	return nil
+}
+
 // unsupported is what keeps sp from running where onCF says, as spec problems.
 func unsupported(sp *spec.Spec, onCF bool) spec.Errors {
 	var errs spec.Errors
@@ -79,6 +90,15 @@ func unsupported(sp *spec.Spec, onCF bool) spec.Errors {
 		}
 	}
 	return errs
+}
+
+// checkHeaderVars fails when a header value names an environment variable lookup does
+// not have (see Preflight).
+func checkHeaderVars(sp *spec.Spec, lookup func(string) (string, bool)) error {
+	if errs := headerErrors(sp, lookup); len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // headerErrors names each header value that uses a ${NAME} lookup does not have: better

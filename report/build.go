@@ -242,9 +242,9 @@ func (b *q) appMetrics(vs []*Variant) {
 		if i < 0 {
 			continue
 		}
-		a := AppUsage{Name: ra.Name, Instances: ra.Instances, CPUSource: ra.CPUSource, CPUPoints: ra.CPUPoints, CPUCovered: ra.CPUCovered,
+		a := AppUsage{Name: ra.App, Instances: ra.Instances, CPUSource: ra.CPUSource, CPUPoints: ra.CPUPoints, CPUCovered: ra.CPUCovered,
 			CPUMeanCores: ra.CPUMeanCores, CPUMaxCores: ra.CPUMaxCores, CPUTotalCores: ra.CPUTotalCores, Cells: ra.Cells,
-			CPUAvailableCores: ra.CPUAvailableCores, MemMeanBytes: ra.Mem, MemMaxBytes: ra.MemMaxBytes, MemQuotaBytes: ra.MemQuotaBytes}
+			CPUAvailableCores: ra.CPUAvailableCores, MemMeanBytes: ra.MemMeanBytes, MemMaxBytes: ra.MemMaxBytes, MemQuotaBytes: ra.MemQuotaBytes}
 		s := v.Steps[i]
 		if ra.Role == "generator" {
 			s.Generator = &a

@@ -73,20 +73,11 @@ type ReportStep struct {
 	StalledMS, Omitted              int64
 }
 
-// ReportApp is a step_app_metrics row.
+// ReportApp is a step_app_metrics row: the metrics of one app in step Idx of Variant.
 type ReportApp struct {
-	Variant                                  string
-	Idx                                      int
-	Name, Role                               string
-	Instances                                int
-	CPUSource                                string
-	CPUPoints                                int
-	CPUCovered                               float64
-	CPUMeanCores, CPUMaxCores, CPUTotalCores *float64
-	// Cells and CPUAvailableCores are AppStepMetrics'.
-	Cells                      *int
-	CPUAvailableCores, Mem     *float64
-	MemMaxBytes, MemQuotaBytes *int64
+	Variant string
+	Idx     int
+	AppStepMetrics
 }
 
 // SeriesPoint is one interval of a variant's step: K is the interval's number
@@ -173,8 +164,8 @@ func (s *Store) readRun(ctx context.Context, id string, width func(spanS float64
 		return nil, fmt.Errorf("report on run %s: %w", id, err)
 	}
 	r := &ReportRows{Run: *run}
-	if err := tx.QueryRow(ctx, `SELECT spec FROM runs WHERE id = $1`, id).Scan(&r.Spec); err != nil {
-		return nil, fmt.Errorf("read the spec of run %s: %w", id, err)
+	if r.Spec, err = runSpec(ctx, tx, id); err != nil {
+		return nil, err
 	}
 	for _, read := range []func(context.Context, pgx.Tx, *ReportRows) error{readVariants, readSteps, readApps, readPulls} {
 		if err := read(ctx, tx, r); err != nil {
@@ -291,17 +282,13 @@ func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 }
 
 func readApps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
-	rows, err := tx.Query(ctx, `
-SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores, cpu_total_cores,
-       cells, cpu_available_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes
-FROM step_app_metrics WHERE run_id = $1 ORDER BY variant, step, role, app_name`, r.Run.ID)
+	rows, err := tx.Query(ctx, storedAppsSQL, r.Run.ID, "", -1)
 	if err != nil {
 		return fmt.Errorf("read the step app metrics: %w", err)
 	}
 	r.Apps, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReportApp, error) {
 		var a ReportApp
-		err := row.Scan(&a.Variant, &a.Idx, &a.Name, &a.Role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
-			&a.CPUMaxCores, &a.CPUTotalCores, &a.Cells, &a.CPUAvailableCores, &a.Mem, &a.MemMaxBytes, &a.MemQuotaBytes)
+		err := row.Scan(appStepRow(&a.Variant, &a.Idx, &a.AppStepMetrics)...)
 		return a, err
 	})
 	if err != nil {
@@ -341,8 +328,7 @@ func seriesOf(ctx context.Context, tx pgx.Tx, runID, variant string, width float
 		return secondsOf(ctx, tx, runID, variant)
 	}
 	rows, err := tx.Query(ctx, `
-SELECT s.step::int, s.intended_us / $3 AS k, count(*), count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400),
-       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint, avg(s.intended_us)::float8
+SELECT s.step::int, s.intended_us / $3 AS k, `+intervalSQL+`
 FROM samples s
 WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
 GROUP BY 1, 2 ORDER BY 6`, variant, runID, int64(width*1e6))

@@ -14,14 +14,19 @@ import (
 // (step_router_metrics). A report then reads a few rows per step instead of scanning the
 // samples; a run recorded before these tables existed is computed live with the same SQL.
 
+// intervalSQL is the figures of an interval of a series, over its samples s: requests
+// (n), those without a response or with a status ≥ 400 (errs), the observed p99
+// latency and the mean intended time (µs since the epoch). Every series, per second or
+// wider, stored or live, computes them with it.
+const intervalSQL = `count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
+       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p99, avg(s.intended_us)::float8 AS mean`
+
 // stepSeriesSQL is one step's requests per second of intended send time, warm-up
-// included: count, errors, the observed p99 and the mean intended time, as arrays
-// ordered by second.
+// included: intervalSQL's figures as arrays ordered by second.
 const stepSeriesSQL = `
 SELECT coalesce(array_agg(k ORDER BY k), '{}'), coalesce(array_agg(n ORDER BY k), '{}'), coalesce(array_agg(errs ORDER BY k), '{}'),
        coalesce(array_agg(p99 ORDER BY k), '{}'), coalesce(array_agg(mean ORDER BY k), '{}')
-FROM (SELECT s.intended_us / 1000000 AS k, count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
-             percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p99, avg(s.intended_us)::float8 AS mean
+FROM (SELECT s.intended_us / 1000000 AS k, ` + intervalSQL + `
       FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
       WHERE w.run_id = $1 AND w.variant = $2
       GROUP BY 1) per_second`
@@ -133,6 +138,7 @@ func (s *Store) RouterMetrics(ctx context.Context, runID string) ([]RouterStepMe
 // queryer is a pool or a transaction.
 type queryer interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 func routerMetrics(ctx context.Context, db queryer, runID string) ([]RouterStepMetrics, error) {

@@ -292,8 +292,12 @@ func (s *Store) StopWorker(ctx context.Context, id int32, c WorkerCounters) erro
 
 // RunSpec returns the spec text a run was started with.
 func (s *Store) RunSpec(ctx context.Context, id string) (string, error) {
+	return runSpec(ctx, s.pool, id)
+}
+
+func runSpec(ctx context.Context, db queryer, id string) (string, error) {
 	var text string
-	if err := s.pool.QueryRow(ctx, `SELECT spec FROM runs WHERE id = $1`, id).Scan(&text); err != nil {
+	if err := db.QueryRow(ctx, `SELECT spec FROM runs WHERE id = $1`, id).Scan(&text); err != nil {
 		return "", fmt.Errorf("read the spec of run %s: %w", id, err)
 	}
 	return text, nil

@@ -169,12 +169,21 @@ SELECT m.variant, m.step, m.instances, m.instances_seen, m.users, m.offered_rate
 FROM step_metrics m JOIN steps st ON st.run_id = m.run_id AND st.variant = m.variant AND st.idx = m.step
 WHERE m.run_id = $1 AND ($2 = '' OR m.variant = $2) AND ($3 < 0 OR m.step = $3)`
 
+// storedAppsSQL reads a run's step_app_metrics rows (of every variant when $2 is empty,
+// of every step when $3 is negative) into appStepRow's destinations.
 const storedAppsSQL = `
 SELECT variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered, cpu_mean_cores, cpu_max_cores,
        cpu_total_cores, mem_mean_bytes, mem_max_bytes, mem_quota_bytes, cells, cpu_available_cores, cpu_wait_cores, cpu_wait_share
 FROM step_app_metrics
 WHERE run_id = $1 AND ($2 = '' OR variant = $2) AND ($3 < 0 OR step = $3)
 ORDER BY variant, step, role, app_name`
+
+// appStepRow is where a row of storedAppsSQL is scanned to.
+func appStepRow(variant *string, idx *int, a *AppStepMetrics) []any {
+	return []any{variant, idx, &a.App, &a.Role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
+		&a.CPUMaxCores, &a.CPUTotalCores, &a.MemMeanBytes, &a.MemMaxBytes, &a.MemQuotaBytes, &a.Cells, &a.CPUAvailableCores,
+		&a.CPUWaitCores, &a.CPUWaitShare}
+}
 
 // storedSummaries reads the stored figures of steps.
 func (s *Store) storedSummaries(ctx context.Context, runID, variant string, idx int) ([]StepSummary, error) {
@@ -219,9 +228,7 @@ func (s *Store) storedSummaries(ctx context.Context, runID, variant string, idx 
 			i int
 			a AppStepMetrics
 		)
-		if err := rows.Scan(&v, &i, &a.App, &a.Role, &a.Instances, &a.CPUSource, &a.CPUPoints, &a.CPUCovered, &a.CPUMeanCores,
-			&a.CPUMaxCores, &a.CPUTotalCores, &a.MemMeanBytes, &a.MemMaxBytes, &a.MemQuotaBytes, &a.Cells, &a.CPUAvailableCores,
-			&a.CPUWaitCores, &a.CPUWaitShare); err != nil {
+		if err := rows.Scan(appStepRow(&v, &i, &a)...); err != nil {
 			return nil, fmt.Errorf("read the app step metrics of run %s: %w", runID, err)
 		}
 		for j := range out {

@@ -307,11 +307,11 @@ func (d *reading) variants(r *resultsdb.ReportRows) error {
 func (d *reading) apps(r *resultsdb.ReportRows) error {
 	err := d.each("step_app_metrics", []string{"variant", "step", "app_name", "role", "instances", "cpu_source", "cpu_points", "cpu_covered",
 		"cpu_mean_cores", "cpu_max_cores", "cpu_total_cores", "mem_mean_bytes", "mem_max_bytes", "mem_quota_bytes"}, func(t *table) {
-		a := resultsdb.ReportApp{Variant: t.str("variant"), Idx: int(t.int("step")) - 1, Name: t.str("app_name"),
-			Role: t.str("role"), Instances: int(t.int("instances")), CPUSource: t.str("cpu_source"), CPUPoints: int(t.int("cpu_points")),
-			CPUCovered: t.float("cpu_covered"), CPUMeanCores: t.optFloat("cpu_mean_cores"), CPUMaxCores: t.optFloat("cpu_max_cores"),
-			CPUTotalCores: t.optFloat("cpu_total_cores"), Mem: t.optFloat("mem_mean_bytes"),
-			MemMaxBytes: t.optInt("mem_max_bytes"), MemQuotaBytes: t.optInt("mem_quota_bytes")}
+		a := resultsdb.ReportApp{Variant: t.str("variant"), Idx: int(t.int("step")) - 1, AppStepMetrics: resultsdb.AppStepMetrics{
+			App: t.str("app_name"), Role: t.str("role"), Instances: int(t.int("instances")), CPUSource: t.str("cpu_source"),
+			CPUPoints: int(t.int("cpu_points")), CPUCovered: t.float("cpu_covered"), CPUMeanCores: t.optFloat("cpu_mean_cores"),
+			CPUMaxCores: t.optFloat("cpu_max_cores"), CPUTotalCores: t.optFloat("cpu_total_cores"), MemMeanBytes: t.optFloat("mem_mean_bytes"),
+			MemMaxBytes: t.optInt("mem_max_bytes"), MemQuotaBytes: t.optInt("mem_quota_bytes")}}
 		if _, ok := t.cols["cpu_available_cores"]; ok {
 			a.CPUAvailableCores = t.optFloat("cpu_available_cores")
 			if n := t.optInt("cells"); n != nil {
@@ -324,6 +324,9 @@ func (d *reading) apps(r *resultsdb.ReportRows) error {
 			// results DB's migration 0015 reads it alike).
 			one := 1
 			a.Cells, a.CPUAvailableCores = &one, c
+		}
+		if _, ok := t.cols["cpu_wait_cores"]; ok { // exports of schema v8 and later
+			a.CPUWaitCores, a.CPUWaitShare = t.optFloat("cpu_wait_cores"), t.optFloat("cpu_wait_share")
 		}
 		r.Apps = append(r.Apps, a)
 	})
@@ -340,7 +343,7 @@ func (d *reading) apps(r *resultsdb.ReportRows) error {
 		if c := strings.Compare(a.Role, b.Role); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Name, b.Name)
+		return strings.Compare(a.App, b.App)
 	})
 	return nil
 }
