@@ -26,7 +26,6 @@ const (
 	reasonDeploying  = "DEPLOYING"
 	reasonPaused     = "PAUSED"
 	reasonDeployed   = "DEPLOYED"
-	reasonCanceling  = "CANCELING"
 	reasonCanceled   = "CANCELED"
 	reasonSuperseded = "SUPERSEDED"
 )
@@ -92,7 +91,7 @@ func (s *Server) deploymentRoutes() {
 }
 
 func (s *Server) renderDeployment(d *Deployment) any {
-	state := d.Reason // the deprecated state: DEPLOYING, DEPLOYED, CANCELING or CANCELED
+	state := d.Reason // the deprecated state: DEPLOYING, PAUSED, DEPLOYED or CANCELED
 	if d.Reason == reasonSuperseded {
 		state = reasonDeployed
 	}
@@ -328,9 +327,9 @@ func (s *Server) rollEnded(guid string, roll int, err error) {
 		}
 		now := time.Now().UTC()
 		switch {
-		case d.Reason == reasonCanceling || err != nil:
-			// Rolled back, or something else (a stop, a restart, a scale) took the
-			// process over: it does not run this deployment's droplet by its doing.
+		case err != nil:
+			// Something else (a stop, a restart, a scale) took the process over: it
+			// does not run this deployment's droplet by its doing.
 			d.setStatus(deployFinalized, reasonCanceled, now)
 		case d.canary() && !d.Finishing:
 			d.LastHealthy = now
@@ -348,16 +347,12 @@ func (s *Server) rollEnded(guid string, roll int, err error) {
 
 // finishInterruptedDeployments finalizes the deployments a stopped foundation left
 // ACTIVE: Reconcile then starts every process on the app's current droplet, the
-// deployment's (DEPLOYED) or, when it was being cancelled, the previous one (CANCELED).
+// deployment's (DEPLOYED).
 func (s *Server) finishInterruptedDeployments() {
 	err := s.st.update(func(st *State) error {
 		now := time.Now().UTC()
 		for _, d := range st.Deployments {
-			switch {
-			case d.Value != deployActive:
-			case d.Reason == reasonCanceling:
-				d.setStatus(deployFinalized, reasonCanceled, now)
-			default:
+			if d.Value == deployActive {
 				d.setStatus(deployFinalized, reasonDeployed, now)
 			}
 		}
@@ -405,8 +400,10 @@ func (s *Server) getDeployment(c *call) error {
 	return c.json(http.StatusOK, s.renderDeployment(d))
 }
 
-// cancelDeployment rolls the web process back to the previous droplet, as CC does; the
-// deployment is CANCELING until the roll back ends, then CANCELED.
+// cancelDeployment rolls the web process back to the previous droplet and finalizes the
+// deployment CANCELED at once: CC's deployment updater does so on its next tick, once
+// it has scaled the prior process back up, whether or not that process is healthy (a
+// cf push whose droplet and previous droplet both crash must end).
 func (s *Server) cancelDeployment(c *call) error {
 	var (
 		spec RunSpec
@@ -423,14 +420,13 @@ func (s *Server) cancelDeployment(c *call) error {
 		a := st.Apps[x.AppGUID]
 		now := time.Now().UTC()
 		x.Roll++
-		x.setStatus(deployActive, reasonCanceling, now)
+		x.setStatus(deployFinalized, reasonCanceled, now)
 		if x.PreviousDroplet != "" && st.Droplets[x.PreviousDroplet] != nil {
 			a.DropletGUID, a.Updated = x.PreviousDroplet, now
 		}
 		st.audit("audit.app.deployment.cancel", a, map[string]any{"deployment_guid": x.GUID, "droplet_guid": a.DropletGUID})
 		p := st.Processes[x.ProcessGUID]
 		if p == nil {
-			x.setStatus(deployFinalized, reasonCanceled, now)
 			return nil
 		}
 		spec, d = s.runSpec(st, p), *x

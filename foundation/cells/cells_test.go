@@ -590,3 +590,23 @@ func testName(t *testing.T) string {
 	}
 	return string(b[:min(len(b), 100)])
 }
+
+// An instance asking for more memory than a cell has is never placed, as Diego's
+// auction places none: it stays DOWN with the placement error until its memory fits.
+func TestInstanceOverTheCellsMemoryIsNotPlaced(t *testing.T) {
+	t.Parallel()
+	e := startCells(t, func(c *Config) { c.CellMemoryMB = 1024 })
+	big := fixtureSpec("p-big", 1, nil)
+	big.MemoryMB = 1000 * 1024
+	e.c.Desire(big)
+	eventually(t, 20*time.Second, "the unplaced instance", func() bool {
+		insts := e.c.Instances("p-big")
+		return len(insts) == 1 && insts[0].Details == errInsufficientMemory
+	})
+	if in := e.c.Instances("p-big")[0]; in.State != StateDown || in.PID != 0 || in.Since.IsZero() {
+		t.Errorf("unplaced instance: %+v, want DOWN without a process, with its time", in)
+	}
+	big.MemoryMB = 512
+	e.c.Desire(big)
+	eventually(t, 20*time.Second, "the instance to run once its memory fits", allRunning(e.c, "p-big", 1))
+}

@@ -77,6 +77,10 @@ func (in *instance) stopping() bool {
 
 // run starts the instance and keeps it running until asked to stop, restarting it
 // after crashes with backoff.
+// errInsufficientMemory is Diego's placement error for an instance whose memory no cell
+// has.
+const errInsufficientMemory = "insufficient resources: memory"
+
 func (in *instance) run() {
 	c := in.c
 	defer c.runners.Done()
@@ -102,6 +106,18 @@ func (in *instance) run() {
 		case <-in.stop:
 			return
 		}
+	}
+	if in.spec.MemoryMB > c.memoryMB {
+		// No cell has room for it, as Diego's auction finds: the instance stays
+		// unplaced (DOWN, with the placement error) until it is stopped.
+		now := c.now()
+		in.setState(func(i *Instance) {
+			*i = Instance{Index: in.index, State: StateDown, Since: now, Crashes: i.Crashes, Details: errInsufficientMemory}
+		})
+		c.log.Info("instance not placed", "process_guid", in.spec.ProcessGUID, "index", in.index,
+			"memory_mb", in.spec.MemoryMB, "cell_memory_mb", c.memoryMB)
+		<-in.stop
+		return
 	}
 	consecutive := 0
 	for !in.stopping() {
