@@ -44,7 +44,6 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -200,26 +199,4 @@ func (s *State) Every(ctx context.Context, interval time.Duration, tick func(con
 			}
 		}
 	}()
-}
-
-// Hold keeps a started part until ctx ends, then closes it and returns what Close
-// returns; or, when the part stops first (its listener died, say), returns at once an
-// error wrapping ErrStoppedByItself and why it stopped. A program that holds its part
-// so exits when the part is gone, and its platform (Cloud Foundry) restarts it,
-// instead of running on and serving nothing.
-func Hold(ctx context.Context, p interface {
-	Wait() error
-	Close() error
-}) error {
-	stopped := make(chan error, 1)
-	go func() { stopped <- p.Wait() }()
-	select {
-	case <-ctx.Done():
-		return p.Close()
-	case err := <-stopped:
-		if err == nil {
-			return ErrStoppedByItself
-		}
-		return fmt.Errorf("%w: %w", ErrStoppedByItself, err)
-	}
 }
