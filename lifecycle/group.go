@@ -154,6 +154,8 @@ type step struct {
 	life  State
 }
 
+var _ Part = (*step)(nil)
+
 func (s *step) Start(ctx context.Context) error {
 	if err := s.life.Begin(); err != nil {
 		return fmt.Errorf("step: %w", err)
@@ -193,6 +195,8 @@ type later struct {
 	make func() (Part, error)
 	life State
 }
+
+var _ Part = (*later)(nil)
 
 func (l *later) Start(ctx context.Context) error {
 	if err := l.life.Begin(); err != nil {
