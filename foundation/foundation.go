@@ -185,7 +185,7 @@ func New(cfg Config) *Foundation {
 	f := &Foundation{cfg: cfg, logs: logcache.NewStore(0)}
 	step := lifecycle.Step
 	parts := []lifecycle.Member{
-		{Name: "state dir", Part: step(f.openStateDir, f.closeStateDir)},
+		{Name: "state dir", Part: step(f.takeStateDir, f.releaseStateDir)},
 		{Name: "services' postgres", Part: lifecycle.Later(f.newServicesPG)},
 		{Name: "instance dirs", Part: step(f.makeInstanceDirs, func() error { return os.RemoveAll(f.containers) })},
 		{Name: "cells", Part: lifecycle.Later(f.newCells)},
@@ -250,11 +250,11 @@ func (f *Foundation) stopped(err error) error {
 // Run is Start followed by Wait.
 func (f *Foundation) Run(ctx context.Context) error { return lifecycle.Run(ctx, f) }
 
-// openStateDir takes the state directory (one foundation per state dir: a second start,
+// takeStateDir takes the state directory (one foundation per state dir: a second start,
 // even at the same moment, stops here), reads or chooses the settings, and takes the
 // API's port and checks the others: a taken port is the likeliest failure, and should
 // come before anything starts. On failure it gives back what it took.
-func (f *Foundation) openStateDir(context.Context) (err error) {
+func (f *Foundation) takeStateDir(context.Context) (err error) {
 	dir, err := filepath.Abs(f.cfg.StateDir)
 	if err != nil {
 		return err
@@ -268,7 +268,7 @@ func (f *Foundation) openStateDir(context.Context) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			f.closeStateDir()
+			f.releaseStateDir()
 		}
 	}()
 	for _, d := range []string{"cc", "instances", "run"} {
@@ -301,9 +301,9 @@ func (f *Foundation) openStateDir(context.Context) (err error) {
 	return nil
 }
 
-// closeStateDir gives back the API's port, if the API did not take it, and, last of
+// releaseStateDir gives back the API's port, if the API did not take it, and, last of
 // all, the state dir: the next foundation may start now.
-func (f *Foundation) closeStateDir() error {
+func (f *Foundation) releaseStateDir() error {
 	if f.apiLn != nil {
 		f.apiLn.Close()
 	}
@@ -377,7 +377,7 @@ func (f *Foundation) newAgent() (lifecycle.Part, error) {
 	return f.agent, nil
 }
 
-// newAPI makes the API server on the port openStateDir took: the Cloud Controller and
+// newAPI makes the API server on the port takeStateDir took: the Cloud Controller and
 // the Log Cache.
 func (f *Foundation) newAPI() (lifecycle.Part, error) {
 	mux := http.NewServeMux()
