@@ -36,6 +36,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/syslogagent"
 	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
@@ -139,21 +140,23 @@ type Info struct {
 	Isolation string
 }
 
-// Foundation is a local foundation. It follows the lifecycle of package lifecycle: Close
-// and the end of Start's context stop it in order (router, log shipper, API, every app
-// instance gracefully, Postgres). The services' Postgres that exits on its own is
-// started again, as a Cloud Foundry's service comes back (servicesPG); when it cannot
-// be, or any other part fails on its own — the API server, the router, the cells, the
-// log shipper — the foundation stops the others and Wait reports that failure.
+// Foundation is a local foundation. It follows the lifecycle of package lifecycle: its
+// parts run in one lifecycle.Group (parts), started in order — the state directory and
+// the API's port, the services' Postgres, the cells, the Cloud Controller, the syslog
+// agent, the API, the access log and its shipper, the router — and closed in reverse
+// order by Close and the end of Start's context, the app instances gracefully. The
+// services' Postgres that exits on its own is started again, as a Cloud Foundry's
+// service comes back (servicesPG); when it cannot be, or any other part fails on its
+// own — the API server, the router, the cells, the log shipper — the foundation stops
+// the others and Wait reports that failure.
 type Foundation struct {
 	cfg      Config
 	settings Settings
+	parts    *lifecycle.Group
 	pg       *servicesPG // restarted when it exits on its own
 	cells    *cells.Cells
 	cc       *cc.Server
-	api      *http.Server
 	apiLn    net.Listener
-	apiDone  chan error // the API server's Serve result
 	router   *router.Router
 	logs     *logcache.Store
 	logsStop chan struct{} // stops the app log tailer
@@ -167,116 +170,126 @@ type Foundation struct {
 	ownCPUs []int
 	// containers holds the instances' directories (cells.Config.TmpDir).
 	containers string
-	life       lifecycle.State
 }
 
 var _ lifecycle.Part = (*Foundation)(nil)
 
 // New returns the foundation of cfg, not started.
-func New(cfg Config) *Foundation { return &Foundation{cfg: cfg} }
-
-// Start brings the foundation up — Postgres, cells, the API and the router — then starts
-// the apps that were started before, and returns once all of it runs. On failure it
-// stops what it had started.
-func (f *Foundation) Start(ctx context.Context) error {
-	if err := f.life.Begin(); err != nil {
-		return fmt.Errorf("foundation: %w", err)
-	}
-	if err := f.start(ctx); err != nil {
-		f.life.Stopped(errors.Join(err, f.shutdown("")))
-		return err
-	}
-	go f.supervise(ctx)
-	return nil
-}
-
-// Wait blocks until the foundation has stopped: nil after Close or the end of Start's
-// context, else the failure of the part that stopped it (and what went wrong stopping
-// the others).
-func (f *Foundation) Wait() error { return f.life.Wait() }
-
-// Close stops the router, the log shipper, the API, every app instance (gracefully) and
-// Postgres, and returns what Wait returns.
-func (f *Foundation) Close() error { return f.life.Close() }
-
-// Run is Start followed by Wait.
-func (f *Foundation) Run(ctx context.Context) error { return lifecycle.Run(ctx, f) }
-
-// supervise waits for Close, the end of ctx or the first part that stops on its own,
-// then stops the foundation.
-func (f *Foundation) supervise(ctx context.Context) {
-	type stopped struct {
-		part string
-		err  error
-	}
-	parts := map[string]interface{ Wait() error }{"router": f.router, "cells": f.cells, "services' postgres": f.pg}
-	if f.shipper != nil {
-		parts["log shipper"] = f.shipper
-	}
-	ended := make(chan stopped, len(parts)+1) // buffered: every watcher ends once its part is closed
-	for name, p := range parts {
-		go func() { ended <- stopped{name, p.Wait()} }()
-	}
-	go func() { ended <- stopped{"api", <-f.apiDone} }()
-	var failure error
-	var failed string
-	select {
-	case <-f.life.Stopping():
-	case <-ctx.Done():
-	case e := <-ended:
-		failed, failure = e.part, fmt.Errorf("foundation: %s: %w", e.part, e.err)
-		if e.err == nil {
-			failure = fmt.Errorf("foundation: %s stopped on its own", e.part)
-		}
-		f.cfg.Logger.Error("a part of the foundation failed; stopping the others", "part", e.part, "err", e.err)
-	}
-	f.life.Stopped(errors.Join(failure, f.shutdown(failed)))
-}
-
-func (f *Foundation) start(ctx context.Context) error {
-	cfg := f.cfg
+func New(cfg Config) *Foundation {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if len(cfg.Cells) == 0 {
 		cfg.Cells = DefaultCells(goruntime.NumCPU())
 	}
-	dir, err := filepath.Abs(cfg.StateDir)
+	f := &Foundation{cfg: cfg, logs: logcache.NewStore(0)}
+	step := lifecycle.Step
+	parts := []lifecycle.Member{
+		{Name: "state dir", Part: step(f.takeStateDir, f.releaseStateDir)},
+		{Name: "services' postgres", Part: lifecycle.Later(f.newServicesPG)},
+		{Name: "instance dirs", Part: step(f.makeInstanceDirs, func() error { return os.RemoveAll(f.containers) })},
+		{Name: "cells", Part: lifecycle.Later(f.newCells)},
+	}
+	if len(cfg.PlatformCPUs) > 0 {
+		parts = append(parts, lifecycle.Member{Name: "platform CPUs", Part: step(f.pinPlatform, f.unpinPlatform)})
+	}
+	parts = append(parts,
+		lifecycle.Member{Name: "cloud controller", Part: step(f.newCC, func() error { return f.cc.Close() })},
+		lifecycle.Member{Name: "syslog agent", Part: lifecycle.Later(f.newAgent)},
+		lifecycle.Member{Name: "app log tailer", Part: step(f.tailAppLogs, f.stopTailingAppLogs)},
+		lifecycle.Member{Name: "api", Part: lifecycle.Later(f.newAPI)},
+		lifecycle.Member{Name: "access log", Part: step(f.openAccessLog, func() error { return f.log.Close() })},
+	)
+	switch {
+	case cfg.ESURL != "":
+		parts = append(parts, lifecycle.Member{Name: "log shipper", Part: lifecycle.Later(f.newShipper)})
+	case cfg.LogQuota > 0:
+		parts = append(parts, lifecycle.Member{Name: "log store", Part: step(f.openLogStore, func() error { return f.store.Close() })})
+	}
+	parts = append(parts,
+		lifecycle.Member{Name: "router", Part: lifecycle.Later(f.newRouter)},
+		// Last: the apps that were started before start again once everything runs.
+		lifecycle.Member{Name: "apps", Part: step(func(context.Context) error { f.cc.Reconcile(); return nil }, nil)},
+	)
+	f.parts = lifecycle.NewGroup(parts...)
+	return f
+}
+
+// Start brings the foundation up — its parts in order, then the apps that were started
+// before — and returns once all of it runs. On failure it stops what it had started.
+func (f *Foundation) Start(ctx context.Context) error {
+	if err := f.parts.Start(ctx); err != nil {
+		return fmt.Errorf("foundation: %w", err)
+	}
+	if n := f.cells.Orphans(); n > 0 {
+		f.cfg.Logger.Warn(fmt.Sprintf("stopped %d app instances that a killed foundation left running", n), "state_dir", f.cfg.StateDir)
+	}
+	if ok, reason := f.cells.Isolation(); !ok {
+		f.cfg.Logger.Warn("no cgroups: the Log Cache's CPU counters (absolute_usage) sum each instance's process group from /proc, "+
+			"missing CPU of children reaped outside it", "reason", reason)
+	}
+	return nil
+}
+
+// Wait blocks until the foundation has stopped: nil after Close or the end of Start's
+// context, else the failure of the part that stopped it (and what went wrong stopping
+// the others).
+func (f *Foundation) Wait() error { return f.stopped(f.parts.Wait()) }
+
+// Close stops the parts in reverse order, every app instance gracefully, and returns
+// what Wait returns.
+func (f *Foundation) Close() error { return f.stopped(f.parts.Close()) }
+
+func (f *Foundation) stopped(err error) error {
+	if err != nil {
+		return fmt.Errorf("foundation: %w", err)
+	}
+	return nil
+}
+
+// Run is Start followed by Wait.
+func (f *Foundation) Run(ctx context.Context) error { return lifecycle.Run(ctx, f) }
+
+// takeStateDir takes the state directory (one foundation per state dir: a second start,
+// even at the same moment, stops here), reads or chooses the settings, and takes the
+// API's port and checks the others: a taken port is the likeliest failure, and should
+// come before anything starts. On failure it gives back what it took.
+func (f *Foundation) takeStateDir(context.Context) (err error) {
+	dir, err := filepath.Abs(f.cfg.StateDir)
 	if err != nil {
 		return err
 	}
-	cfg.StateDir = dir
-	f.cfg = cfg
+	f.cfg.StateDir = dir
 	if err := closeStateDir(dir); err != nil {
 		return err
 	}
-	// One foundation per state dir: a second start, even at the same moment, stops here.
 	if f.lock, err = lockStateDir(dir); err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			f.releaseStateDir()
+		}
+	}()
 	for _, d := range []string{"cc", "instances", "run"} {
 		if err := privateDir(filepath.Join(dir, d)); err != nil {
 			return fmt.Errorf("state dir: %w", err)
 		}
 	}
-	settings, err := loadSettings(filepath.Join(dir, "foundation.json"))
-	if err != nil {
+	if f.settings, err = loadSettings(filepath.Join(dir, "foundation.json")); err != nil {
 		return err
 	}
-	f.settings = settings
-	// Listen first: a taken port is the likeliest failure, and should come before
-	// anything starts.
-	if f.apiLn, err = listen(settings.APIPort, "API"); err != nil {
+	if f.apiLn, err = listen(f.settings.APIPort, "API"); err != nil {
 		return err
 	}
 	type portUse struct {
 		port int
 		what string
 	}
-	ports := []portUse{{settings.RouterPort, "router"}}
+	ports := []portUse{{f.settings.RouterPort, "router"}}
 	// The Postgres a killed foundation left is taken over, port and all.
 	if _, err := pgserver.Attach(filepath.Join(dir, "pg"), ""); errors.Is(err, pgserver.ErrNotRunning) {
-		ports = append(ports, portUse{settings.PostgresPort, "services' Postgres"})
+		ports = append(ports, portUse{f.settings.PostgresPort, "services' Postgres"})
 	}
 	for _, p := range ports {
 		ln, err := listen(p.port, p.what)
@@ -285,25 +298,37 @@ func (f *Foundation) start(ctx context.Context) error {
 		}
 		ln.Close()
 	}
+	return nil
+}
 
-	// The parts live until the foundation stops them, in order (see shutdown).
-	life := context.WithoutCancel(ctx)
-	secret, _ := hex.DecodeString(settings.Secret)
-	pg := newServicesPG(pgserver.Options{Dir: filepath.Join(dir, "pg"), Port: settings.PostgresPort}, cfg.Logger)
-	if err := pg.Start(life); err != nil {
-		return fmt.Errorf("start the services' postgres: %w", err)
+// releaseStateDir gives back the API's port, if the API did not take it, and, last of
+// all, the state dir: the next foundation may start now.
+func (f *Foundation) releaseStateDir() error {
+	if f.apiLn != nil {
+		f.apiLn.Close()
 	}
-	f.pg = pg
-	// The cgroup root is named after the state dir, so two foundations never share one.
-	// Every sample's container metrics go to the Log Cache, as Diego's rep sends them.
-	f.logs = logcache.NewStore(0)
-	// Instances run each as a user of their own (staging as InstanceUser) in copies of
-	// their droplets, and a start after a
-	// kill -9 stops those the killed foundation left (recorded in run/) and drops
-	// their directories.
-	if f.containers, err = freshDir(filepath.Join(os.TempDir(), "cfbench-instances-"+hashOf(dir))); err != nil {
-		return err
-	}
+	return f.lock.Close()
+}
+
+func (f *Foundation) newServicesPG() (lifecycle.Part, error) {
+	f.pg = newServicesPG(pgserver.Options{Dir: filepath.Join(f.cfg.StateDir, "pg"), Port: f.settings.PostgresPort}, f.cfg.Logger)
+	return f.pg, nil
+}
+
+// makeInstanceDirs makes the instances' directories afresh: a start after a kill -9
+// drops those the killed foundation left.
+func (f *Foundation) makeInstanceDirs(context.Context) (err error) {
+	f.containers, err = freshDir(filepath.Join(os.TempDir(), "cfbench-instances-"+hashOf(f.cfg.StateDir)))
+	return err
+}
+
+// newCells makes the cells. The cgroup root is named after the state dir, so two
+// foundations never share one. Instances run each as a user of their own (staging as
+// InstanceUser) in copies of their droplets, and a start after a kill -9 stops those
+// the killed foundation left (recorded in run/). Every sample's container metrics go
+// to the Log Cache, as Diego's rep sends them.
+func (f *Foundation) newCells() (lifecycle.Part, error) {
+	cfg, dir := f.cfg, f.cfg.StateDir
 	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
 		User: InstanceUser, CopyApp: true, RecordDir: filepath.Join(dir, "run"), TmpDir: f.containers,
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger,
@@ -314,33 +339,23 @@ func (f *Foundation) start(ctx context.Context) error {
 				f.cc.InstanceCrashed(e.ProcessGUID, e.Index, e.InstanceGUID, e.Details, e.Crashes, e.Time)
 			}
 		}})
-	if err := f.cells.Start(life); err != nil {
-		return err
-	}
-	if n := f.cells.Orphans(); n > 0 {
-		cfg.Logger.Warn(fmt.Sprintf("stopped %d app instances that a killed foundation left running", n), "state_dir", dir)
-	}
-	if ok, reason := f.cells.Isolation(); !ok {
-		cfg.Logger.Warn("no cgroups: the Log Cache's CPU counters (absolute_usage) sum each instance's process group from /proc, "+
-			"missing CPU of children reaped outside it", "reason", reason)
-	}
-	// Once the cells have taken the measure of the machine (without cgroups, the CPUs
-	// this process may use are theirs).
-	if len(cfg.PlatformCPUs) > 0 {
-		if err := f.pinPlatform(cfg.PlatformCPUs); err != nil {
-			return err
-		}
-	}
+	return f.cells, nil
+}
+
+// newCC makes the Cloud Controller, once the cells run (it needs their cores and
+// addresses). The Log Cache is served on the API's own address (its paths, /api/v1/…,
+// are not CC's), so it needs no port of its own.
+func (f *Foundation) newCC(context.Context) (err error) {
+	cfg, settings := f.cfg, f.settings
+	secret, _ := hex.DecodeString(settings.Secret)
 	// A restarted server keeps the port and the password: the broker's DSN holds.
 	broker := pgbroker.New(f.pg.server().DSN("postgres"), "127.0.0.1", f.pg.server().Port(), secret)
 	var segments []string
 	for _, c := range cfg.Cells {
 		segments = append(segments, c.Name)
 	}
-	// The Log Cache is served on the API's own address (its paths, /api/v1/…, are
-	// not CC's), so it needs no port of its own.
 	apiURL := "http://" + f.apiLn.Addr().String()
-	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(dir, "cc"), DefaultAppMemoryMB: cfg.DefaultAppMemoryMB, Runtime: newRuntime(f.cells, f.containers), Broker: broker,
+	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(cfg.StateDir, "cc"), DefaultAppMemoryMB: cfg.DefaultAppMemoryMB, Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
 		CellHosts: cellHosts(f.cells.Addrs()),
@@ -349,56 +364,64 @@ func (f *Foundation) start(ctx context.Context) error {
 		return err
 	}
 	f.cc.SetBaseURL(apiURL)
-	// The syslog agent sends bound apps' lines to their drains (cf cups -l, bind).
+	return nil
+}
+
+// newAgent makes the syslog agent, which sends bound apps' lines to their drains (cf
+// cups -l, bind).
+func (f *Foundation) newAgent() (lifecycle.Part, error) {
 	f.agent = syslogagent.New(syslogagent.Config{Drains: f.cc.Drains, App: func(guid string) (syslogagent.App, bool) {
 		m, ok := f.cc.AppMeta(guid)
 		return syslogagent.App{Org: m.OrgName, Space: m.SpaceName, Name: m.Name}, ok
-	}, Dial: appsDomainDialer(settings.AppsDomain, routerAddr(settings)), Logger: cfg.Logger})
-	if err := f.agent.Start(life); err != nil {
-		return err
-	}
-	f.tailAppLogs(filepath.Join(dir, "instances"), filepath.Join(dir, "access.log"))
+	}, Dial: appsDomainDialer(f.settings.AppsDomain, routerAddr(f.settings)), Logger: f.cfg.Logger})
+	return f.agent, nil
+}
+
+// newAPI makes the API server on the port takeStateDir took: the Cloud Controller and
+// the Log Cache.
+func (f *Foundation) newAPI() (lifecycle.Part, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", logcache.Handler(logcache.APIConfig{Store: f.logs, Auth: logReaders{f.cc}, Started: time.Now()}))
 	mux.Handle("/", f.cc.Handler())
-	f.api = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	f.apiDone = make(chan error, 1)
-	go func() {
-		err := f.api.Serve(f.apiLn)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		f.apiDone <- err
-	}()
+	return httpserver.New(&http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}, f.apiLn, 10*time.Second), nil
+}
 
-	if f.log, err = os.OpenFile(filepath.Join(dir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
-		return err
+func (f *Foundation) openAccessLog(context.Context) (err error) {
+	f.log, err = os.OpenFile(filepath.Join(f.cfg.StateDir, "access.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	return err
+}
+
+// newShipper makes the shipper of the access log's lines to Elasticsearch.
+func (f *Foundation) newShipper() (lifecycle.Part, error) {
+	cfg := f.cfg
+	f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
+	return f.shipper, nil
+}
+
+// openLogStore opens the log store under quota, where there is no Elasticsearch.
+func (f *Foundation) openLogStore(context.Context) (err error) {
+	q := logship.Quota{Limit: f.cfg.LogQuota, Window: f.cfg.LogQuotaWindow}
+	if q.Window <= 0 {
+		q.Window = time.Hour // as the shipper's default
 	}
-	var accessLog io.Writer = io.MultiWriter(f.log, f.agent) // the agent never refuses a line
-	if cfg.ESURL != "" {
-		f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
-		if err := f.shipper.Start(life); err != nil {
-			return err
-		}
-		// The file first: a shipper that fails must not cost the file its lines.
-		accessLog = io.MultiWriter(f.log, f.agent, shipperWriter{f.shipper})
-	} else if cfg.LogQuota > 0 {
-		q := logship.Quota{Limit: cfg.LogQuota, Window: cfg.LogQuotaWindow}
-		if q.Window <= 0 {
-			q.Window = time.Hour // as the shipper's default
-		}
-		if f.store, err = openLogStore(filepath.Join(dir, LogStoreFile), q, cfg.Logger); err != nil {
-			return err
-		}
-		accessLog = io.MultiWriter(f.log, f.agent, f.store)
+	f.store, err = openLogStore(filepath.Join(f.cfg.StateDir, LogStoreFile), q, f.cfg.Logger)
+	return err
+}
+
+// newRouter makes the router, whose access log goes to the file first (a shipper that
+// fails must not cost the file its lines), then to the syslog agent (which never
+// refuses a line) and to the shipper or the log store.
+func (f *Foundation) newRouter() (lifecycle.Part, error) {
+	accessLog := []io.Writer{f.log, f.agent}
+	switch {
+	case f.shipper != nil:
+		accessLog = append(accessLog, shipperWriter{f.shipper})
+	case f.store != nil:
+		accessLog = append(accessLog, f.store)
 	}
-	f.router = router.New(router.Config{Listen: routerAddr(settings),
-		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: accessLog, Logger: cfg.Logger})
-	if err := f.router.Start(life); err != nil {
-		return fmt.Errorf("router: port %d (kept in %s/foundation.json): %w", settings.RouterPort, dir, err)
-	}
-	f.cc.Reconcile()
-	return nil
+	f.router = router.New(router.Config{Listen: routerAddr(f.settings),
+		Table: &table{cc: f.cc, cells: f.cells}, AccessLog: io.MultiWriter(accessLog...), Logger: f.cfg.Logger})
+	return f.router, nil
 }
 
 // shipperWriter keeps the access-log file going when the shipper refuses a line (after
@@ -422,9 +445,11 @@ func (a apps) App(guid string) (logship.AppInfo, bool) {
 const appLogInterval = 250 * time.Millisecond
 
 // tailAppLogs moves instance output from the cells' log files, and the router's lines
-// from its access log, into the Log Cache until Close.
-func (f *Foundation) tailAppLogs(dir, accessLog string) {
-	a := newAppLogs(dir, accessLog, f.logs, func(process string) (string, bool) {
+// from its access log, into the Log Cache and to the apps' drains until
+// stopTailingAppLogs.
+func (f *Foundation) tailAppLogs(context.Context) error {
+	dir := f.cfg.StateDir
+	a := newAppLogs(filepath.Join(dir, "instances"), filepath.Join(dir, "access.log"), f.logs, func(process string) (string, bool) {
 		_, ok := f.cc.AppMeta(process)
 		return process, ok
 	})
@@ -445,6 +470,13 @@ func (f *Foundation) tailAppLogs(dir, accessLog string) {
 			}
 		}
 	}()
+	return nil
+}
+
+func (f *Foundation) stopTailingAppLogs() error {
+	close(f.logsStop)
+	<-f.logsDone
+	return nil
 }
 
 // appLog puts a line Cloud Controller writes to an app's log (staging output, crash
@@ -522,9 +554,12 @@ func isolation(c *cells.Cells, cl []cells.Cell) string {
 }
 
 // pinPlatform moves this process and the services' Postgres (with its processes) to
-// cpus; what either starts later (a restarted Postgres too) inherits them. This
-// process's CPUs before are kept for shutdown to give back.
-func (f *Foundation) pinPlatform(cpus []int) error {
+// Config.PlatformCPUs, once the cells have taken the measure of the machine (without
+// cgroups, the CPUs this process may use are theirs); what either starts later (a
+// restarted Postgres too) inherits them. This process's CPUs before are kept for
+// unpinPlatform to give back.
+func (f *Foundation) pinPlatform(context.Context) error {
+	cpus := f.cfg.PlatformCPUs
 	own, err := cpuaffinity.Of(os.Getpid())
 	if err != nil {
 		return err
@@ -539,10 +574,13 @@ func (f *Foundation) pinPlatform(cpus []int) error {
 	}
 	f.ownCPUs = own
 	if err := cpuaffinity.PinWithChildren(f.pg.server().PID(), cpus); err != nil {
-		return fmt.Errorf("platform CPUs: the services' postgres: %w", err)
+		return errors.Join(fmt.Errorf("platform CPUs: the services' postgres: %w", err), f.unpinPlatform())
 	}
 	return nil
 }
+
+// unpinPlatform gives this process its CPUs back.
+func (f *Foundation) unpinPlatform() error { return cpuaffinity.Pin(os.Getpid(), f.ownCPUs) }
 
 // platform says where the foundation's own work runs.
 func platform(cpus []int) string {
@@ -550,65 +588,6 @@ func platform(cpus []int) string {
 		return "the platform (API, router, services' Postgres) on any CPU, the apps' included"
 	}
 	return "the platform (API, router, services' Postgres) on CPU " + cgroup.FormatCPUList(cpus)
-}
-
-// shutdown stops the parts that were started, in order, and returns what went wrong;
-// the part named skip has failed already and its error is reported elsewhere.
-func (f *Foundation) shutdown(skip string) error {
-	var errs []error
-	add := func(part string, err error) {
-		if part != skip && err != nil {
-			errs = append(errs, fmt.Errorf("foundation: stop %s: %w", part, err))
-		}
-	}
-	if f.logsStop != nil {
-		close(f.logsStop)
-		<-f.logsDone
-		f.logsStop = nil
-	}
-	if f.router != nil {
-		add("router", f.router.Close())
-	}
-	if f.shipper != nil {
-		add("log shipper", f.shipper.Close())
-	}
-	if f.store != nil {
-		add("log store", f.store.Close())
-	}
-	if f.agent != nil {
-		add("syslog agent", f.agent.Close())
-	}
-	if f.api != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		add("api", f.api.Shutdown(ctx))
-		cancel()
-	} else if f.apiLn != nil {
-		f.apiLn.Close()
-	}
-	if f.cc != nil {
-		add("cloud controller", f.cc.Close())
-	}
-	if f.cells != nil {
-		add("cells", f.cells.Close())
-	}
-	if f.containers != "" {
-		add("instance dirs", os.RemoveAll(f.containers))
-	}
-	if f.pg != nil {
-		add("services' postgres", f.pg.Close())
-	}
-	if f.log != nil {
-		add("access log", f.log.Close())
-	}
-	if f.ownCPUs != nil {
-		add("platform CPUs", cpuaffinity.Pin(os.Getpid(), f.ownCPUs))
-		f.ownCPUs = nil
-	}
-	if f.lock != nil {
-		f.lock.Close() // last: the next foundation may start now
-		f.lock = nil
-	}
-	return errors.Join(errs...)
 }
 
 // appsDomainDialer dials hosts of the apps domain at the router, whatever their port

@@ -80,8 +80,8 @@ func Running(dir string) (int, bool) {
 	return pid, true
 }
 
-// Serve runs a foundation in this process until ctx ends (nil error) or a server of it
-// fails. While it serves, the state directory names this process, so that Status, Stop
+// Serve runs a foundation in this process until ctx ends (nil, unless stopping went
+// wrong) or a part of it fails. While it serves, the state directory names this process, so that Status, Stop
 // and a second Serve find it; ready is called once with its Info when it serves. A
 // foundation already running from the directory is a *RunningError.
 func Serve(ctx context.Context, cfg Config, ready func(Info)) error {
@@ -107,14 +107,7 @@ func Serve(ctx context.Context, cfg Config, ready func(Info)) error {
 	}
 	defer os.Remove(pidFile(dir))
 	ready(f.Info())
-	done := make(chan error, 1)
-	go func() { done <- f.Wait() }()
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-done:
-		return err
-	}
+	return f.Wait()
 }
 
 // Spawner starts this program again with args and, beside this process's environment,

@@ -32,12 +32,18 @@
 // answer): it logs the error and tries again. It stops on its own only on a failure it
 // cannot get over, such as a listener that died or a server process that exited; Wait
 // reports that failure.
+//
+// A process runs its parts in one Group: started in order, each once the one before
+// runs; when one stops by itself, or a signal ends the context, the others are closed in
+// reverse order and the group's Wait says which part stopped first and why, so that
+// the program exits and its platform (Cloud Foundry) restarts it. What a process does
+// between its parts' starts, and undoes when they stop, is a Step in the group; a part
+// whose configuration comes from the parts before it is made Later.
 package lifecycle
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -193,30 +199,4 @@ func (s *State) Every(ctx context.Context, interval time.Duration, tick func(con
 			}
 		}
 	}()
-}
-
-// ErrStoppedByItself is what Hold returns (wrapped) for a part that stopped while it
-// was to keep running.
-var ErrStoppedByItself = errors.New("stopped by itself")
-
-// Hold keeps a started part until ctx ends, then closes it and returns what Close
-// returns; or, when the part stops first (its listener died, say), returns at once an
-// error wrapping ErrStoppedByItself and why it stopped. A program that holds its part
-// so exits when the part is gone, and its platform (Cloud Foundry) restarts it,
-// instead of running on and serving nothing.
-func Hold(ctx context.Context, p interface {
-	Wait() error
-	Close() error
-}) error {
-	stopped := make(chan error, 1)
-	go func() { stopped <- p.Wait() }()
-	select {
-	case <-ctx.Done():
-		return p.Close()
-	case err := <-stopped:
-		if err == nil {
-			return ErrStoppedByItself
-		}
-		return fmt.Errorf("%w: %w", ErrStoppedByItself, err)
-	}
 }

@@ -115,39 +115,3 @@ func TestEveryTicksUntilClose(t *testing.T) {
 		t.Fatal("ticks went on after Close")
 	}
 }
-
-// TestHoldReturnsWhenThePartDies: a held part is closed when the context ends; one that
-// stops by itself ends the hold at once with its reason, so the program exits.
-func TestHoldReturnsWhenThePartDies(t *testing.T) {
-	l := &loop{fail: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := l.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan error, 1)
-	go func() { held <- lifecycle.Hold(ctx, l) }()
-	listener := errors.New("accept: use of closed network connection")
-	l.fail <- listener
-	select {
-	case err := <-held:
-		if !errors.Is(err, lifecycle.ErrStoppedByItself) || !errors.Is(err, listener) {
-			t.Fatalf("Hold of a part that died: %v, want ErrStoppedByItself and the reason", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Hold did not return when the part stopped by itself")
-	}
-
-	l2 := &loop{fail: make(chan error, 1)}
-	if err := l2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	cancel2()
-	if err := lifecycle.Hold(ctx2, l2); err != nil {
-		t.Fatalf("Hold ended by its context: %v, want the part closed cleanly", err)
-	}
-	if err := l2.Wait(); err != nil {
-		t.Fatalf("the held part after Hold: %v", err)
-	}
-}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/apps/limitproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 const usage = `Usage: cfbench-proxy --upstream URL [--max-concurrent N] [--max-rps R] [--max-wait D] [--connect-to HOST:PORT] [--listen ADDR]
@@ -59,15 +61,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// bodies to the upstream. Idle connections are closed, after longer than gorouter
 	// keeps them itself.
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
 	logger.Info("proxy listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream.String(),
 		"max_concurrent", cfg.MaxConcurrent, "max_rps", cfg.MaxRate, "max_wait", cfg.MaxWait.String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// Until ctx ends; a proxy whose listener died ends the program, and CF restarts it.
+	if err := lifecycle.NewGroup(lifecycle.Member{Name: "proxy", Part: httpserver.New(srv, ln, 5*time.Second)}).Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "cfbench-proxy:", err)
 		return 1
 	}

@@ -4,17 +4,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/apps/stub"
+	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 func main() {
@@ -51,20 +52,21 @@ func main() {
 			*listen = "0.0.0.0:" + p
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// No body or write deadline: --freeze-for holds answers on purpose. Idle connections
-	// are closed, after longer than gorouter keeps them itself.
-	srv := &http.Server{Addr: *listen, Handler: stub.Handler(cfg), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	slog.Info("stub listening", "addr", *listen)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(os.Stderr, "cfbench-stub:", err)
-		os.Exit(1)
-	}
+	cli.Main(func(ctx context.Context) int {
+		ln, err := new(net.ListenConfig).Listen(ctx, "tcp", *listen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cfbench-stub:", err)
+			return 1
+		}
+		// No body or write deadline: --freeze-for holds answers on purpose. Idle
+		// connections are closed, after longer than gorouter keeps them itself.
+		srv := &http.Server{Handler: stub.Handler(cfg), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		slog.Info("stub listening", "addr", *listen)
+		// Until SIGTERM; a stub whose listener died ends the program, and CF restarts it.
+		if err := lifecycle.NewGroup(lifecycle.Member{Name: "stub", Part: httpserver.New(srv, ln, 5*time.Second)}).Run(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "cfbench-stub:", err)
+			return 1
+		}
+		return 0
+	})
 }

@@ -111,16 +111,10 @@ func runDrain(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fail(err)
 	}
-	// SIGTERM is a Close, with its grace to store what is buffered: not the end of
-	// Start's ctx, which skips it.
-	if err := r.Start(context.WithoutCancel(ctx)); err != nil {
-		return fail(err)
-	}
-	if started != nil {
-		started(r)
-	}
-	if err := lifecycle.Hold(ctx, r); err != nil {
-		return fail(fmt.Errorf("stop: %w", err))
-	}
-	return 0
+	// SIGTERM closes it (serve), with its grace to store what is buffered.
+	return serve(ctx, fail, func() {
+		if started != nil {
+			started(r)
+		}
+	}, lifecycle.Member{Name: "drain", Part: r})
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	cfbversion "github.com/cf-benchmark/cf-benchmark/internal/version"
+	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // version is stamped at build time, as the plugin's is: make build passes
@@ -36,7 +37,7 @@ type program func(ctx context.Context, args []string, getenv func(string) string
 // programs are the commands by name, each in a file of its own.
 var programs = map[string]program{
 	"worker": func(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer) int {
-		return runWorker(ctx, args, getenv, hostname, stderr)
+		return runWorker(ctx, args, getenv, hostname, stderr, nil)
 	},
 	"tunnel": func(ctx context.Context, args []string, getenv func(string) string, _ string, stderr io.Writer) int {
 		return runTunnel(ctx, args, getenv, stderr, nil)
@@ -89,6 +90,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, hostnam
 		return 1
 	}
 	return prog(ctx, args[1:], getenv, hostname, stderr)
+}
+
+// serve runs a program's parts in one group (package lifecycle) until ctx ends
+// (SIGTERM), which closes them gracefully, or one of them stops by itself (a listener
+// that died), which ends the program with a failure naming it, so that Cloud Foundry
+// restarts it instead of leaving it running without the part. ready runs once every
+// part runs. It returns the exit code; fail reports a failure.
+func serve(ctx context.Context, fail func(error) int, ready func(), parts ...lifecycle.Member) int {
+	g := lifecycle.NewGroup(parts...)
+	if err := g.Start(ctx); err != nil {
+		return fail(err)
+	}
+	ready()
+	if err := g.Wait(); err != nil {
+		return fail(err)
+	}
+	return 0
 }
 
 func usage(w io.Writer) {

@@ -61,19 +61,13 @@ func runRelay(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer store.Close()
 	srv := relay.New(relay.Config{Store: store, Addr: net.JoinHostPort("", *port), Token: getenv("CFBENCH_RELAY_TOKEN"), Logger: logger})
-	// Its own context: SIGTERM stops it gracefully (posts in flight are stored).
-	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
-		return fail(err)
-	}
-	logger.Info("relaying", "port", *port, "conns", *conns)
-	if started != nil {
-		started(srv)
-	}
-	// Until SIGTERM; a relay whose listener died ends the program, and CF restarts it.
-	if err := lifecycle.Hold(ctx, srv); err != nil {
-		return fail(fmt.Errorf("stop: %w", err))
-	}
+	code := serve(ctx, fail, func() {
+		logger.Info("relaying", "port", *port, "conns", *conns)
+		if started != nil {
+			started(srv)
+		}
+	}, lifecycle.Member{Name: "relay", Part: srv})
 	st := srv.Stats()
 	logger.Info("stopped", "requests", st.Requests, "plan_queries", st.PlanQueries, "beat_statements", st.BeatStatements, "copies", st.Copies, "rows", st.CopiedRows)
-	return 0
+	return code
 }

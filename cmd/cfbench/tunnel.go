@@ -70,15 +70,9 @@ func runTunnel(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fail(err)
 	}
-	if err := srv.Start(ctx); err != nil {
-		return fail(err)
-	}
-	if started != nil {
-		started(srv)
-	}
-	// Until SIGTERM; a server whose listener died ends the program, and CF restarts it.
-	if err := lifecycle.Hold(ctx, srv); err != nil {
-		return fail(fmt.Errorf("stop: %w", err))
-	}
-	return 0
+	return serve(ctx, fail, func() {
+		if started != nil {
+			started(srv)
+		}
+	}, lifecycle.Member{Name: "tunnel server", Part: srv})
 }

@@ -34,8 +34,8 @@ import (
 )
 
 // runWorker is the worker command; ctx ends on SIGTERM or SIGINT, which stops the worker
-// gracefully.
-func runWorker(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer) int {
+// gracefully. started, when not nil, receives the worker once it runs (for tests).
+func runWorker(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer, started func(*worker.Worker)) int {
 	fs := flag.NewFlagSet("cfbench worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	app := fs.String("app", "", "generator app name whose runs to follow (default: the name in VCAP_APPLICATION, else $CFBENCH_APP)")
@@ -110,14 +110,10 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, h
 
 	w := worker.New(worker.Config{Store: db, App: *app, Index: *index, GUID: getenv("CF_INSTANCE_GUID"), Host: host,
 		PollEvery: *poll, SpillDir: *spillDir, Logger: logger})
-	// The worker runs on a context of its own so that the signal stops it gracefully.
-	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
-		return fail(err)
-	}
-	logger.Info("following runs", "app", *app, "index", *index, "host", host)
-	// Until SIGTERM; a worker that stopped by itself ends the program, and CF restarts it.
-	if err := lifecycle.Hold(ctx, w); err != nil {
-		return fail(fmt.Errorf("stop: %w", err))
-	}
-	return 0
+	return serve(ctx, fail, func() {
+		logger.Info("following runs", "app", *app, "index", *index, "host", host)
+		if started != nil {
+			started(w)
+		}
+	}, lifecycle.Member{Name: "worker", Part: w})
 }

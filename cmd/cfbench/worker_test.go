@@ -44,7 +44,7 @@ func TestWorkerBadEnvironmentGivesOneClearLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := runWorker(context.Background(), nil, func(k string) string { return c.env[k] }, "host", &stderr)
+			code := runWorker(context.Background(), nil, func(k string) string { return c.env[k] }, "host", &stderr, nil)
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 			if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "cfbench worker: ") || !strings.Contains(lines[0], c.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and one line mentioning %q", code, stderr.String(), c.want)

@@ -230,7 +230,8 @@ func (s *Server) Addr() net.Addr {
 
 func (s *Server) accept(ctx context.Context, ln net.Listener, failed chan<- error) {
 	defer s.wg.Done()
-	// Out of file descriptors and the like: wait and go on, as net/http does.
+	// Out of file descriptors and the like: wait and go on, as net/http does; any other
+	// failure (closed, or shut down under it) is for good.
 	retry := backoff.Backoff{First: 5 * time.Millisecond, Max: time.Second}
 	for {
 		c, err := ln.Accept()
@@ -238,7 +239,7 @@ func (s *Server) accept(ctx context.Context, ln net.Listener, failed chan<- erro
 			if s.isClosed() {
 				return
 			}
-			if errors.Is(err, net.ErrClosed) { // for good: nothing to retry
+			if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Temporary() {
 				failed <- fmt.Errorf("tunnel server: accept: %w", err)
 				return
 			}
