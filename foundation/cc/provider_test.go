@@ -257,9 +257,10 @@ func TestSpaceIncludesItsOrganization(t *testing.T) {
 	}
 }
 
-// TestSCIMUserByID: the provider's cloudfoundry_user reads its UAA user by id, with the
-// names and email it created it with.
-func TestSCIMUserByID(t *testing.T) {
+// TestSCIMUserByIDUpdatedAndRepassworded: the provider's cloudfoundry_user reads its
+// UAA user by id, with the names and email it created it with, updates them with PUT
+// and sets a password as the admin, without the old one.
+func TestSCIMUserByIDUpdatedAndRepassworded(t *testing.T) {
 	e := newEnv(t, t.TempDir())
 	id := e.must(201, "POST", "/Users", map[string]any{"userName": "named", "password": "pw",
 		"name": map[string]any{"givenName": "Ada", "familyName": "Lovelace"}, "emails": []any{map[string]any{"value": "ada@example.com"}}})["id"].(string)
@@ -274,4 +275,16 @@ func TestSCIMUserByID(t *testing.T) {
 		t.Errorf("the admin by id: %v", got)
 	}
 	e.must(404, "GET", "/Users/not-a-user", nil)
+
+	put := e.must(200, "PUT", "/Users/"+id, map[string]any{"userName": "renamed", "name": map[string]any{"givenName": "Augusta"}})
+	if put["userName"] != "renamed" || get(put, "name", "givenName") != "Augusta" || get(put, "name", "familyName") != "renamed" {
+		t.Errorf("PUT /Users/%s: %v", id, put)
+	}
+	e.must(409, "PUT", "/Users/"+id, map[string]any{"userName": "admin"})
+	e.must(404, "PUT", "/Users/not-a-user", map[string]any{"userName": "x"})
+	e.must(200, "PUT", "/Users/"+id+"/password", map[string]any{"password": "new-pw", "oldPassword": ""})
+	e.must(400, "PUT", "/Users/"+id+"/password", map[string]any{"password": ""})
+	if e.login("renamed", "new-pw") == "" {
+		t.Error("no token with the new password")
+	}
 }

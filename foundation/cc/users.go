@@ -3,6 +3,7 @@ package cc
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"slices"
@@ -47,6 +48,8 @@ func (s *Server) userRoutes() {
 	s.mux.HandleFunc("POST /Users", s.scimCreate)
 	s.mux.HandleFunc("GET /Users", s.scimList)
 	s.mux.HandleFunc("GET /Users/{id}", s.scimGet)
+	s.mux.HandleFunc("PUT /Users/{id}", s.scimUpdate)
+	s.mux.HandleFunc("PUT /Users/{id}/password", s.scimPassword)
 	s.mux.HandleFunc("DELETE /Users/{id}", s.scimDelete)
 	s.handle("POST /v3/users", s.createUser)
 	s.handle("GET /v3/users", s.listUsers)
@@ -104,26 +107,11 @@ func (s *Server) scimCreate(w http.ResponseWriter, r *http.Request) {
 	if !s.scim(w, r, "scim.write") {
 		return
 	}
-	var body struct {
-		UserName string `json:"userName"`
-		Password string `json:"password"`
-		Origin   string `json:"origin"`
-		Name     struct {
-			GivenName  string `json:"givenName"`
-			FamilyName string `json:"familyName"`
-		} `json:"name"`
-		Emails []struct {
-			Value string `json:"value"`
-		} `json:"emails"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil || body.UserName == "" {
-		scimError(w, http.StatusBadRequest, "invalid_scim_resource", "A username must be provided.")
+	var body scimBody
+	if !body.decode(w, r) {
 		return
 	}
 	switch {
-	case body.Origin != "" && body.Origin != "uaa":
-		scimError(w, http.StatusBadRequest, "invalid_scim_resource", "Origin '"+body.Origin+"' is not an identity provider here: the local UAA has users of origin uaa only")
-		return
 	case body.Password == "":
 		scimError(w, http.StatusBadRequest, "invalid_password", "Password must be at least 1 characters in length.")
 		return
@@ -133,11 +121,8 @@ func (s *Server) scimCreate(w http.ResponseWriter, r *http.Request) {
 		scimError(w, http.StatusBadRequest, "invalid_password", "Password must be no more than 72 characters in length.")
 		return
 	}
-	u := &User{GUID: newGUID(), Name: body.UserName, Origin: "uaa", PasswordHash: hash, Created: time.Now().UTC(),
-		GivenName: body.Name.GivenName, FamilyName: body.Name.FamilyName}
-	if len(body.Emails) > 0 {
-		u.Email = body.Emails[0].Value
-	}
+	u := &User{GUID: newGUID(), Origin: "uaa", PasswordHash: hash, Created: time.Now().UTC()}
+	body.set(u)
 	err = s.st.update(func(st *State) error {
 		if strings.EqualFold(u.Name, s.cfg.User) || st.userByName(u.Name) != nil {
 			return errUserExists
@@ -155,6 +140,41 @@ func (s *Server) scimCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 var errUserExists = unprocessable("user exists")
+
+// scimBody is a SCIM user in a create or update request.
+type scimBody struct {
+	UserName string `json:"userName"`
+	Password string `json:"password"`
+	Origin   string `json:"origin"`
+	Name     struct {
+		GivenName  string `json:"givenName"`
+		FamilyName string `json:"familyName"`
+	} `json:"name"`
+	Emails []struct {
+		Value string `json:"value"`
+	} `json:"emails"`
+}
+
+// decode reads the request's user, or answers UAA's error and returns false.
+func (b *scimBody) decode(w http.ResponseWriter, r *http.Request) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(b); err != nil || b.UserName == "" {
+		scimError(w, http.StatusBadRequest, "invalid_scim_resource", "A username must be provided.")
+		return false
+	}
+	if b.Origin != "" && b.Origin != "uaa" {
+		scimError(w, http.StatusBadRequest, "invalid_scim_resource", "Origin '"+b.Origin+"' is not an identity provider here: the local UAA has users of origin uaa only")
+		return false
+	}
+	return true
+}
+
+// set gives u the request's name, names and email.
+func (b *scimBody) set(u *User) {
+	u.Name, u.GivenName, u.FamilyName, u.Email = b.UserName, b.Name.GivenName, b.Name.FamilyName, ""
+	if len(b.Emails) > 0 {
+		u.Email = b.Emails[0].Value
+	}
+}
 
 // scimFilter is the one filter form the cf CLI sends: userName eq "x" [and origin eq "y"].
 var scimFilter = regexp.MustCompile(`^userName eq "([^"]*)"(?: and origin eq "([^"]*)")?$`)
@@ -207,6 +227,72 @@ func (s *Server) scimGet(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
 	json.NewEncoder(w).Encode(s.renderSCIM(u))
+}
+
+// scimUpdate replaces a user's name, names and email (the admin's are the
+// foundation's own); UAA's If-Match version is not checked.
+func (s *Server) scimUpdate(w http.ResponseWriter, r *http.Request) {
+	if !s.scim(w, r, "scim.write") {
+		return
+	}
+	var body scimBody
+	if !body.decode(w, r) {
+		return
+	}
+	var u *User
+	err := s.st.update(func(st *State) error {
+		x := st.Users[r.PathValue("id")]
+		if x == nil {
+			return notFound("User")
+		}
+		if other := st.userByName(body.UserName); strings.EqualFold(body.UserName, s.cfg.User) || other != nil && other != x {
+			return errUserExists
+		}
+		body.set(x)
+		u = clone(x)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errUserExists):
+		scimError(w, http.StatusConflict, "scim_resource_already_exists", "Username already in use: "+body.UserName)
+	case err != nil:
+		scimError(w, http.StatusNotFound, "scim_resource_not_found", "User "+r.PathValue("id")+" does not exist")
+	default:
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		json.NewEncoder(w).Encode(s.renderSCIM(u))
+	}
+}
+
+// scimPassword sets a user's password, as the admin may without the old one.
+func (s *Server) scimPassword(w http.ResponseWriter, r *http.Request) {
+	if !s.scim(w, r, "scim.write") {
+		return
+	}
+	var body struct {
+		Password string `json:"password"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil || body.Password == "" {
+		scimError(w, http.StatusBadRequest, "invalid_password", "Password must be at least 1 characters in length.")
+		return
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(body.Password), bcrypt.DefaultCost)
+	if err != nil {
+		scimError(w, http.StatusBadRequest, "invalid_password", "Password must be no more than 72 characters in length.")
+		return
+	}
+	if err := s.st.update(func(st *State) error {
+		u := st.Users[r.PathValue("id")]
+		if u == nil {
+			return notFound("User")
+		}
+		u.PasswordHash = hash
+		return nil
+	}); err != nil {
+		scimError(w, http.StatusNotFound, "scim_resource_not_found", "User "+r.PathValue("id")+" does not exist")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "message": "password updated"})
 }
 
 func (s *Server) scimDelete(w http.ResponseWriter, r *http.Request) {
