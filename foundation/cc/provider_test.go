@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"encoding/json"
 	"path"
 	"slices"
 	"testing"
@@ -123,6 +124,26 @@ func TestSpaceQuotaLifecycle(t *testing.T) {
 		t.Errorf("delete job: %v", j)
 	}
 	e.must(404, "GET", "/v3/space_quotas/"+guid, nil)
+}
+
+// TestSpaceQuotaOfAnOlderStateKeepsItsLimits: a state written before space quotas kept
+// every limit had the apps limits at the top.
+func TestSpaceQuotaOfAnOlderStateKeepsItsLimits(t *testing.T) {
+	var q SpaceQuota
+	if err := json.Unmarshal([]byte(`{"guid": "g", "name": "small", "total_memory_in_mb": 2048, "total_instances": 4}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	if a := q.Limits.Apps; q.Name != "small" || a.TotalMemoryMB == nil || *a.TotalMemoryMB != 2048 || a.TotalInstances == nil || *a.TotalInstances != 4 || a.PerAppTasks != nil {
+		t.Errorf("read %+v, apps limits %+v", q, a)
+	}
+	b, err := json.Marshal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again SpaceQuota
+	if err := json.Unmarshal(b, &again); err != nil || again.Limits.Apps.TotalMemoryMB == nil || *again.Limits.Apps.TotalMemoryMB != 2048 {
+		t.Errorf("written and read again: %+v, %v", again, err)
+	}
 }
 
 // TestServiceKeys: a credential binding of type key belongs to a managed instance and no

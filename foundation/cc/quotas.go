@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -23,6 +24,27 @@ type SpaceQuota struct {
 	Limits  quotaBody `json:"limits"`
 	Created time.Time `json:"created_at"`
 	Updated time.Time `json:"updated_at"`
+}
+
+// UnmarshalJSON reads a space quota, also as states written before its limits were
+// kept whole had it: the apps limits at the top.
+func (q *SpaceQuota) UnmarshalJSON(b []byte) error {
+	type plain SpaceQuota
+	var v struct {
+		plain
+		TotalMemoryMB      *int `json:"total_memory_in_mb"`
+		PerProcessMemoryMB *int `json:"per_process_memory_in_mb"`
+		TotalInstances     *int `json:"total_instances"`
+		PerAppTasks        *int `json:"per_app_tasks"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*q = SpaceQuota(v.plain)
+	a := &q.Limits.Apps
+	a.TotalMemoryMB, a.PerProcessMemoryMB = cmp.Or(a.TotalMemoryMB, v.TotalMemoryMB), cmp.Or(a.PerProcessMemoryMB, v.PerProcessMemoryMB)
+	a.TotalInstances, a.PerAppTasks = cmp.Or(a.TotalInstances, v.TotalInstances), cmp.Or(a.PerAppTasks, v.PerAppTasks)
+	return nil
 }
 
 // orgQuotaCreated is the default org quota's creation time: it is no state of its own.
