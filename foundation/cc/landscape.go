@@ -23,6 +23,7 @@ func (s *Server) landscapeRoutes() {
 	s.handle("DELETE /v3/isolation_segments/{guid}", s.deleteSegment)
 	s.handle("DELETE /v3/isolation_segments/{guid}/relationships/organizations/{org}", s.revokeOrg)
 	s.handle("POST /v3/organization_quotas", s.createOrgQuota)
+	s.handle("PATCH /v3/organization_quotas/{guid}", s.updateOrgQuota)
 	s.handle("DELETE /v3/organization_quotas/{guid}", s.deleteOrgQuota)
 	s.handle("POST /v3/organization_quotas/{guid}/relationships/organizations", s.applyOrgQuota)
 	s.securityGroupRoutes()

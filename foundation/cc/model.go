@@ -212,7 +212,7 @@ type ServiceInstance struct {
 type Binding struct {
 	GUID         string         `json:"guid"`
 	Name         string         `json:"name,omitempty"`
-	AppGUID      string         `json:"app_guid"` // "" for a service key`
+	AppGUID      string         `json:"app_guid"` // "" for a service key
 	InstanceGUID string         `json:"instance_guid"`
 	Credentials  map[string]any `json:"credentials"`
 	Created      time.Time      `json:"created_at"`

@@ -126,6 +126,24 @@ func TestSpaceQuotaLifecycle(t *testing.T) {
 	e.must(404, "GET", "/v3/space_quotas/"+guid, nil)
 }
 
+// TestOrgQuotaPatchChangesOnlyWhatItNames: cloudfoundry_org_quota's update, as a space
+// quota's; the built-in default is not changed.
+func TestOrgQuotaPatchChangesOnlyWhatItNames(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	guid := e.must(201, "POST", "/v3/organization_quotas", map[string]any{"name": "q",
+		"apps": map[string]any{"total_memory_in_mb": 2048, "total_instances": 10}, "domains": map[string]any{"total_domains": 4}})["guid"].(string)
+	e.must(201, "POST", "/v3/organization_quotas", map[string]any{"name": "taken"})
+	p := e.must(200, "PATCH", "/v3/organization_quotas/"+guid, map[string]any{"apps": map[string]any{"total_memory_in_mb": 4096}, "domains": map[string]any{"total_domains": nil}})
+	if p["name"] != "q" || get(p, "apps", "total_memory_in_mb") != 4096.0 || get(p, "apps", "total_instances") != 10.0 || get(p, "domains", "total_domains") != nil {
+		t.Errorf("PATCH: %v", p)
+	}
+	e.must(422, "PATCH", "/v3/organization_quotas/"+guid, map[string]any{"name": "taken"})
+	e.must(422, "PATCH", "/v3/organization_quotas/"+guid, map[string]any{"routes": map[string]any{"total_routes": -1}})
+	e.must(404, "PATCH", "/v3/organization_quotas/not-a-quota", map[string]any{"name": "x"})
+	def := get(first(e.must(200, "GET", "/v3/organizations?names="+DefaultOrg, nil)), "relationships", "quota", "data", "guid").(string)
+	e.must(422, "PATCH", "/v3/organization_quotas/"+def, map[string]any{"apps": map[string]any{"total_memory_in_mb": 1}})
+}
+
 // TestSpaceQuotaOfAnOlderStateKeepsItsLimits: a state written before space quotas kept
 // every limit had the apps limits at the top.
 func TestSpaceQuotaOfAnOlderStateKeepsItsLimits(t *testing.T) {

@@ -159,13 +159,13 @@ func (s *Server) renderSpaceQuota(v spaceQuotaView) any {
 	q := v.q
 	out := q.Limits.render()
 	out["guid"], out["name"], out["created_at"], out["updated_at"] = q.GUID, q.Name, ts(q.Created), ts(q.Updated)
-	out["relationships"] = obj{"organization": rel(q.OrgGUID), "spaces": s.spaceQuotaSpaces(v)}
+	out["relationships"] = obj{"organization": rel(q.OrgGUID), "spaces": spaceQuotaSpaces(v)}
 	out["links"] = obj{"self": link(s, "/v3/space_quotas/"+q.GUID), "organization": link(s, "/v3/organizations/"+q.OrgGUID)}
 	return out
 }
 
 // spaceQuotaSpaces is the to-many relationship of a space quota to its spaces.
-func (s *Server) spaceQuotaSpaces(v spaceQuotaView) obj {
+func spaceQuotaSpaces(v spaceQuotaView) obj {
 	data := make([]any, len(v.spaces))
 	for i, g := range v.spaces {
 		data[i] = obj{"guid": g}
@@ -302,7 +302,7 @@ func (s *Server) applySpaceQuota(c *call) error {
 		if err := st.applySpaceQuota(q, body); err != nil {
 			return nil, err
 		}
-		out := s.spaceQuotaSpaces(st.spaceQuotaView(q))
+		out := spaceQuotaSpaces(st.spaceQuotaView(q))
 		out["links"] = obj{"self": link(s, "/v3/space_quotas/"+q.GUID+"/relationships/spaces")}
 		return out, nil
 	})
@@ -341,7 +341,7 @@ func (s *Server) updateSpaceQuota(c *call) error {
 	})
 }
 
-// patchQuota applies the body of a quota's PATCH to its name and limits, as CC does: a
+// patchQuota applies the body of an org or space quota's PATCH to its name and limits, as CC does: a
 // limit the body does not name stays, one it sets to null becomes unlimited.
 func patchQuota(name string, limits quotaBody, raw json.RawMessage) (string, quotaBody, error) {
 	// A copy through JSON, so that decoding the body over it leaves limits' pointers be.

@@ -395,7 +395,7 @@ func (s *Server) bindingDetails(c *call) error {
 }
 
 // createBinding binds an app (type app) or makes a service key of a managed instance
-// (type key, cf create-service-key) synchronously and answers 201 with the binding.
+// (type key) synchronously and answers 201 with the binding.
 func (s *Server) createBinding(c *call) error {
 	var body struct {
 		Type          string         `json:"type"`
@@ -464,7 +464,7 @@ func (s *Server) createBinding(c *call) error {
 	now := time.Now().UTC()
 	b := &Binding{GUID: guid, Name: body.Name, AppGUID: app, InstanceGUID: inst, Credentials: creds, Created: now, Updated: now}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
-		if !key && st.Apps[app] == nil || st.ServiceInstances[inst] == nil {
+		if (!key && st.Apps[app] == nil) || st.ServiceInstances[inst] == nil {
 			return nil, unprocessable("The app or the service instance was deleted while binding")
 		}
 		st.Bindings[b.GUID] = b

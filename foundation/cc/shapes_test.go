@@ -478,6 +478,7 @@ func TestResponsesMatchDocumentedShapes(t *testing.T) {
 		{method: "GET", path: "/v3/security_groups", shape: "security_group", list: true},
 		{method: "PATCH", path: "/v3/spaces/{space}/features/ssh", body: map[string]any{"enabled": false}, shape: "space_feature"},
 		{method: "GET", path: "/v3/organization_quotas/{quota}", shape: "organization_quota"},
+		{method: "PATCH", path: "/v3/organization_quotas/{quota}", body: map[string]any{"name": "q2", "apps": map[string]any{"total_instances": 8}}, shape: "organization_quota"},
 		{method: "POST", path: "/v3/organizations", body: map[string]any{"name": "shapes-org"}, status: 201, shape: "organization"},
 		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "shapes-quota", "routes": map[string]any{"total_routes": 5}}, status: 201, shape: "organization_quota"},
 		{method: "POST", path: "/v3/organization_quotas", body: map[string]any{"name": "bad", "apps": map[string]any{"total_instances": -1}}, status: 422, shape: "error"},
