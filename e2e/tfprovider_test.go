@@ -59,8 +59,8 @@ var providerCases = []providerCase{
 }
 
 // TestTerraformProviderResources applies each resource a benchmark landscape uses, one
-// small .tf each, with the official provider (1.16, from the mirror) to one local
-// foundation, cases in parallel: apply, an empty plan, import where the provider
+// small formatted .tf each, with the official provider (1.16, from the mirror) to one
+// local foundation, cases in parallel: apply, an empty plan, import where the provider
 // supports it, destroy, and through the CC API nothing left.
 func TestTerraformProviderResources(t *testing.T) {
 	root := moduleRoot(t)
@@ -70,6 +70,9 @@ func TestTerraformProviderResources(t *testing.T) {
 	info := f.Info()
 	env = append(env, "CF_API_URL="+info.APIURL, "CF_USER="+info.User, "CF_PASSWORD="+info.Password)
 	cases := filepath.Join(root, "e2e", "testdata", "tfprovider")
+	if res := run(t, execTimeout, root, env, bin, "fmt", "-check", "-diff", cases); res.err != nil || res.code != 0 {
+		t.Errorf("tofu fmt -check %s: exit %d, %v\n%s%s", cases, res.code, res.err, res.stdout, res.stderr)
+	}
 	provider, err := os.ReadFile(filepath.Join(cases, "provider.tf"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,4 +18,11 @@ resource "cloudfoundry_route" "route" {
   domain = data.cloudfoundry_domain.apps.id
   host   = "tf-route"
   path   = "/cart"
+
+  lifecycle {
+    postcondition {
+      condition     = self.url == "tf-route.apps.localhost/cart"
+      error_message = "The route's url is not its host, domain and path."
+    }
+  }
 }

@@ -1,5 +1,6 @@
-# Managed and user-provided cloudfoundry_service_instance, the plan found by name
-# (cloudfoundry_service_plan) and by offering and plan name, as
+# Managed and user-provided cloudfoundry_service_instance, the plan by its guid (found
+# by name with cloudfoundry_service_plan, and among the offering's plans with
+# cloudfoundry_service_plans) and by offering and plan name, as
 # docs/resources/service_instance.md shows them.
 data "cloudfoundry_org" "cfbench" {
   name = "cfbench"
@@ -25,6 +26,13 @@ resource "cloudfoundry_service_instance" "managed" {
   tags         = ["terraform-test", "sql"]
   space        = data.cloudfoundry_space.apps.id
   service_plan = data.cloudfoundry_service_plan.db.id
+
+  lifecycle {
+    precondition {
+      condition     = contains([for p in data.cloudfoundry_service_plans.postgres.service_plans : p.id], data.cloudfoundry_service_plan.db.id)
+      error_message = "The plan found by name is not among the offering's plans."
+    }
+  }
 }
 
 resource "cloudfoundry_service_instance" "by_name" {
@@ -47,8 +55,4 @@ resource "cloudfoundry_service_instance" "user_provided" {
     "password": "demo122"
   }
   EOT
-}
-
-output "plans" {
-  value = [for p in data.cloudfoundry_service_plans.postgres.service_plans : p.id]
 }
