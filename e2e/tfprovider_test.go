@@ -226,10 +226,14 @@ func planChanges(t *testing.T, tf *tofu) map[string][]string {
 		if slices.Equal(ch.Actions, []string{"no-op"}) || slices.Equal(ch.Actions, []string{"read"}) {
 			continue
 		}
-		var attrs []string
-		if ch.Before == nil || ch.After == nil { // created or deleted
-			attrs = []string{"(" + strings.Join(ch.Actions, ", ") + ")"}
+		if out == nil {
+			out = map[string][]string{}
 		}
+		if ch.Before == nil || ch.After == nil { // created or deleted: no attributes to name
+			out[rc.Address] = []string{"(" + strings.Join(ch.Actions, ", ") + ")"}
+			continue
+		}
+		var attrs []string
 		for k := range ch.Before {
 			if ch.AfterUnknown[k] != true && !reflect.DeepEqual(ch.Before[k], ch.After[k]) {
 				attrs = append(attrs, k)
@@ -248,9 +252,6 @@ func planChanges(t *testing.T, tf *tofu) map[string][]string {
 			}
 		}
 		slices.Sort(attrs)
-		if out == nil {
-			out = map[string][]string{}
-		}
 		out[rc.Address] = slices.Compact(attrs)
 	}
 	return out
