@@ -63,6 +63,8 @@ var providerCases = []providerCase{
 // local foundation, cases in parallel: apply, an empty plan, import where the provider
 // supports it, destroy, and through the CC API nothing left.
 func TestTerraformProviderResources(t *testing.T) {
+	// Its own foundation: it runs beside the package's other runs, which mostly wait.
+	t.Parallel()
 	root := moduleRoot(t)
 	work := t.TempDir()
 	bin, env := tofuEnv(t, root, work)
