@@ -16,27 +16,18 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 )
 
-// tofu is OpenTofu (scripts/install-tofu.sh) working on a copy of terraform/ in a temp
-// dir, with the official provider from the filesystem mirror in ../shared/tools.
+// tofu is OpenTofu (scripts/install-tofu.sh) working in dir, with the official provider
+// from the filesystem mirror in ../shared/tools.
 type tofu struct {
 	path, dir string
 	env       []string
 }
 
+// newTofu is OpenTofu working on a copy of terraform/ in a temp dir.
 func newTofu(t *testing.T, root string) *tofu {
 	t.Helper()
-	bin := installedTool(t, root, "install-tofu.sh")
 	work := t.TempDir()
-	mirror := filepath.Join(sharedDir(t, root), "tools", "terraform-mirror")
-	cli := filepath.Join(work, "cli.tfrc")
-	conf := `provider_installation {
-  filesystem_mirror {
-    path    = "` + mirror + `"
-    include = ["cloudfoundry/cloudfoundry"]
-  }
-  direct { exclude = ["cloudfoundry/cloudfoundry"] }
-}
-`
+	bin, env := tofuEnv(t, root, work)
 	dir := filepath.Join(work, "terraform")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -54,11 +45,29 @@ func newTofu(t *testing.T, root string) *tofu {
 			t.Fatal(err)
 		}
 	}
+	return &tofu{path: bin, dir: dir, env: env}
+}
+
+// tofuEnv installs OpenTofu and returns its binary and the environment it runs in:
+// HOME and its CLI configuration (the provider from the mirror, nothing fetched) in
+// work, no prompts, no update checks.
+func tofuEnv(t *testing.T, root, work string) (bin string, env []string) {
+	t.Helper()
+	bin = installedTool(t, root, "install-tofu.sh")
+	mirror := filepath.Join(sharedDir(t, root), "tools", "terraform-mirror")
+	cli := filepath.Join(work, "cli.tfrc")
+	conf := `provider_installation {
+  filesystem_mirror {
+    path    = "` + mirror + `"
+    include = ["cloudfoundry/cloudfoundry"]
+  }
+  direct { exclude = ["cloudfoundry/cloudfoundry"] }
+}
+`
 	if err := os.WriteFile(cli, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "TF_CLI_CONFIG_FILE=" + cli, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"}
-	return &tofu{path: bin, dir: dir, env: env}
+	return bin, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "TF_CLI_CONFIG_FILE=" + cli, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"}
 }
 
 func (tf *tofu) run(t *testing.T, env []string, args ...string) result {

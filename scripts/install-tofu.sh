@@ -2,8 +2,9 @@
 # Builds OpenTofu from its Go module into a cache dir and prints the path of the `tofu`
 # binary on stdout (nothing else; progress goes to stderr). A second run finds the
 # cached binary and returns at once, so CI and tests call this every time. The
-# terraform/ tests (terraform/landscape_test.go) run it: `tofu fmt`, `validate`, and
-# init/apply/destroy against the local foundation with the official provider.
+# terraform/ tests (e2e/terraform_test.go) run it: `tofu fmt`, `validate`, and
+# init/apply/destroy against the local foundation with the official provider; so does
+# the provider's test resource by resource (e2e/tfprovider_test.go).
 #
 #   CFBENCH_CACHE   cache root (default: $HOME/.cache/cf-benchmark)
 #

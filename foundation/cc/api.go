@@ -618,6 +618,7 @@ func (s *Server) routes() {
 	s.spaceRoutes()
 	s.manifestRoutes()
 	s.appRoutes()
+	s.appFeatureRoutes()
 	s.envRoutes()
 	s.processRoutes()
 	s.routesRoutes()

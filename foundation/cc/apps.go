@@ -126,6 +126,9 @@ func (s *Server) createApp(c *call) error {
 	if err := checkLifecycle(body.Lifecycle); err != nil {
 		return err
 	}
+	if err := body.Metadata.validate(); err != nil {
+		return err
+	}
 	var created string
 	defer func() {
 		if created != "" {
@@ -147,6 +150,7 @@ func (s *Server) createApp(c *call) error {
 		if body.Lifecycle != nil {
 			a.Buildpacks = body.Lifecycle.Data.Buildpacks
 		}
+		a.Metadata.apply(body.Metadata)
 		return s.renderApp(a), nil
 	})
 }
@@ -170,10 +174,8 @@ func (s *Server) updateApp(c *call) error {
 	if err := checkLifecycle(body.Lifecycle); err != nil {
 		return err
 	}
-	if body.Metadata != nil {
-		if err := body.Metadata.validate(); err != nil {
-			return err
-		}
+	if err := body.Metadata.validate(); err != nil {
+		return err
 	}
 	return c.change(http.StatusOK, func(st *State) (any, error) {
 		a := st.Apps[c.r.PathValue("guid")]

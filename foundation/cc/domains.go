@@ -35,8 +35,10 @@ func (s *Server) createDomain(c *call) error {
 		RouterGroup *struct {
 			GUID string `json:"guid"`
 		} `json:"router_group"`
+		Metadata      *metadataPatch `json:"metadata"`
 		Relationships struct {
-			Organization toOneBody `json:"organization"`
+			Organization        toOneBody `json:"organization"`
+			SharedOrganizations toMany    `json:"shared_organizations"`
 		} `json:"relationships"`
 	}
 	if err := c.decode(&body); err != nil {
@@ -57,16 +59,29 @@ func (s *Server) createDomain(c *call) error {
 	if org != "" && body.Internal {
 		return unprocessable("Cannot associate an internal domain with an organization")
 	}
+	shared := body.Relationships.SharedOrganizations.guids()
+	if org == "" && len(shared) > 0 {
+		return unprocessable("Domains cannot be shared with other organizations unless they are scoped to an organization.")
+	}
+	if err := body.Metadata.validate(); err != nil {
+		return err
+	}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
 		if org != "" && st.Orgs[org] == nil {
 			return nil, unprocessable("Organization with guid '%s' does not exist or you do not have access to it.", org)
+		}
+		for _, o := range shared {
+			if st.Orgs[o] == nil || o == org {
+				return nil, unprocessable("Organization with guid '%s' does not exist, or you do not have access to it.", o)
+			}
 		}
 		for _, d := range st.Domains {
 			if d.Name == name {
 				return nil, unprocessable("The domain name \"%s\" is already in use", name)
 			}
 		}
-		d := &Domain{GUID: newGUID(), Name: name, OrgGUID: org, Internal: body.Internal, Created: time.Now().UTC()}
+		d := &Domain{GUID: newGUID(), Name: name, OrgGUID: org, SharedOrgs: shared, Internal: body.Internal, Created: time.Now().UTC()}
+		d.Metadata.apply(body.Metadata)
 		st.Domains[d.GUID] = d
 		return s.renderDomain(d), nil
 	})
@@ -75,22 +90,26 @@ func (s *Server) createDomain(c *call) error {
 // deleteDomain deletes a domain and its routes, as CC's domain delete job does.
 func (s *Server) deleteDomain(c *call) error {
 	err := s.st.update(func(st *State) error {
-		d := st.Domains[c.r.PathValue("guid")]
-		if d == nil {
+		if st.Domains[c.r.PathValue("guid")] == nil {
 			return notFound("Domain")
 		}
-		for guid, r := range st.Routes {
-			if r.DomainGUID == d.GUID {
-				delete(st.Routes, guid)
-			}
-		}
-		delete(st.Domains, d.GUID)
+		st.deleteDomain(c.r.PathValue("guid"))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	return c.job("domain.delete", nil)
+}
+
+// deleteDomain deletes the domain guid and its routes; st is locked.
+func (st *State) deleteDomain(guid string) {
+	for g, r := range st.Routes {
+		if r.DomainGUID == guid {
+			delete(st.Routes, g)
+		}
+	}
+	delete(st.Domains, guid)
 }
 
 func (s *Server) defaultDomain(c *call) error {

@@ -23,6 +23,7 @@ func (s *Server) landscapeRoutes() {
 	s.handle("DELETE /v3/isolation_segments/{guid}", s.deleteSegment)
 	s.handle("DELETE /v3/isolation_segments/{guid}/relationships/organizations/{org}", s.revokeOrg)
 	s.handle("POST /v3/organization_quotas", s.createOrgQuota)
+	s.handle("PATCH /v3/organization_quotas/{guid}", s.updateOrgQuota)
 	s.handle("DELETE /v3/organization_quotas/{guid}", s.deleteOrgQuota)
 	s.handle("POST /v3/organization_quotas/{guid}/relationships/organizations", s.applyOrgQuota)
 	s.securityGroupRoutes()
@@ -30,7 +31,8 @@ func (s *Server) landscapeRoutes() {
 
 func (s *Server) createOrg(c *call) error {
 	var body struct {
-		Name string `json:"name"`
+		Name     string         `json:"name"`
+		Metadata *metadataPatch `json:"metadata"`
 	}
 	if err := c.decode(&body); err != nil {
 		return err
@@ -38,18 +40,23 @@ func (s *Server) createOrg(c *call) error {
 	if body.Name == "" {
 		return unprocessable("Name can't be blank")
 	}
+	if err := body.Metadata.validate(); err != nil {
+		return err
+	}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
 		if st.orgByName(body.Name) != nil {
 			return nil, unprocessable("Organization '%s' already exists.", body.Name)
 		}
 		now := time.Now().UTC()
 		o := &Org{GUID: newGUID(), Name: body.Name, Created: now, Updated: now}
+		o.Metadata.apply(body.Metadata)
 		st.Orgs[o.GUID] = o
 		return s.renderOrg(o), nil
 	})
 }
 
-// deleteOrg deletes an org and, as CC does, everything in it.
+// deleteOrg deletes an org and, as CC does, everything in it: its spaces and the
+// domains it owns.
 func (s *Server) deleteOrg(c *call) error {
 	guid := c.r.PathValue("guid")
 	var spaces []string
@@ -82,6 +89,12 @@ func (s *Server) deleteOrg(c *call) error {
 		jobErr = s.st.update(func(st *State) error {
 			for _, seg := range st.IsolationSegments {
 				seg.Orgs = slices.DeleteFunc(slices.Clone(seg.Orgs), func(g string) bool { return g == guid })
+			}
+			for _, d := range st.Domains {
+				if d.OrgGUID == guid {
+					st.deleteDomain(d.GUID)
+				}
+				d.SharedOrgs = slices.DeleteFunc(slices.Clone(d.SharedOrgs), func(g string) bool { return g == guid })
 			}
 			delete(st.Orgs, guid)
 			return nil
@@ -214,8 +227,9 @@ func (s *Server) revokeOrg(c *call) error {
 				return unprocessable("Cannot remove the entitlement while this organization has spaces assigned to the isolation segment (space '%s').", sp.Name)
 			}
 		}
+		// As CC's IsolationSegmentUnassign: the org's default, if this, is unset.
 		if o := st.Orgs[org]; o != nil && o.DefaultIsolationSegment == guid {
-			return unprocessable("Cannot remove the entitlement while it is the organization's default isolation segment.")
+			o.DefaultIsolationSegment = ""
 		}
 		seg.Orgs = slices.DeleteFunc(slices.Clone(seg.Orgs), func(g string) bool { return g == org })
 		seg.Updated = time.Now().UTC()

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// Metadata: the labels and annotations of orgs, spaces, apps, routes and domains
-// (cf set-label, unset-label, labels, and the --labels filters of the list commands),
-// with CC's key and value rules and its label_selector grammar.
+// Metadata: the labels and annotations of orgs, spaces, apps, routes, domains and
+// isolation segments (cf set-label, unset-label, labels, and the --labels filters of the
+// list commands), with CC's key and value rules and its label_selector grammar.
 
 // Metadata is a resource's labels and annotations.
 type Metadata struct {
@@ -90,8 +90,11 @@ func metadataWordError(s string, max int, empty string) string {
 	return ""
 }
 
-// validate returns CC's 422 for the first bad key or value of p.
+// validate returns CC's 422 for the first bad key or value of p (nil: none).
 func (p *metadataPatch) validate() error {
+	if p == nil {
+		return nil
+	}
 	for k, v := range p.Labels {
 		if e := metadataKeyError(k); e != "" {
 			return unprocessable("Metadata label key error: %s", e)
@@ -252,10 +255,12 @@ func (s *Server) metadataRoutes() {
 	s.handle("PATCH /v3/spaces/{guid}", s.updateSpace)
 	s.handle("PATCH /v3/routes/{guid}", s.updateRoute)
 	s.handle("PATCH /v3/domains/{guid}", s.updateDomain)
+	s.handle("PATCH /v3/isolation_segments/{guid}", s.updateSegment)
 }
 
-// updateBody is the body of PATCH on an org, a space, a route or a domain: a new name
-// (orgs and spaces: cf rename-org, rename-space) and metadata.
+// updateBody is the body of PATCH on an org, a space, a route, a domain or an isolation
+// segment: a new name (orgs, spaces and segments: cf rename-org, rename-space) and
+// metadata.
 type updateBody struct {
 	Name     *string        `json:"name"`
 	Metadata *metadataPatch `json:"metadata"`
@@ -269,10 +274,7 @@ func (c *call) decodeUpdate() (updateBody, error) {
 	if body.Name != nil && *body.Name == "" {
 		return body, unprocessable("Name can't be blank")
 	}
-	if body.Metadata != nil {
-		return body, body.Metadata.validate()
-	}
-	return body, nil
+	return body, body.Metadata.validate()
 }
 
 func (s *Server) updateOrg(c *call) error {
@@ -347,5 +349,27 @@ func (s *Server) updateDomain(c *call) error {
 		}
 		d.Metadata.apply(body.Metadata)
 		return s.renderDomain(d), nil
+	})
+}
+
+func (s *Server) updateSegment(c *call) error {
+	body, err := c.decodeUpdate()
+	if err != nil {
+		return err
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		seg := st.IsolationSegments[c.r.PathValue("guid")]
+		if seg == nil {
+			return nil, notFound("Isolation segment")
+		}
+		if body.Name != nil && *body.Name != seg.Name {
+			if st.segmentByName(*body.Name) != nil {
+				return nil, unprocessable("Name must be unique")
+			}
+			seg.Name = *body.Name
+		}
+		seg.Metadata.apply(body.Metadata)
+		seg.Updated = time.Now().UTC()
+		return s.renderSegment(seg), nil
 	})
 }

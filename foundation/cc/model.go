@@ -50,11 +50,12 @@ const sharedSegmentGUID = "933b4c58-120b-499a-b85d-4b6fc9e2903b"
 
 // IsolationSegment is a placement tag; its name is the cell it runs on.
 type IsolationSegment struct {
-	GUID    string    `json:"guid"`
-	Name    string    `json:"name"`
-	Orgs    []string  `json:"orgs"` // entitled org guids
-	Created time.Time `json:"created_at"`
-	Updated time.Time `json:"updated_at"`
+	GUID     string    `json:"guid"`
+	Name     string    `json:"name"`
+	Orgs     []string  `json:"orgs"` // entitled org guids
+	Created  time.Time `json:"created_at"`
+	Updated  time.Time `json:"updated_at"`
+	Metadata Metadata  `json:"metadata"`
 }
 
 // App states.
@@ -73,6 +74,7 @@ type App struct {
 	Stack       string            `json:"stack"`
 	Env         map[string]string `json:"env,omitempty"`
 	DropletGUID string            `json:"droplet_guid,omitempty"` // current droplet
+	SSHDisabled bool              `json:"ssh_disabled,omitempty"` // the ssh app feature, inverted: enabled by default
 	Created     time.Time         `json:"created_at"`
 	Updated     time.Time         `json:"updated_at"`
 	Metadata    Metadata          `json:"metadata"`
@@ -206,15 +208,23 @@ type ServiceInstance struct {
 	RouteServiceURL string         `json:"route_service_url,omitempty"`
 }
 
-// Binding is a service credential binding of an app.
+// Binding is a service credential binding: of an app, or a service key (no app).
 type Binding struct {
 	GUID         string         `json:"guid"`
 	Name         string         `json:"name,omitempty"`
-	AppGUID      string         `json:"app_guid"`
+	AppGUID      string         `json:"app_guid"` // "" for a service key
 	InstanceGUID string         `json:"instance_guid"`
 	Credentials  map[string]any `json:"credentials"`
 	Created      time.Time      `json:"created_at"`
 	Updated      time.Time      `json:"updated_at"`
+}
+
+// kind is the binding's CC type: app, or key for a service key.
+func (b *Binding) kind() string {
+	if b.AppGUID == "" {
+		return "key"
+	}
+	return "app"
 }
 
 // Job is an asynchronous operation; every job here completes before it is returned.

@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -104,6 +105,36 @@ func (s *Server) createOrgQuota(c *call) error {
 		for _, o := range orgs {
 			o.QuotaGUID, o.Updated = q.GUID, now
 		}
+		return s.renderOrgQuota(st.orgQuotaView(q)), nil
+	})
+}
+
+// updateOrgQuota changes an org quota's name and the limits the request names (as a
+// space quota's, quotas.go). The built-in default has no limits and keeps none.
+func (s *Server) updateOrgQuota(c *call) error {
+	var raw json.RawMessage
+	if err := c.decode(&raw); err != nil {
+		return err
+	}
+	return c.change(http.StatusOK, func(st *State) (any, error) {
+		guid := c.r.PathValue("guid")
+		if guid == quotaGUID {
+			return nil, unprocessable("The default quota is the local foundation's own, without limits: create a quota and apply it instead")
+		}
+		q := st.OrgQuotas[guid]
+		if q == nil {
+			return nil, notFound("Organization quota")
+		}
+		name, limits, err := patchQuota(q.Name, q.Limits, raw)
+		if err != nil {
+			return nil, err
+		}
+		for _, other := range st.OrgQuotas {
+			if other != q && other.Name == name {
+				return nil, unprocessable("Organization Quota '%s' already exists.", name)
+			}
+		}
+		q.Name, q.Limits, q.Updated = name, limits, time.Now().UTC()
 		return s.renderOrgQuota(st.orgQuotaView(q)), nil
 	})
 }

@@ -50,7 +50,7 @@ func (s *Server) renderSpace(sp *Space) any {
 func (s *Server) renderSegment(i *IsolationSegment) any {
 	return obj{
 		"guid": i.GUID, "name": i.Name, "created_at": ts(i.Created), "updated_at": ts(i.Updated),
-		"metadata": metadata(),
+		"metadata": i.Metadata.render(),
 		"links":    obj{"self": link(s, "/v3/isolation_segments/"+i.GUID), "organizations": link(s, "/v3/isolation_segments/"+i.GUID+"/organizations")},
 	}
 }
@@ -255,12 +255,16 @@ func (s *Server) renderInstance(i *ServiceInstance) any {
 }
 
 func (s *Server) renderBinding(b *Binding) any {
+	rels := obj{"service_instance": rel(b.InstanceGUID)}
+	links := obj{"self": link(s, "/v3/service_credential_bindings/"+b.GUID), "details": link(s, "/v3/service_credential_bindings/"+b.GUID+"/details"),
+		"service_instance": link(s, "/v3/service_instances/"+b.InstanceGUID)}
+	if b.kind() == "app" { // a key has neither
+		rels["app"], links["app"] = rel(b.AppGUID), link(s, "/v3/apps/"+b.AppGUID)
+	}
 	return obj{
-		"guid": b.GUID, "name": nullString(b.Name), "type": "app", "last_operation": lastOperation("create", b.Created),
+		"guid": b.GUID, "name": nullString(b.Name), "type": b.kind(), "last_operation": lastOperation("create", b.Created),
 		"created_at": ts(b.Created), "updated_at": ts(b.Updated), "metadata": metadata(),
-		"relationships": obj{"app": rel(b.AppGUID), "service_instance": rel(b.InstanceGUID)},
-		"links": obj{"self": link(s, "/v3/service_credential_bindings/"+b.GUID), "details": link(s, "/v3/service_credential_bindings/"+b.GUID+"/details"),
-			"app": link(s, "/v3/apps/"+b.AppGUID), "service_instance": link(s, "/v3/service_instances/"+b.InstanceGUID)},
+		"relationships": rels, "links": links,
 	}
 }
 

@@ -54,7 +54,7 @@ func (s *Server) listSegments(c *call) error {
 			for _, o := range q.list("organization_guids") {
 				orgOK = orgOK || slices.Contains(i.Orgs, o)
 			}
-			if q.match("names", i.Name) && q.match("guids", i.GUID) && orgOK {
+			if q.match("names", i.Name) && q.match("guids", i.GUID) && orgOK && q.labels(i.Metadata) {
 				out = append(out, clone(i))
 			}
 		}
@@ -73,7 +73,8 @@ func (s *Server) getSegment(c *call) error {
 
 func (s *Server) createSegment(c *call) error {
 	var body struct {
-		Name string `json:"name"`
+		Name     string         `json:"name"`
+		Metadata *metadataPatch `json:"metadata"`
 	}
 	if err := c.decode(&body); err != nil {
 		return err
@@ -81,12 +82,16 @@ func (s *Server) createSegment(c *call) error {
 	if body.Name == "" {
 		return unprocessable("Name can't be blank")
 	}
+	if err := body.Metadata.validate(); err != nil {
+		return err
+	}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
 		if st.segmentByName(body.Name) != nil {
 			return nil, unprocessable("Name must be unique")
 		}
 		now := time.Now().UTC()
 		seg := &IsolationSegment{GUID: newGUID(), Name: body.Name, Orgs: []string{}, Created: now, Updated: now}
+		seg.Metadata.apply(body.Metadata)
 		st.IsolationSegments[seg.GUID] = seg
 		return s.renderSegment(seg), nil
 	})

@@ -353,7 +353,8 @@ func (s *Server) listBindings(c *call) error {
 	s.st.read(func(st *State) {
 		seen := map[string]bool{}
 		for _, b := range sorted(st.Bindings, func(b *Binding) time.Time { return b.Created }, func(b *Binding) string { return b.GUID }) {
-			if q.match("service_instance_guids", b.InstanceGUID) && q.match("app_guids", b.AppGUID) && q.match("guids", b.GUID) && q.match("type", "app") {
+			if q.match("service_instance_guids", b.InstanceGUID) && q.match("app_guids", b.AppGUID) && q.match("guids", b.GUID) &&
+				q.match("type", b.kind()) && q.match("names", b.Name) {
 				cp := *b
 				out = append(out, &cp)
 				if a := st.Apps[b.AppGUID]; a != nil && !seen[a.GUID] {
@@ -393,7 +394,8 @@ func (s *Server) bindingDetails(c *call) error {
 	return c.json(http.StatusOK, obj{"credentials": b.Credentials})
 }
 
-// createBinding binds synchronously and answers 201 with the binding.
+// createBinding binds an app (type app) or makes a service key of a managed instance
+// (type key) synchronously and answers 201 with the binding.
 func (s *Server) createBinding(c *call) error {
 	var body struct {
 		Type          string         `json:"type"`
@@ -407,10 +409,17 @@ func (s *Server) createBinding(c *call) error {
 	if err := c.decode(&body); err != nil {
 		return err
 	}
-	if body.Type != "app" {
-		return unprocessable("Type must be 'app': the local foundation has no service keys")
+	key := body.Type == "key"
+	switch {
+	case body.Type != "app" && !key:
+		return unprocessable("Type must be one of 'app', 'key'")
+	case key && body.Name == "":
+		return unprocessable("Name can't be blank")
 	}
 	app, inst := body.Relationships.App.guid(), body.Relationships.ServiceInstance.guid()
+	if key {
+		app = "" // a key is bound to no app
+	}
 	var upsCreds map[string]any // a user-provided instance's: no broker to ask
 	userProvided := false
 	err := s.st.update(func(st *State) error {
@@ -421,15 +430,22 @@ func (s *Server) createBinding(c *call) error {
 		switch {
 		case si == nil:
 			return unprocessable("The service instance could not be found: %s", inst)
+		case key && si.UserProvided:
+			return unprocessable("Service credential bindings of type 'key' are not supported for user-provided service instances.")
 		case si.UserProvided && body.Parameters != nil:
 			return unprocessable("Binding parameters are not supported for user-provided service instances")
+		case key:
 		case a == nil:
 			return unprocessable("The app could not be found: %s", app)
 		case a.SpaceGUID != si.SpaceGUID:
 			return unprocessable("The service instance and the app are in different spaces")
 		}
 		for _, b := range st.Bindings {
-			if b.AppGUID == app && b.InstanceGUID == inst {
+			switch {
+			case b.InstanceGUID != inst:
+			case key && b.kind() == "key" && b.Name == body.Name:
+				return unprocessable("The binding name is invalid. Key binding names must be unique. The service instance already has a key binding with name '%s'.", body.Name)
+			case !key && b.AppGUID == app:
 				return unprocessable("The app is already bound to the service instance")
 			}
 		}
@@ -448,7 +464,7 @@ func (s *Server) createBinding(c *call) error {
 	now := time.Now().UTC()
 	b := &Binding{GUID: guid, Name: body.Name, AppGUID: app, InstanceGUID: inst, Credentials: creds, Created: now, Updated: now}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
-		if st.Apps[app] == nil || st.ServiceInstances[inst] == nil {
+		if (!key && st.Apps[app] == nil) || st.ServiceInstances[inst] == nil {
 			return nil, unprocessable("The app or the service instance was deleted while binding")
 		}
 		st.Bindings[b.GUID] = b

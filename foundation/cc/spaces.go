@@ -22,33 +22,69 @@ func (s *Server) listSpaces(c *call) error {
 	if err != nil {
 		return err
 	}
-	var out []*Space
+	var (
+		out      []*Space
+		included obj
+	)
 	s.st.read(func(st *State) {
 		for _, sp := range sorted(st.Spaces, func(s *Space) time.Time { return s.Created }, func(s *Space) string { return s.GUID }) {
 			if q.match("names", sp.Name) && q.match("guids", sp.GUID) && q.match("organization_guids", sp.OrgGUID) && q.labels(sp.Metadata) && c.seesSpace(st, sp) {
 				out = append(out, clone(sp))
 			}
 		}
+		included = s.includeOrgs(st, q, out)
 	})
-	return paginate(c, q, out, func(s *Space) string { return s.Name }, func(s *Space) time.Time { return s.Created }, s.renderSpace, nil)
+	return paginate(c, q, out, func(s *Space) string { return s.Name }, func(s *Space) time.Time { return s.Created }, s.renderSpace, included)
+}
+
+// includeOrgs answers include=organization of spaces: their orgs, each once.
+func (s *Server) includeOrgs(st *State, q *query, spaces []*Space) obj {
+	if !slices.Contains(q.list("include"), "organization") {
+		return nil
+	}
+	orgs := []any{}
+	seen := map[string]bool{}
+	for _, sp := range spaces {
+		if o := st.Orgs[sp.OrgGUID]; o != nil && !seen[o.GUID] {
+			seen[o.GUID] = true
+			orgs = append(orgs, s.renderOrg(o))
+		}
+	}
+	return obj{"organizations": orgs}
 }
 
 func (s *Server) getSpace(c *call) error {
-	var sp *Space
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var (
+		sp       *Space
+		included obj
+	)
 	s.st.read(func(st *State) {
 		if sp = st.Spaces[c.r.PathValue("guid")]; sp != nil && !c.seesSpace(st, sp) {
 			sp = nil
+		}
+		if sp != nil {
+			sp = clone(sp)
+			included = s.includeOrgs(st, q, []*Space{sp})
 		}
 	})
 	if sp == nil {
 		return notFound("Space")
 	}
-	return c.json(http.StatusOK, s.renderSpace(sp))
+	out := s.renderSpace(sp)
+	if included != nil {
+		out.(obj)["included"] = included
+	}
+	return c.json(http.StatusOK, out)
 }
 
 func (s *Server) createSpace(c *call) error {
 	var body struct {
-		Name          string `json:"name"`
+		Name          string         `json:"name"`
+		Metadata      *metadataPatch `json:"metadata"`
 		Relationships struct {
 			Organization toOneBody `json:"organization"`
 		} `json:"relationships"`
@@ -58,6 +94,9 @@ func (s *Server) createSpace(c *call) error {
 	}
 	if body.Name == "" {
 		return unprocessable("Name can't be blank")
+	}
+	if err := body.Metadata.validate(); err != nil {
+		return err
 	}
 	return c.change(http.StatusCreated, func(st *State) (any, error) {
 		org := st.Orgs[body.Relationships.Organization.guid()]
@@ -70,6 +109,7 @@ func (s *Server) createSpace(c *call) error {
 		}
 		now := time.Now().UTC()
 		sp := &Space{GUID: newGUID(), Name: body.Name, OrgGUID: org.GUID, Created: now, Updated: now}
+		sp.Metadata.apply(body.Metadata)
 		st.Spaces[sp.GUID] = sp
 		return s.renderSpace(sp), nil
 	})
