@@ -36,12 +36,8 @@ import (
 const DefaultAddr = listenaddr.Default
 
 // MaxDBShare bounds the share of the time a dashboard keeps the results database busy
-// reading the run: after a read that took d, the next waits at least d / MaxDBShare. A
-// running step's figures and series are computed from the samples its generators
-// stored so far, and those queries read every sample of the variant so far
-// (BENCHMARKS.md): on a long, fast run a read takes seconds, and the page is then
-// updated less often, saying so, rather than loading the database the run writes to.
-const MaxDBShare = 0.1
+// (report.LiveDBShare): the page is then updated less often, saying so.
+const MaxDBShare = report.LiveDBShare
 
 // Config configures a Server.
 type Config struct {
