@@ -10,6 +10,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
+	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -17,7 +18,7 @@ import (
 var runCmd = &Command{
 	Name:       "run",
 	PluginName: "run-benchmark",
-	Synopsis:   "-f FILE [--landscape FILE] [--json] [--dashboard [ADDR]] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
+	Synopsis:   "-f FILE [--landscape FILE] [--json] [--dashboard [ADDR]] [--metrics prometheus[:ADDR]|otlp=URL] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
 	Summary: "Run a benchmark spec: push the apps and generators (with a landscape: section, on the Cloud Foundry you are logged in to), " +
 		"ramp the load, store every request, print a summary, export CSV",
 	ExampleArgs: "run -f examples/demo.yml",
@@ -32,9 +33,14 @@ var runCmd = &Command{
 		cff.register(fs)
 		var dash dashboardFlag
 		dash.register(fs)
+		var met metricsFlag
+		met.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
 			args, err := dash.take(args, nil)
 			if err != nil {
+				return err
+			}
+			if err := met.parse(); err != nil {
 				return err
 			}
 			if *file == "" || len(args) > 0 {
@@ -68,10 +74,23 @@ var runCmd = &Command{
 					rec.rec.DB = statedir.DBGiven
 				}
 			}
-			// The dashboard outlives an interrupt: the export and the report still come.
+			// The dashboard and the metrics outlive an interrupt: the export and the report still come.
 			srv, err := dash.start(context.WithoutCancel(ctx), logger)
 			if err != nil {
 				return err
+			}
+			w := &watching{SessionReporter: rec, store: cfg.Store}
+			if srv != nil {
+				defer srv.Close()
+				w.to = append(w.to, srv)
+			}
+			out, err := met.start(context.WithoutCancel(ctx), logger)
+			if err != nil {
+				return err
+			}
+			if out != nil {
+				defer out.Close()
+				w.to = append(w.to, out)
 			}
 			rec.SessionReporter = &textReporter{env: env}
 			if *asJSON {
@@ -79,14 +98,21 @@ var runCmd = &Command{
 				if srv != nil {
 					jr.dashboard = srv.URL()
 				}
+				if out != nil {
+					jr.metrics = out.Where()
+				}
 				rec.SessionReporter = jr
-			} else if srv != nil {
-				printDashboard(env, srv)
+			} else {
+				if srv != nil {
+					printDashboard(env, srv)
+				}
+				if out != nil {
+					met.print(env, out)
+				}
 			}
 			cfg.Reporter = rec
-			if srv != nil {
-				defer srv.Close()
-				cfg.Reporter = &watching{SessionReporter: rec, srv: srv, store: cfg.Store}
+			if len(w.to) > 0 {
+				cfg.Reporter = w
 			}
 			o, err := engine.RunSession(ctx, sp, string(text), cfg)
 			if o == nil {
@@ -130,4 +156,39 @@ func (r *recording) Done(stage engine.Stage, o *engine.Outcome) {
 		r.rec.Access = o.Access
 	}
 	r.SessionReporter.Done(stage, o)
+}
+
+// watching shows a session's run as it goes (on its dashboard, in its metrics): from
+// the run's start, and its report when the session wrote it.
+type watching struct {
+	engine.SessionReporter
+	to    []watcher
+	store *resultsdb.Store // the results database, once known
+}
+
+// watcher is what shows a run as it goes: dashboard.Server, metrics.Output.
+type watcher interface {
+	Watch(store *resultsdb.Store, runID string)
+	Finish(rep *report.Report, reportErr error)
+}
+
+func (w *watching) Started(run *resultsdb.Run, sp *spec.Spec) {
+	w.SessionReporter.Started(run, sp)
+	if w.store != nil {
+		for _, t := range w.to {
+			t.Watch(w.store, run.ID)
+		}
+	}
+}
+
+func (w *watching) Done(stage engine.Stage, o *engine.Outcome) {
+	switch stage {
+	case engine.StageDeploy:
+		w.store = o.Store
+	case engine.StageReport:
+		for _, t := range w.to {
+			t.Finish(o.Report, o.ReportErr)
+		}
+	}
+	w.SessionReporter.Done(stage, o)
 }

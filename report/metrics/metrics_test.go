@@ -6,21 +6,16 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/report"
+	"github.com/cf-benchmark/cf-benchmark/report/metrics/metricstest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -240,92 +235,24 @@ func TestPrometheusServesTheFinalReportThenStops(t *testing.T) {
 	}
 }
 
-// receiver is an OTLP/HTTP receiver on 127.0.0.1 that keeps the figures of the last
-// request, keyed as wantFromReport is.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests int
-	last     map[string]want
-	resource string
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
-		var msg colmetricspb.ExportMetricsServiceRequest
-		if err == nil && (req.URL.Path != "/v1/metrics" || req.Header.Get("Content-Type") != "application/x-protobuf") {
-			err = io.ErrUnexpectedEOF
-		}
-		if err == nil {
-			err = proto.Unmarshal(body, &msg)
-		}
-		if err != nil {
-			t.Errorf("receiver: %s %s %s: %v", req.Method, req.URL.Path, req.Header.Get("Content-Type"), err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.keep(&msg)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-		w.Write(out)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *receiver) keep(msg *colmetricspb.ExportMetricsServiceRequest) {
+// received are a push's figures, keyed as wantFromReport is.
+func received(p metricstest.Push) map[string]want {
 	byName := map[string]string{}
 	for m, s := range short {
 		byName[m.OTelName] = s
 	}
 	got := map[string]want{}
-	var service string
-	for _, rm := range msg.GetResourceMetrics() {
-		for _, a := range rm.GetResource().GetAttributes() {
-			if a.GetKey() == "service.name" {
-				service = a.GetValue().GetStringValue()
-			}
-		}
-		for _, sm := range rm.GetScopeMetrics() {
-			for _, m := range sm.GetMetrics() {
-				key := func(attrs []*commonpb.KeyValue) string { return byName[m.GetName()] + "/" + attr(attrs, "step") }
-				switch d := m.GetData().(type) {
-				case *metricspb.Metric_Sum:
-					for _, dp := range d.Sum.GetDataPoints() {
-						got[key(dp.GetAttributes())] = want{value: dp.GetAsDouble()}
-					}
-				case *metricspb.Metric_Gauge:
-					for _, dp := range d.Gauge.GetDataPoints() {
-						got[key(dp.GetAttributes())] = want{value: dp.GetAsDouble()}
-					}
-				case *metricspb.Metric_Summary:
-					for _, dp := range d.Summary.GetDataPoints() {
-						w := want{count: float64(dp.GetCount()), sum: dp.GetSum()}
-						for _, q := range dp.GetQuantileValues() {
-							if w.quantiles == nil {
-								w.quantiles = map[float64]float64{}
-							}
-							w.quantiles[q.GetQuantile()] = q.GetValue()
-						}
-						got[key(dp.GetAttributes())] = w
-					}
-				}
-			}
-		}
+	for k, f := range p.Figures {
+		got[byName[k.Metric]+"/"+k.Step] = want{value: f.Value, count: float64(f.Count), sum: f.Sum, quantiles: f.Quantiles}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.requests++
-	r.last, r.resource = got, service
+	return got
 }
 
 // TestOTLPPushesTheFinalReportWhenClosed: an OTLP Output pushes, on Close, the final
 // report's figures under their OpenTelemetry names to a receiver on 127.0.0.1, in
 // OTLP's protobuf over HTTP.
 func TestOTLPPushesTheFinalReportWhenClosed(t *testing.T) {
-	r := newReceiver(t)
+	r := metricstest.NewReceiver(t)
 	target, err := ParseTarget("otlp=" + r.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -341,16 +268,15 @@ func TestOTLPPushesTheFinalReportWhenClosed(t *testing.T) {
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.requests != 1 || r.resource != "cf-benchmark" {
-		t.Fatalf("the receiver got %d requests from service %q, want 1 from cf-benchmark", r.requests, r.resource)
+	pushes := r.Pushes()
+	if len(pushes) != 1 || pushes[0].Service != "cf-benchmark" {
+		t.Fatalf("the receiver got %+v, want 1 push from service cf-benchmark", pushes)
 	}
-	checkAll(t, r.last)
+	checkAll(t, received(pushes[0]))
 }
 
 func TestOTLPSaysWhenTheLastPushFailed(t *testing.T) {
-	r := newReceiver(t)
+	r := metricstest.NewReceiver(t)
 	url := r.URL + "/v1/metrics"
 	r.Close() // nobody listens there now
 	o := NewOTLP(url, Config{Every: time.Hour})
@@ -363,16 +289,6 @@ func TestOTLPSaysWhenTheLastPushFailed(t *testing.T) {
 	}
 }
 
-// attr is the string value of attribute key, "" when absent.
-func attr(attrs []*commonpb.KeyValue, key string) string {
-	for _, a := range attrs {
-		if a.GetKey() == key {
-			return a.GetValue().GetStringValue()
-		}
-	}
-	return ""
-}
-
 func TestLifecycle(t *testing.T) {
 	t.Run("prometheus", func(t *testing.T) {
 		lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
@@ -380,7 +296,7 @@ func TestLifecycle(t *testing.T) {
 		})
 	})
 	t.Run("otlp", func(t *testing.T) {
-		r := newReceiver(t)
+		r := metricstest.NewReceiver(t)
 		lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 			return lifecycletest.Subject{Part: NewOTLP(r.URL+"/v1/metrics", Config{}), NoFailure: "a failed push is retried at the next interval"}
 		})
