@@ -23,6 +23,14 @@ func BuildLive(ctx context.Context, store *resultsdb.Store, id string) (*Report,
 	return Build(ctx, liveReader{store}, []string{id}, Options{})
 }
 
+// LiveDBShare bounds the share of the time a live view of a run (the dashboard, the
+// metrics) keeps the results database busy reading it: after a read that took d, the
+// next waits at least d / LiveDBShare. A running step's figures and series are computed
+// from the samples its generators stored so far, and those queries read every sample of
+// the variant so far (BENCHMARKS.md): on a long, fast run a read takes seconds, and the
+// view is then updated less often rather than loading the database the run writes to.
+const LiveDBShare = 0.1
+
 // liveReader reads a run with its running steps' figures computed live.
 type liveReader struct{ store *resultsdb.Store }
 

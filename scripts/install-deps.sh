@@ -9,8 +9,8 @@
 #                                  once per machine: 110 CPU-seconds on a cold cache, 90 s
 #                                  beside make build on 2 cores, as make demo runs them)
 #   scripts/install-deps.sh test   what `make test` needs (the default): the demo's, and a
-#                                  JDK, Maven, Node.js, Ruby, nginx and Chromium (Debian
-#                                  packages), the Go modules, OpenTofu and the bosh CLI
+#                                  JDK, Maven, Node.js, Ruby, nginx, Chromium and Prometheus
+#                                  (Debian packages), the Go modules, OpenTofu and the bosh CLI
 #                                  (built like the cf CLI: about 5 and 2 minutes), and
 #                                  Elasticsearch's and OpenSearch's integ-test
 #                                  distributions (scripts/install-es.sh,
@@ -59,6 +59,8 @@ if [ "$mode" = test ]; then
 	command -v mvn >/dev/null 2>&1 || missing+=(maven)
 	# The report's browser test renders the HTML report in headless Chromium.
 	command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+	# The metrics test scrapes a run with a real Prometheus server (e2e/metrics_test.go).
+	command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -92,6 +92,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-f", "x.yml", "--dashboard", "a:b:c"}, "error: --dashboard: dashboard address \"a:b:c\": want HOST:PORT, :PORT or PORT\n"},
 		{[]string{"run", "-f", "x.yml", "--dashboard=127.0.0.1:p9x"}, "error: --dashboard: dashboard address \"127.0.0.1:p9x\": bad port \"p9x\"\n"},
 		{[]string{"status", "20261122-130501-3f9a", "--dashboard", "somewhere"}, "error: --dashboard: dashboard address \"somewhere\": want HOST:PORT, :PORT or PORT\n"},
+		{[]string{"run", "-f", "x.yml", "--metrics", "statsd"}, "error: --metrics: \"statsd\": want prometheus[:ADDR] or otlp=URL\n"},
+		{[]string{"run", "-f", "x.yml", "--metrics=prometheus:a:b:c"}, "error: --metrics: prometheus address \"a:b:c\": want HOST:PORT, :PORT or PORT\n"},
+		{[]string{"run", "-f", "x.yml", "--metrics", "otlp=localhost:4318"}, "error: --metrics: otlp URL \"localhost:4318\": want http://HOST:PORT[/PATH] or https://…\n"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -9,10 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report/dashboard"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 // dashboardFlag is --dashboard [ADDR]: a flag without a value (a free port on
@@ -79,31 +76,6 @@ func (d *dashboardFlag) start(ctx context.Context, log *slog.Logger) (*dashboard
 		return nil, err
 	}
 	return srv, nil
-}
-
-// watching shows a session's run on its dashboard: from the run's start, and its
-// report when the session wrote it.
-type watching struct {
-	engine.SessionReporter
-	srv   *dashboard.Server
-	store *resultsdb.Store // the results database, once known
-}
-
-func (w *watching) Started(run *resultsdb.Run, sp *spec.Spec) {
-	w.SessionReporter.Started(run, sp)
-	if w.store != nil {
-		w.srv.Watch(w.store, run.ID)
-	}
-}
-
-func (w *watching) Done(stage engine.Stage, o *engine.Outcome) {
-	switch stage {
-	case engine.StageDeploy:
-		w.store = o.Store
-	case engine.StageReport:
-		w.srv.Finish(o.Report, o.ReportErr)
-	}
-	w.SessionReporter.Done(stage, o)
 }
 
 // printDashboard says where the dashboard is, for people (JSON carries it in the

@@ -18,6 +18,8 @@ type jsonReporter struct {
 	enc *json.Encoder
 	// dashboard is the live page's URL (--dashboard), in the started event; "" for none.
 	dashboard string
+	// metrics is where the figures go (--metrics): the URL to scrape or pushed to; "" for none.
+	metrics string
 }
 
 var _ engine.SessionReporter = (*jsonReporter)(nil)
@@ -36,6 +38,9 @@ func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
 		"repeats": max(sp.Repeat, 1), "export_dir": filepath.Join(sp.Export.Dir, run.ID)}
 	if r.dashboard != "" {
 		f["dashboard"] = r.dashboard
+	}
+	if r.metrics != "" {
+		f["metrics"] = r.metrics
 	}
 	r.emit("started", f)
 }

@@ -17,7 +17,7 @@ import (
 var runCmd = &Command{
 	Name:       "run",
 	PluginName: "run-benchmark",
-	Synopsis:   "-f FILE [--landscape FILE] [--json] [--dashboard [ADDR]] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
+	Synopsis:   "-f FILE [--landscape FILE] [--json] [--dashboard [ADDR]] [--metrics prometheus[:ADDR]|otlp=URL] [--bin-dir DIR] [--db DSN] [--state-dir DIR]",
 	Summary: "Run a benchmark spec: push the apps and generators (with a landscape: section, on the Cloud Foundry you are logged in to), " +
 		"ramp the load, store every request, print a summary, export CSV",
 	ExampleArgs: "run -f examples/demo.yml",
@@ -32,9 +32,14 @@ var runCmd = &Command{
 		cff.register(fs)
 		var dash dashboardFlag
 		dash.register(fs)
+		var met metricsFlag
+		met.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
 			args, err := dash.take(args, nil)
 			if err != nil {
+				return err
+			}
+			if err := met.parse(); err != nil {
 				return err
 			}
 			if *file == "" || len(args) > 0 {
@@ -68,10 +73,23 @@ var runCmd = &Command{
 					rec.rec.DB = statedir.DBGiven
 				}
 			}
-			// The dashboard outlives an interrupt: the export and the report still come.
+			// The dashboard and the metrics outlive an interrupt: the export and the report still come.
 			srv, err := dash.start(context.WithoutCancel(ctx), logger)
 			if err != nil {
 				return err
+			}
+			w := &watching{SessionReporter: rec, store: cfg.Store}
+			if srv != nil {
+				defer srv.Close()
+				w.to = append(w.to, srv)
+			}
+			out, err := met.start(context.WithoutCancel(ctx), logger)
+			if err != nil {
+				return err
+			}
+			if out != nil {
+				defer out.Close()
+				w.to = append(w.to, out)
 			}
 			rec.SessionReporter = &textReporter{env: env}
 			if *asJSON {
@@ -79,14 +97,21 @@ var runCmd = &Command{
 				if srv != nil {
 					jr.dashboard = srv.URL()
 				}
+				if out != nil {
+					jr.metrics = out.Where()
+				}
 				rec.SessionReporter = jr
-			} else if srv != nil {
-				printDashboard(env, srv)
+			} else {
+				if srv != nil {
+					printDashboard(env, srv)
+				}
+				if out != nil {
+					met.print(env, out)
+				}
 			}
 			cfg.Reporter = rec
-			if srv != nil {
-				defer srv.Close()
-				cfg.Reporter = &watching{SessionReporter: rec, srv: srv, store: cfg.Store}
+			if len(w.to) > 0 {
+				cfg.Reporter = w
 			}
 			o, err := engine.RunSession(ctx, sp, string(text), cfg)
 			if o == nil {

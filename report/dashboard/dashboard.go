@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/report"
@@ -32,15 +33,11 @@ import (
 )
 
 // DefaultAddr is where a dashboard listens unless told: this machine only, a free port.
-const DefaultAddr = "127.0.0.1:0"
+const DefaultAddr = listenaddr.Default
 
 // MaxDBShare bounds the share of the time a dashboard keeps the results database busy
-// reading the run: after a read that took d, the next waits at least d / MaxDBShare. A
-// running step's figures and series are computed from the samples its generators
-// stored so far, and those queries read every sample of the variant so far
-// (BENCHMARKS.md): on a long, fast run a read takes seconds, and the page is then
-// updated less often, saying so, rather than loading the database the run writes to.
-const MaxDBShare = 0.1
+// (report.LiveDBShare): the page is then updated less often, saying so.
+const MaxDBShare = report.LiveDBShare
 
 // Config configures a Server.
 type Config struct {
@@ -105,27 +102,13 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// ListenAddr is the address a --dashboard value asks for: "" for DefaultAddr, a port
-// alone ("8080") or without a host (":8080") on 127.0.0.1: another interface, 0.0.0.0
-// included, only when named.
+// ListenAddr is the address a --dashboard value asks for (listenaddr.Parse).
 func ListenAddr(v string) (string, error) {
-	if v == "" {
-		return DefaultAddr, nil
-	}
-	host, port, err := net.SplitHostPort(v)
+	addr, err := listenaddr.Parse(v)
 	if err != nil {
-		if _, perr := net.LookupPort("tcp", v); perr == nil {
-			return net.JoinHostPort("127.0.0.1", v), nil
-		}
-		return "", fmt.Errorf("dashboard address %q: want HOST:PORT, :PORT or PORT", v)
+		return "", fmt.Errorf("dashboard %w", err)
 	}
-	if _, err := net.LookupPort("tcp", port); err != nil {
-		return "", fmt.Errorf("dashboard address %q: bad port %q", v, port)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
+	return addr, nil
 }
 
 // Start listens and serves in the background until Close or the end of ctx.

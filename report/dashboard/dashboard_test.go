@@ -325,23 +325,6 @@ func TestCloseEndsStreams(t *testing.T) {
 	}
 }
 
-func TestListenAddr(t *testing.T) {
-	for _, c := range []struct{ in, want, err string }{
-		{"", "127.0.0.1:0", ""},
-		{"8080", "127.0.0.1:8080", ""},
-		{":8080", "127.0.0.1:8080", ""},
-		{"0.0.0.0:8080", "0.0.0.0:8080", ""},
-		{"[::1]:0", "[::1]:0", ""},
-		{"localhost:x", "", "bad port"},
-		{"a:b:c", "", "want HOST:PORT"},
-	} {
-		got, err := ListenAddr(c.in)
-		if got != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
-			t.Errorf("ListenAddr(%q) = %q, %v; want %q, %q", c.in, got, err, c.want, c.err)
-		}
-	}
-}
-
 func TestLifecycle(t *testing.T) {
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 		return lifecycletest.Subject{Part: New(Config{}), NoFailure: "a failed read of the run is shown on the page and tried again"}
