@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -30,6 +32,54 @@ func BuildLive(ctx context.Context, store *resultsdb.Store, id string) (*Report,
 // the variant so far (BENCHMARKS.md): on a long, fast run a read takes seconds, and the
 // view is then updated less often rather than loading the database the run writes to.
 const LiveDBShare = 0.1
+
+// LiveRun is a run under way as the views that show it live read it (the dashboard,
+// the metrics): one read of the database serves every view that asks within the same
+// interval, so a page and a scrape together cost the database and the run's process
+// one read. Its methods may be called from any goroutine.
+type LiveRun struct {
+	store *resultsdb.Store
+	id    string
+
+	mu   sync.Mutex // held during a read: a view asking meanwhile gets that read
+	last LiveRead
+	next time.Time // no read before: the database rests (LiveDBShare)
+}
+
+// LiveRead is one read of a LiveRun: the report of the run so far, or why there is none.
+type LiveRead struct {
+	Report *Report
+	Err    error
+	At     time.Time     // when the read began; zero before the first
+	Took   time.Duration // how long it took
+}
+
+// NewLiveRun returns run id of store, not read yet.
+func NewLiveRun(store *resultsdb.Store, id string) *LiveRun {
+	return &LiveRun{store: store, id: id}
+}
+
+// ID is the run's id.
+func (l *LiveRun) ID() string { return l.id }
+
+// Read returns the newest read of the run, reading the database again only when the
+// last read began about every ago or longer and the database has rested after it as
+// LiveDBShare asks (a read of d: 10 d). A view that gets a read it has seen (the same
+// At) has nothing new to show.
+func (l *LiveRun) Read(ctx context.Context, every time.Duration) LiveRead {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	// 9/10: a view asking every interval on a ticker asks a little early at times.
+	if !l.last.At.IsZero() && (now.Before(l.next) || now.Sub(l.last.At) < every*9/10) {
+		return l.last
+	}
+	rep, err := BuildLive(ctx, l.store, l.id)
+	took := time.Since(now)
+	l.last = LiveRead{Report: rep, Err: err, At: now, Took: took}
+	l.next = now.Add(time.Duration(float64(took) / LiveDBShare))
+	return l.last
+}
 
 // liveReader reads a run with its running steps' figures computed live.
 type liveReader struct{ store *resultsdb.Store }

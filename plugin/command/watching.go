@@ -17,15 +17,16 @@ type watching struct {
 
 // watcher is what shows a run as it goes: dashboard.Server, metrics.Output.
 type watcher interface {
-	Watch(store *resultsdb.Store, runID string)
+	Watch(run *report.LiveRun)
 	Finish(rep *report.Report, reportErr error)
 }
 
 func (w *watching) Started(run *resultsdb.Run, sp *spec.Spec) {
 	w.SessionReporter.Started(run, sp)
 	if w.store != nil {
+		live := report.NewLiveRun(w.store, run.ID) // one read a second for every view
 		for _, t := range w.to {
-			t.Watch(w.store, run.ID)
+			t.Watch(live)
 		}
 	}
 }

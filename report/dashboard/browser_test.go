@@ -30,7 +30,7 @@ func TestPageInChromium(t *testing.T) {
 	ctx := context.Background()
 	r := newLiveRun(t)
 	s := startServer(t)
-	s.Watch(r.store, r.run.ID)
+	s.Watch(report.NewLiveRun(r.store, r.run.ID))
 
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

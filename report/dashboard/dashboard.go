@@ -63,10 +63,9 @@ type Server struct {
 	page []byte // the live page
 
 	mu       sync.Mutex
-	store    *resultsdb.Store
-	runID    string
-	latest   event         // what a page gets next; seq 0: nothing yet
-	changed  chan struct{} // closed and replaced when latest changes
+	run      *report.LiveRun // nil until Watch
+	latest   event           // what a page gets next; seq 0: nothing yet
+	changed  chan struct{}   // closed and replaced when latest changes
 	finished bool
 
 	listeners atomic.Int64
@@ -172,10 +171,10 @@ func (s *Server) Run(ctx context.Context) error { return lifecycle.Run(ctx, s) }
 // URL is the page's address once started.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
 
-// Watch makes the pages show run runID of store from now on.
-func (s *Server) Watch(store *resultsdb.Store, runID string) {
+// Watch makes the pages show run from now on.
+func (s *Server) Watch(run *report.LiveRun) {
 	s.mu.Lock()
-	s.store, s.runID = store, runID
+	s.run = run
 	s.mu.Unlock()
 	s.wake()
 }
@@ -238,11 +237,12 @@ type Update struct {
 }
 
 // poll reads the run every interval while a page listens, and at once when one comes,
-// keeping the database busy at most MaxDBShare of the time.
+// through the run's LiveRun: a read another view made meanwhile serves here too, and
+// the database is kept busy at most MaxDBShare of the time.
 func (s *Server) poll(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Every)
 	defer t.Stop()
-	var next time.Time // no read before
+	var shown time.Time // the read last published
 	for {
 		select {
 		case <-ctx.Done():
@@ -251,25 +251,26 @@ func (s *Server) poll(ctx context.Context) {
 		case <-s.kick:
 		}
 		s.mu.Lock()
-		store, id, finished := s.store, s.runID, s.finished
+		run, finished := s.run, s.finished
 		s.mu.Unlock()
-		if store == nil || finished || s.listeners.Load() == 0 || time.Now().Before(next) {
+		if run == nil || finished || s.listeners.Load() == 0 {
 			continue
 		}
-		began := time.Now()
-		rep, err := report.BuildLive(ctx, store, id)
+		r := run.Read(ctx, s.cfg.Every)
 		if ctx.Err() != nil {
 			return
 		}
-		took := time.Since(began)
-		every := max(s.cfg.Every, time.Duration(float64(took)/MaxDBShare))
-		next = began.Add(every)
-		if err != nil {
-			s.cfg.Logger.Warn("dashboard: read the run", "run", id, "err", err)
-			s.publish("problem", map[string]string{"message": "could not read the run (trying again): " + err.Error()})
+		if r.At.Equal(shown) {
+			continue // nothing new: a page that came meanwhile has the latest already
+		}
+		shown = r.At
+		if r.Err != nil {
+			s.cfg.Logger.Warn("dashboard: read the run", "run", run.ID(), "err", r.Err)
+			s.publish("problem", map[string]string{"message": "could not read the run (trying again): " + r.Err.Error()})
 			continue
 		}
-		s.publish("report", Update{Report: rep, ReadS: took.Seconds(), EveryS: every.Seconds()}) // unless the final report came meanwhile
+		every := max(s.cfg.Every, time.Duration(float64(r.Took)/MaxDBShare))
+		s.publish("report", Update{Report: r.Report, ReadS: r.Took.Seconds(), EveryS: every.Seconds()}) // unless the final report came meanwhile
 	}
 }
 
@@ -370,7 +371,7 @@ func changedOrFinal(s *Server) <-chan struct{} {
 // error when ctx ends first. The report is the one the run ended with in the database:
 // router logs pulled after that are not in it (cf benchmark-report has them).
 func (s *Server) Follow(ctx context.Context, store *resultsdb.Store, runID string) error {
-	s.Watch(store, runID)
+	s.Watch(report.NewLiveRun(store, runID))
 	for {
 		run, err := store.GetRun(ctx, runID)
 		switch {

@@ -196,7 +196,7 @@ func TestLiveFiguresAreTheReportsAndFinal(t *testing.T) {
 	ctx := context.Background()
 	r := newLiveRun(t)
 	s := startServer(t)
-	s.Watch(r.store, r.run.ID)
+	s.Watch(report.NewLiveRun(r.store, r.run.ID))
 	es := subscribe(t, s.URL())
 
 	first := es.report(func(*report.Report) bool { return true })

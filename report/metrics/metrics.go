@@ -23,7 +23,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/report"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
 // Output is where a run's figures go. It follows the lifecycle of package lifecycle;
@@ -33,8 +32,8 @@ import (
 // read is logged and the figures read before are published again.
 type Output interface {
 	lifecycle.Part
-	// Watch publishes run runID of store from now on.
-	Watch(store *resultsdb.Store, runID string)
+	// Watch publishes run from now on.
+	Watch(run *report.LiveRun)
 	// Finish publishes rep, the run's final report, from now on (nil when none could
 	// be made: the last figures read stay), and stops reading the run.
 	Finish(rep *report.Report, reportErr error)
@@ -103,11 +102,10 @@ type feed struct {
 	log   *slog.Logger
 
 	mu       sync.Mutex // held during a read: one read at a time
-	store    *resultsdb.Store
-	runID    string
+	run      *report.LiveRun
 	finished bool
 	last     []Point
-	next     time.Time // no read before
+	lastRead time.Time // when the read behind last began
 }
 
 func newFeed(cfg Config, every time.Duration) *feed {
@@ -121,10 +119,10 @@ func newFeed(cfg Config, every time.Duration) *feed {
 	return &feed{every: every, log: log}
 }
 
-func (f *feed) Watch(store *resultsdb.Store, runID string) {
+func (f *feed) Watch(run *report.LiveRun) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.store, f.runID, f.next = store, runID, time.Time{}
+	f.run, f.lastRead = run, time.Time{}
 }
 
 func (f *feed) Finish(rep *report.Report, _ error) {
@@ -136,22 +134,24 @@ func (f *feed) Finish(rep *report.Report, _ error) {
 	}
 }
 
-// points are the run's figures now, read again when the last read is old enough, and
-// whether they are the final report's.
+// points are the run's figures now, from the run's newest read (report.LiveRun: read
+// again when old enough, shared with the dashboard), and whether they are the final
+// report's.
 func (f *feed) points(ctx context.Context) ([]Point, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.finished || f.store == nil || time.Now().Before(f.next) {
+	if f.finished || f.run == nil {
 		return f.last, f.finished
 	}
-	began := time.Now()
-	rep, err := report.BuildLive(ctx, f.store, f.runID)
-	took := time.Since(began)
-	f.next = began.Add(max(f.every, time.Duration(float64(took)/report.LiveDBShare)))
-	if err != nil {
-		f.log.Warn("metrics: read the run", "run", f.runID, "err", err)
+	r := f.run.Read(ctx, f.every)
+	if r.At.Equal(f.lastRead) {
 		return f.last, false
 	}
-	f.last = Points(rep)
+	f.lastRead = r.At
+	if r.Err != nil {
+		f.log.Warn("metrics: read the run", "run", f.run.ID(), "err", r.Err)
+		return f.last, false
+	}
+	f.last = Points(r.Report)
 	return f.last, false
 }
