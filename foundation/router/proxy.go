@@ -80,7 +80,10 @@ func escapePathAndPreserveSlashes(unescaped string) string {
 
 // roundTripper picks the backend and retries, as gorouter's round tripper:
 // up to maxAttempts distinct backends while the failure is a dial error
-// (nothing was sent, so a retry is safe).
+// (nothing was sent, so a retry is safe). Like gorouter's pool, which endpoints
+// join and leave while a request is retried, a retry picks from the route as the
+// table has it then: an instance a rolling deployment stopped after the request
+// was routed gives way to the one that replaced it.
 type roundTripper struct {
 	rt   *Router
 	base http.RoundTripper
@@ -96,19 +99,26 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if ex == nil {
 		return nil, errNoExchange
 	}
-	n := len(ex.route.Backends)
 	attempts := 1
 	var first uint64
 	if !ex.pinned {
-		attempts = min(n, maxAttempts)
+		attempts = maxAttempts
 		first = t.rt.counters.next(ex.route.AppGUID)
 	}
+	tried := make(map[string]bool, attempts)
 	var err error
 	for i := 0; i < attempts; i++ {
 		b := ex.pin
 		if !ex.pinned {
-			b = ex.route.Backends[(first+uint64(i))%uint64(n)]
+			if i > 0 {
+				t.refresh(ex)
+			}
+			var ok bool
+			if b, ok = untried(ex.route.Backends, first+uint64(i), tried); !ok {
+				break
+			}
 		}
+		tried[b.Addr] = true
 		ex.backend, ex.hasBackend = b, true
 		req.URL.Host = b.Addr
 		ex.set(req.Header, hdrApplicationID, slotApplicationID, ex.route.AppGUID)
@@ -145,6 +155,25 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ex.endpointFailure = true
 	return nil, err
+}
+
+// refresh gives the exchange the route as the table has it now, if it still has one
+// with backends.
+func (t *roundTripper) refresh(ex *exchange) {
+	if r, ok := t.rt.cfg.Table.Route(strings.ToLower(hostWithoutPort(ex.req.Host)), ex.req.URL.EscapedPath()); ok && len(r.Backends) > 0 && r.AppGUID == ex.route.AppGUID {
+		ex.route = r
+	}
+}
+
+// untried is the first backend from index from on (round robin) not tried yet.
+func untried(backends []Backend, from uint64, tried map[string]bool) (Backend, bool) {
+	n := uint64(len(backends))
+	for k := range n {
+		if b := backends[(from+k)%n]; !tried[b.Addr] {
+			return b, true
+		}
+	}
+	return Backend{}, false
 }
 
 // modifyResponse gives the client the request id unless the app set one.

@@ -239,6 +239,41 @@ func TestRetryOnDialFailure(t *testing.T) {
 	}
 }
 
+// A request routed to an instance that is gone by the time it is dialled (a rolling
+// deployment replaced it) is retried on the route as the table has it then, as
+// gorouter retries from its live pool: the client never sees the swap.
+func TestRetryFollowsTheTableAfterADialFailure(t *testing.T) {
+	t.Parallel()
+	live := startEcho(t, "new")
+	table := &swappingTable{
+		before: Route{AppGUID: appGUID, Backends: []Backend{{Addr: deadAddr(t), Index: 0}}},
+		after:  Route{AppGUID: appGUID, Backends: []Backend{{Addr: live, Index: 0}}},
+	}
+	rt, _ := startRouter(t, table, nil)
+	res, body := do(t, rt, "GET", "app.local", "/", nil, "")
+	if res.StatusCode != http.StatusOK || decodeSeen(t, body).Backend != "new" {
+		t.Fatalf("status %d body %s, want 200 from the instance that replaced the dead one", res.StatusCode, body)
+	}
+	if n := table.lookups.Load(); n != 2 {
+		t.Errorf("%d route lookups, want 2: the request's, then the retry's", n)
+	}
+}
+
+// swappingTable answers the first route lookup with before and every later one with
+// after, as a table does across an instance's replacement.
+type swappingTable struct {
+	fakeTable
+	before, after Route
+	lookups       atomic.Int64
+}
+
+func (t *swappingTable) Route(host, path string) (Route, bool) {
+	if t.lookups.Add(1) == 1 {
+		return t.before, true
+	}
+	return t.after, true
+}
+
 func TestBackendHeaders(t *testing.T) {
 	t.Parallel()
 	addr := startEcho(t, "b0")
