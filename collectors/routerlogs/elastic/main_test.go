@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 // wantedDocs is the size of the shared data set's window, what the suite retrieves:
 // 200,000 requests, 20,000 under the race detector.
 func wantedDocs() int {
-	if raceEnabled {
+	if routerlogstest.Race {
 		return 20_000
 	}
 	return 200_000
