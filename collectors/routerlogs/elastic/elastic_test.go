@@ -352,13 +352,17 @@ func TestContextsReleased(t *testing.T) {
 					return pass
 				})
 				tp := newTap()
-				s := newSource(t, c, func(cfg *Config) {
-					cfg.Transport, cfg.URLs, cfg.Paging, cfg.PageSize = tp, []string{proxy}, paging, 1000
-				})
 				d := minuteWindow()
+				// Eight pages, and a budget that runs out in the second, in either data set
+				// (a fixed 1,000 and 1,500 outlasted the race detector's window of 804).
+				page := d.Wanted / 8
+				s := newSource(t, c, func(cfg *Config) {
+					cfg.Transport, cfg.URLs, cfg.Paging, cfg.PageSize = tp, []string{proxy}, paging, page
+				})
 				pullComplete(t, s, d, nil)
-				if _, err := s.Pull(context.Background(), d.Query, routerlogs.Cursor{}, routerlogs.Budget{MaxDocuments: 1500}, func(routerlogs.Batch) error { return nil }); err != nil {
-					t.Fatal(err)
+				res, err := s.Pull(context.Background(), d.Query, routerlogs.Cursor{}, routerlogs.Budget{MaxDocuments: int64(page * 3 / 2)}, func(routerlogs.Batch) error { return nil })
+				if err != nil || !res.BudgetExhausted {
+					t.Fatalf("pull on a budget of %d: %+v, %v; want the budget exhausted", page*3/2, res, err)
 				}
 				if _, err := s.Pull(context.Background(), d.Query, routerlogs.Cursor{}, routerlogs.Budget{}, func(routerlogs.Batch) error { return errInterrupt }); err != errInterrupt {
 					t.Fatalf("interrupted pull: %v", err)
