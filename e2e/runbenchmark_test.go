@@ -294,9 +294,9 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 }
 
 // TestCFCommandsOnLocalFoundation is what a newcomer does with the cf CLI alone: the
-// everyday commands, then the sample apps by cf push. Its own foundation, beside
-// TestRunBenchmarkOnLocalFoundation's runs rather than after them: the two tests were
-// the package's longest path.
+// everyday commands, then the sample apps by cf push. It has a foundation of its own
+// so that it runs beside TestRunBenchmarkOnLocalFoundation's runs: after them, on
+// theirs, it made that test the package's longest path by two minutes.
 func TestCFCommandsOnLocalFoundation(t *testing.T) {
 	testtier.External(t, "the real cf CLI and the local foundation")
 	t.Parallel()
