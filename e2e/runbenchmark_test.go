@@ -291,8 +291,18 @@ func TestRunBenchmarkOnLocalFoundation(t *testing.T) {
 		}
 		assertGeneratorsAtZero(t, cl, "stub-on-cf")
 	})
+}
 
-	// Last: it targets space apps and logs in again.
+// TestCFCommandsOnLocalFoundation is what a newcomer does with the cf CLI alone: the
+// everyday commands, then the sample apps by cf push. It has a foundation of its own
+// so that it runs beside TestRunBenchmarkOnLocalFoundation's runs: after them, on
+// theirs, it made that test the package's longest path by two minutes.
+func TestCFCommandsOnLocalFoundation(t *testing.T) {
+	testtier.External(t, "the real cf CLI and the local foundation")
+	t.Parallel()
+	root := moduleRoot(t)
+	bins := buildPushed(t, root)
+	cf, info, _ := loggedIn(t, root, bins)
 	t.Run("the cf CLI's everyday commands", func(t *testing.T) { cfEverydayCommands(t, cf, info, bins) })
 	t.Run("the sample apps by cf push", func(t *testing.T) { cfSampleApps(t, cf, info) })
 }

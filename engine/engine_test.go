@@ -266,19 +266,47 @@ func TestCheckRefusesWhatItCannotRun(t *testing.T) {
 	}
 }
 
-// freezer answers at once, except that it stops answering completely from 1.5 s after
-// its first request for 2 s: longer than what is left of a 3 s step.
-func freezer() http.Handler {
-	var (
-		once  sync.Once
-		first time.Time
-	)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		once.Do(func() { first = time.Now() })
-		if since := time.Since(first); since > 1500*time.Millisecond && since < 3500*time.Millisecond {
-			time.Sleep(3500*time.Millisecond - since)
-		}
-	})
+// freezer answers at once, except that it stops answering completely from 1.5 s into
+// the step for 2 s: longer than what is left of the 3 s step. It is the run's
+// reporter too: the step's start is the planned one, read when the engine says the
+// step starts. Timed from its first request instead, the freeze came as late as that
+// request (on a loaded host, a second after the step's start: CI found no stall in the
+// step), and left too little of itself in the step to count as a stall.
+type freezer struct {
+	discardReporter
+	store *resultsdb.Store
+	mu    sync.Mutex
+	runID string
+	start time.Time // the step's planned start; zero until it is planned
+}
+
+func (f *freezer) Started(run *resultsdb.Run, _ *spec.Spec) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runID = run.ID
+}
+
+func (f *freezer) Note(msg string) {
+	if !strings.Contains(msg, "step 1/1 starts") {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, err := f.store.PlannedStep(context.Background(), f.runID, "frozen", 0); err == nil {
+		f.start = st.Started
+	}
+}
+
+func (f *freezer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	start := f.start
+	f.mu.Unlock()
+	if start.IsZero() {
+		return
+	}
+	if since := time.Since(start); since > 1500*time.Millisecond && since < 3500*time.Millisecond {
+		time.Sleep(3500*time.Millisecond - since)
+	}
 }
 
 const freezeSpec = `version: 1
@@ -296,19 +324,20 @@ ramp: {max: 1, hold: 3s}
 
 func runFreeze(t *testing.T, workload string) (resultsdb.StepSummary, []StepFinding) {
 	t.Helper()
-	srv := httptest.NewServer(freezer())
+	store, err := resultsdb.Open(context.Background(), testpg.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	f := &freezer{store: store}
+	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	text := strings.NewReplacer("URL", srv.URL, "WORKLOAD", workload).Replace(freezeSpec)
 	sp, err := spec.Parse("freeze.yml", []byte(text), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := resultsdb.Open(context.Background(), testpg.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store})
+	res, err := Run(context.Background(), sp, text, Options{PollEvery: 100 * time.Millisecond, Store: store, Reporter: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +374,7 @@ func TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop(t *testing.T) {
 			t.Fatalf("caveats %q: want the missed sends reported", report.Caveats([]resultsdb.StepSummary{s}))
 		}
 		if f := stallFinding(found); s.Stalled < time.Second || s.Omitted != 0 || f == nil || !strings.Contains(f.Message, "the open loop kept sending") {
-			t.Fatalf("stalled %s, omitted %d, finding %+v: want the stall found, nothing omitted", s.Stalled, s.Omitted, f)
+			t.Fatalf("stalled %s, omitted %d, finding %+v: want the stall found, nothing omitted; %+v", s.Stalled, s.Omitted, f, s)
 		}
 	})
 	t.Run("closed", func(t *testing.T) {

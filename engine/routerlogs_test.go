@@ -171,6 +171,9 @@ func (s stoppingSource) Pull(ctx context.Context, q routerlogs.Query, from route
 }
 
 func TestCollectRouterLogsJoinsEveryRequestAndReportsCoverage(t *testing.T) {
+	// Beside the package's other parallel tests: alone, its node starts, loads and
+	// pulls held up every test after it.
+	t.Parallel()
 	for _, backend := range []struct {
 		name   string
 		url    func(testing.TB) string

@@ -35,6 +35,7 @@ func newSource(t testing.TB, c *cluster, mod func(*Config)) *Source {
 }
 
 func TestSuite(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		routerlogstest.Run(t, routerlogstest.Backend{
 			Source:   func(t *testing.T) routerlogs.Source { return newSource(t, c, nil) },
@@ -117,6 +118,7 @@ func faultyProxy(t *testing.T, target string, decide func(n int, r *http.Request
 // TestThrottled pulls the shared window through a proxy that rejects 30% of requests
 // with 429 (pseudo-randomly, fixed seed): complete, no duplicates, throttling counted.
 func TestThrottled(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		c.Loaded(t)
 		rng := rand.New(rand.NewPCG(7, 30))
@@ -242,6 +244,7 @@ func (tp *tap) unreleased() []string {
 // loses some answers after the cluster sent them: the pull opens another point in
 // time and resumes from its position, without a gap or a duplicate.
 func TestContextLostMidPull(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		c.Loaded(t)
 		proxy, counts := faultyProxy(t, c.URL(t), func(n int, r *http.Request) fault {
@@ -272,6 +275,7 @@ func TestContextLostMidPull(t *testing.T) {
 // answers after the cluster sent them (a scroll must not be asked twice for a page: it
 // would skip one) and deleting the scroll mid-pull.
 func TestScrollForced(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		c.Loaded(t)
 		scrolls := 0
@@ -307,6 +311,7 @@ func TestScrollForced(t *testing.T) {
 // TestRawMode parses @message instead of reading rtr.*; the suite compares rtr.*
 // records with the parsed lines, this compares raw mode's with them.
 func TestRawMode(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		s := newSource(t, c, func(cfg *Config) { cfg.Raw = true })
 		pullComplete(t, s, sharedData().ForApps(routerlogstest.GUID(routerlogstest.AppCart)), nil)
@@ -321,6 +326,7 @@ func minuteWindow() *routerlogstest.Dataset {
 
 // TestUnfiltered reads whole answers and whole documents.
 func TestUnfiltered(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		s := newSource(t, c, func(cfg *Config) { cfg.NoFilterPath, cfg.NoSourceFilter = true, true })
 		pullComplete(t, s, minuteWindow(), nil)
@@ -331,6 +337,7 @@ func TestUnfiltered(t *testing.T) {
 // also when the close is throttled once, when the pull was interrupted and when it
 // ran out of budget.
 func TestContextsReleased(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		c.Loaded(t)
 		for _, paging := range []Paging{PagingAuto, PagingScroll} {
@@ -345,13 +352,17 @@ func TestContextsReleased(t *testing.T) {
 					return pass
 				})
 				tp := newTap()
-				s := newSource(t, c, func(cfg *Config) {
-					cfg.Transport, cfg.URLs, cfg.Paging, cfg.PageSize = tp, []string{proxy}, paging, 1000
-				})
 				d := minuteWindow()
+				// Eight pages, and a budget that runs out in the second, in either data set
+				// (a fixed 1,000 and 1,500 outlasted the race detector's window of 804).
+				page := d.Wanted / 8
+				s := newSource(t, c, func(cfg *Config) {
+					cfg.Transport, cfg.URLs, cfg.Paging, cfg.PageSize = tp, []string{proxy}, paging, page
+				})
 				pullComplete(t, s, d, nil)
-				if _, err := s.Pull(context.Background(), d.Query, routerlogs.Cursor{}, routerlogs.Budget{MaxDocuments: 1500}, func(routerlogs.Batch) error { return nil }); err != nil {
-					t.Fatal(err)
+				res, err := s.Pull(context.Background(), d.Query, routerlogs.Cursor{}, routerlogs.Budget{MaxDocuments: int64(page * 3 / 2)}, func(routerlogs.Batch) error { return nil })
+				if err != nil || !res.BudgetExhausted {
+					t.Fatalf("pull on a budget of %d: %+v, %v; want the budget exhausted", page*3/2, res, err)
 				}
 				if _, err := s.Pull(context.Background(), d.Query, routerlogs.Cursor{}, routerlogs.Budget{}, func(routerlogs.Batch) error { return errInterrupt }); err != errInterrupt {
 					t.Fatalf("interrupted pull: %v", err)
@@ -372,6 +383,7 @@ var errInterrupt = errors.New("interrupted by the test")
 // TestNoIndexMatches pulls from a pattern that matches no index: nothing, and no
 // error (OpenSearch 2 refuses a point in time over no index; the pull scrolls then).
 func TestNoIndexMatches(t *testing.T) {
+	t.Parallel()
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		s, err := New(Config{URLs: []string{c.URL(t)}, Index: "nomatch-rl-*"})
 		if err != nil {

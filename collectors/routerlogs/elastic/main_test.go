@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,18 +24,33 @@ import (
 
 // The tests run against a real Elasticsearch 8 and a real OpenSearch 2, each started
 // on first use (internal/testes, internal/testos) and stopped here.
+//
+// The tests that read the shared data set run in parallel, and much of their time is
+// the nodes' (searching), not this process's: unless -parallel is given, more of them
+// run at once than its default, GOMAXPROCS (two on a 2-core machine), so that one
+// test's pull decodes answers while others' searches run.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(max(6, runtime.GOMAXPROCS(0))))
+	}
 	code := m.Run()
-	testes.Stop()
-	testos.Stop()
+	var stops sync.WaitGroup
+	stops.Go(testes.Stop)
+	stops.Go(testos.Stop)
+	stops.Wait()
 	os.Exit(code)
 }
 
 // wantedDocs is the size of the shared data set's window, what the suite retrieves:
-// 200,000 requests, 20,000 under the race detector.
+// 200,000 requests, 10,000 under the race detector. The page sizes under the detector
+// are fractions of it (pageSize, the fault tests' own), so its pulls take as many
+// pages, and make the same requests, as they did at 20,000.
 func wantedDocs() int {
-	if raceEnabled {
-		return 20_000
+	if routerlogstest.Race {
+		return 10_000
 	}
 	return 200_000
 }
@@ -45,17 +63,17 @@ func pageSize() int { return min(5000, wantedDocs()/8) }
 // cluster is one test node and the shared data set indexed into it.
 type cluster struct {
 	name string
-	URL  func(testing.TB) string // the node's base URL, starting it on first use
+	node func(testing.TB) string // the node's base URL, starting it on first use
 
 	loadOnce sync.Once
-	index    string // the pattern matching the data set's indices
+	loaded   chan struct{} // closed when the data set is indexed, or failed to be
+	index    string        // the pattern matching the data set's indices
 	loadErr  error
-	loadTook time.Duration
 }
 
 var clusters = []*cluster{
-	{name: "elasticsearch", URL: testes.URL},
-	{name: "opensearch", URL: testos.URL},
+	{name: "elasticsearch", node: testes.URL, loaded: make(chan struct{})},
+	{name: "opensearch", node: testos.URL, loaded: make(chan struct{})},
 }
 
 // forEachCluster runs f as a parallel subtest per cluster.
@@ -79,29 +97,44 @@ func sharedData() *routerlogstest.Dataset {
 	return dataset
 }
 
-// Loaded returns the index pattern of the shared data set in c, indexing it on first
-// use with foundation/logship's Shipper, so the documents are exactly what logship
-// writes: daily indices (the window crosses midnight), each with two shards so that
-// documents with one @timestamp land on different shards.
+// URL returns the node's base URL, starting the node on first use, and then starts
+// indexing the shared data set into it in the background: the tests that index their
+// own documents run first, meanwhile (they are not parallel), and the tests that read
+// the shared data set wait for it in Loaded.
+func (c *cluster) URL(t testing.TB) string {
+	t.Helper()
+	url := c.node(t)
+	c.loadOnce.Do(func() { go c.load(url) })
+	return url
+}
+
+// Loaded returns the index pattern of the shared data set in c, waiting for it to be
+// indexed.
 func (c *cluster) Loaded(t testing.TB) string {
 	t.Helper()
-	url := c.URL(t)
-	c.loadOnce.Do(func() {
-		// One cluster at a time: two JVMs indexing at once on a small machine take
-		// longer than one after the other.
-		loadMu.Lock()
-		defer loadMu.Unlock()
-		begin := time.Now()
-		c.index, c.loadErr = ship(url, c.name, testes.Index("logs-app-rl"), sharedData(), 2)
-		c.loadTook = time.Since(begin)
-		if c.loadErr == nil {
-			fmt.Fprintf(os.Stderr, "indexed %d documents into %s in %v\n", len(sharedData().Requests)+1, c.name, c.loadTook.Round(time.Millisecond))
-		}
-	})
+	c.URL(t)
+	<-c.loaded
 	if c.loadErr != nil {
 		t.Fatalf("index the data set into %s: %v", c.name, c.loadErr)
 	}
 	return c.index
+}
+
+// load indexes the shared data set into the node at url with foundation/logship's
+// Shipper, so the documents are exactly what logship writes: daily indices (the
+// window crosses midnight), each with two shards so that documents with one
+// @timestamp land on different shards.
+func (c *cluster) load(url string) {
+	defer close(c.loaded)
+	// One cluster at a time: two JVMs indexing at once on a small machine take longer
+	// than one after the other.
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	begin := time.Now()
+	c.index, c.loadErr = ship(url, c.name, testes.Index("logs-app-rl"), sharedData(), 2)
+	if c.loadErr == nil {
+		fmt.Fprintf(os.Stderr, "indexed %d documents into %s in %v\n", len(sharedData().Requests)+1, c.name, time.Since(begin).Round(time.Millisecond))
+	}
 }
 
 // appLookup gives logship the data set's app names.

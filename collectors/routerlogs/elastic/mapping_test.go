@@ -146,7 +146,9 @@ func indexCustom(t *testing.T, c *cluster, d *routerlogstest.Dataset, ts time.Ti
 }
 
 // TestFieldMapping reads documents of another shape through a field mapping, parsed
-// fields and raw line alike.
+// fields and raw line alike. Like TestManyDocumentsShareATimestamp it indexes its own
+// documents and is not parallel: it runs before the parallel tests, while the shared
+// data set loads (cluster.URL).
 func TestFieldMapping(t *testing.T) {
 	d := routerlogstest.Generate(6000, 99)
 	forEachCluster(t, func(t *testing.T, c *cluster) {

@@ -35,11 +35,14 @@ func writeLines(t *testing.T, d *routerlogstest.Dataset, cfLogs bool) string {
 }
 
 func TestSuite(t *testing.T) {
-	// A tenth of the data under -short (make check): still many pages of 997 lines, in
-	// a tenth of the time; make test runs the whole.
+	// A tenth of the data under -short (make check) and a third under the race
+	// detector (make test): still many pages of 997 lines, in a fraction of the time.
 	wanted := 60_000
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		wanted = 6_000
+	case routerlogstest.Race:
+		wanted = 20_000
 	}
 	d := routerlogstest.Generate(wanted, 7)
 	for _, cfLogs := range []bool{false, true} {

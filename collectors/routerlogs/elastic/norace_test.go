@@ -1,5 +1,0 @@
-//go:build !race
-
-package elastic
-
-const raceEnabled = false
