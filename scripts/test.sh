@@ -31,7 +31,10 @@ packages=$($go list ./... | grep -v '/e2e$') || exit 1
 # shellcheck disable=SC2086 # one word per package
 CGO_ENABLED=1 $go test -race -p 4 -count=1 -timeout 20m -skip "$measured" $packages &
 race=$!
-$go test -count=1 -timeout 20m -skip "$measured" ./e2e &
+# Three e2e tests at a time, not GOMAXPROCS (2): they mostly wait on their foundations'
+# pushes and runs, and with two at a time the package's longest path was decided by how
+# its five foundation tests packed into two places.
+$go test -count=1 -parallel 3 -timeout 20m -skip "$measured" ./e2e &
 e2e=$!
 scripts/test-apps.sh >"$apps_log" 2>&1 &
 apps=$!
