@@ -57,14 +57,9 @@ func (s *Server) getAppFeature(c *call) error {
 }
 
 func (s *Server) setAppFeature(c *call) error {
-	var body struct {
-		Enabled *bool `json:"enabled"`
-	}
-	if err := c.decode(&body); err != nil {
+	enabled, err := decodeEnabled(c)
+	if err != nil {
 		return err
-	}
-	if body.Enabled == nil {
-		return unprocessable("Enabled must be a boolean")
 	}
 	return c.change(http.StatusOK, func(st *State) (any, error) {
 		a := st.Apps[c.r.PathValue("guid")]
@@ -74,7 +69,7 @@ func (s *Server) setAppFeature(c *call) error {
 		if c.r.PathValue("name") != "ssh" {
 			return nil, notFound("Feature")
 		}
-		a.SSHDisabled, a.Updated = !*body.Enabled, time.Now().UTC()
+		a.SSHDisabled, a.Updated = !enabled, time.Now().UTC()
 		return appSSH(a), nil
 	})
 }

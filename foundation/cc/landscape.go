@@ -117,22 +117,31 @@ func (s *Server) getSpaceSSH(c *call) error {
 	return c.json(http.StatusOK, spaceSSH(sp))
 }
 
-func (s *Server) setSpaceSSH(c *call) error {
+// decodeEnabled reads an SSH feature's body, {"enabled": true|false}.
+func decodeEnabled(c *call) (bool, error) {
 	var body struct {
 		Enabled *bool `json:"enabled"`
 	}
 	if err := c.decode(&body); err != nil {
-		return err
+		return false, err
 	}
 	if body.Enabled == nil {
-		return unprocessable("Enabled must be a boolean")
+		return false, unprocessable("Enabled must be a boolean")
+	}
+	return *body.Enabled, nil
+}
+
+func (s *Server) setSpaceSSH(c *call) error {
+	enabled, err := decodeEnabled(c)
+	if err != nil {
+		return err
 	}
 	return c.change(http.StatusOK, func(st *State) (any, error) {
 		sp := st.Spaces[c.r.PathValue("guid")]
 		if sp == nil {
 			return nil, notFound("Space")
 		}
-		sp.SSHDisabled, sp.Updated = !*body.Enabled, time.Now().UTC()
+		sp.SSHDisabled, sp.Updated = !enabled, time.Now().UTC()
 		return spaceSSH(sp), nil
 	})
 }
