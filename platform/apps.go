@@ -84,6 +84,13 @@ func (c *CF) WaitRunning(ctx context.Context, processGUID string, n int, timeout
 	case ctx.Err() != nil:
 		return fmt.Errorf("wait for process %s (%d of %d running): %w", processGUID, running(stats), n, ctx.Err())
 	}
+	if len(stats) == 0 {
+		// The time ran out before a poll came back (a short timeout, a slow API): one
+		// more read, so that the error says what the instances are doing.
+		read, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, stats, _ = c.Instances(read, processGUID)
+		cancel()
+	}
 	app := c.appName(ctx, processGUID)
 	return fmt.Errorf("%w: %d of %d awaited instances of app %s running after %s; %s. Try: cf app %s; cf logs %s --recent",
 		ErrNotRunning, running(stats), n, app, timeout, others(stats), app, app)
