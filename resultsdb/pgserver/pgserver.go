@@ -53,7 +53,10 @@ type Options struct {
 	// Otherwise it gets SIGINT when this process dies, so a crashed test run leaves no
 	// server behind.
 	Detach bool
-	// Fast trades crash safety for speed (fsync off), for throwaway test clusters.
+	// Fast trades crash safety for speed (fsync and synchronous commit off), for
+	// throwaway test clusters. Without it a commit is acknowledged only once its WAL
+	// is on disk, so a writer that counted a batch stored never loses it to a killed
+	// server.
 	Fast bool
 	// MaxConnections is the server's max_connections (default 200); a small one plays
 	// a hosted plan's cap (the capacity simulation: 100).
@@ -450,9 +453,9 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *credentia
 func (s *Server) launch(ctx context.Context, binDir string, cred *credential, port int, opts Options) error {
 	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-		"-c", "logging_collector=off", "-c", "synchronous_commit=off", "-c", "max_connections=" + strconv.Itoa(cmp.Or(opts.MaxConnections, 200))}
+		"-c", "logging_collector=off", "-c", "max_connections=" + strconv.Itoa(cmp.Or(opts.MaxConnections, 200))}
 	if opts.Fast {
-		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off")
 	}
 	log, err := os.OpenFile(s.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
