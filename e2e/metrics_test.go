@@ -34,7 +34,7 @@ func TestPrometheusScrapesARun(t *testing.T) {
 	bins := buildPushed(t, root)
 	cf, info, _ := loggedIn(t, root, bins)
 	specFile := writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{
-		"  max: 3\n  hold: 5s\n": "  max: 2\n  hold: 8s\n",
+		"  max: 3\n  hold: 5s\n": "  max: 2\n  hold: 8s\n", oneUser: pacedUser,
 		"  - name: slow\n    manifest: ../manifests/stub.yml\n    app: stub-slow\n": "",
 		"path: ../.cfbench/foundation/access.log":                                   "path: " + info.AccessLog})
 	p := startCF(t, cf, "run-benchmark", "-f", specFile, "--metrics", "prometheus")

@@ -99,7 +99,7 @@ func TestReleaseInstallsTheCFWay(t *testing.T) {
 			t.Fatalf("go build ./cmd/cfbench-stub: exit %d, %v\n%s", res.code, res.err, res.stderr)
 		}
 		spec := writeExample(t, root, filepath.Dir(stub), "stub-on-cf.yml",
-			map[string]string{"path: ../.cfbench/foundation/access.log": "path: " + info.AccessLog})
+			map[string]string{"path: ../.cfbench/foundation/access.log": "path: " + info.AccessLog, oneUser: pacedUser})
 		home := cf.dir
 		cf.dir = filepath.Dir(spec) // removed with the subtest
 		defer func() { cf.dir = home }()

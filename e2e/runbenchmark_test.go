@@ -357,12 +357,21 @@ func buildPushed(t *testing.T, root string) string {
 // apps' environment.
 const secretVar, secretValue = "CFB_E2E_SECRET", "s3cr3t-e2e-value-0f4b"
 
+// oneUser is the workload line of the stub examples (stub-on-cf, repeats, stub-drain);
+// pacedUser gives that user a think time of 10 ms. The runs beside the other tests check
+// the pipeline, not the stub's capacity: unpaced, the fast stub answered 600 to 2,300
+// requests a second, each of their steps kept both cores busy with the generators, the
+// router and the stub, and every sample went on through the database, the export and
+// the report. Paced, a user sends under 100 a second. The measured runs (stage 2 of
+// scripts/test.sh) are not paced.
+const oneUser, pacedUser = "  users: 1\n", "  users: 1\n  think_time: 10ms\n"
+
 // writeSpec copies examples/stub-on-cf.yml beside manifests/stub.yml (writeExample),
 // the router logs at the test foundation's access log, the steps long enough for a
 // cf scale by hand to land inside one, and the generators through a relay (which a
-// ramp to 3 instances would not push by itself).
+// ramp to 3 instances would not push by itself), paced.
 func writeSpec(t *testing.T, root, bins, accessLog string) string {
-	return writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{"hold: 5s": "hold: 8s",
+	return writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{"hold: 5s": "hold: 8s", oneUser: pacedUser,
 		"      path: /hello\n":                    "      path: /hello\n      headers: {X-Run-Secret: \"${" + secretVar + "}\"}\n",
 		"path: ../.cfbench/foundation/access.log": "path: " + accessLog, "  plan: db\n": "  plan: db\n  relay: always\n"})
 }
@@ -396,9 +405,9 @@ func checkRelayCarried(t *testing.T, cf *cfCLI, spec, genApp string, samples int
 }
 
 // writeRepeatsSpec copies examples/repeats.yml into a temp dir beside manifests/stub.yml
-// pointing at the freshly built stub, shortened to 2 repeats of one step of 3 s.
+// pointing at the freshly built stub, shortened to 2 repeats of one step of 3 s, paced.
 func writeRepeatsSpec(t *testing.T, root, bins string) string {
-	return writeExample(t, root, bins, "repeats.yml", map[string]string{"repeat: 3\n": "repeat: 2\n",
+	return writeExample(t, root, bins, "repeats.yml", map[string]string{"repeat: 3\n": "repeat: 2\n", oneUser: pacedUser,
 		"  max: 2\n  hold: 5s\n": "  max: 1\n  hold: 3s\n"})
 }
 
@@ -476,9 +485,9 @@ func assertNoDrain(t *testing.T, cl *client.Client) {
 }
 
 // writeDrainSpec copies examples/stub-drain.yml into a temp dir beside manifests/stub.yml
-// pointing at the freshly built stub, with steps of 2 s.
+// pointing at the freshly built stub, with steps of 2 s, paced.
 func writeDrainSpec(t *testing.T, root, bins string) string {
-	return writeExample(t, root, bins, "stub-drain.yml", map[string]string{"  hold: 5s\n  warmup: 1s\n": "  hold: 2s\n  warmup: 500ms\n"})
+	return writeExample(t, root, bins, "stub-drain.yml", map[string]string{"  hold: 5s\n  warmup: 1s\n": "  hold: 2s\n  warmup: 500ms\n", oneUser: pacedUser})
 }
 
 // cfProcess is a cf command running in the background whose output is read line by line.

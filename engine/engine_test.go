@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// specTemplate is the spec of the runs against an in-process target. Its users pause
+// 5 ms between requests: the tests check the engine's bookkeeping, and unpaced each
+// step kept both cores busy under the race detector.
 const specTemplate = `version: 1
 name: engine-test
 variants:
@@ -40,6 +43,7 @@ variants:
 workload:
   model: closed
   users: 2
+  think_time: 5ms
   requests:
     - name: r
       path: /x
