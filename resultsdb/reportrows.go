@@ -82,11 +82,15 @@ type ReportApp struct {
 
 // SeriesPoint is one interval of a variant's step: K is the interval's number
 // (intended_us / width in µs), N its requests, Errs those without a response or with a
-// status ≥ 400, P99US the observed p99 latency (percentile_disc), MeanUS the mean
-// intended time (µs since the epoch, the average of bigints in numeric, as float8).
+// status ≥ 400, P50US and P99US the observed p50 and p99 latency (percentile_disc),
+// MeanUS the mean intended time (µs since the epoch, the average of bigints in numeric,
+// as float8). P50US is nil only where no reader could know it: a step stored before
+// schema v16 read from an export directory without its samples (the database computes
+// such a step's series from its samples).
 type SeriesPoint struct {
 	Idx               int
 	K, N, Errs, P99US int64
+	P50US             *int64
 	MeanUS            float64
 }
 
@@ -331,7 +335,7 @@ func seriesOf(ctx context.Context, tx pgx.Tx, runID, variant string, width float
 SELECT s.step::int, s.intended_us / $3 AS k, `+intervalSQL+`
 FROM samples s
 WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
-GROUP BY 1, 2 ORDER BY 6`, variant, runID, int64(width*1e6))
+GROUP BY 1, 2 ORDER BY mean`, variant, runID, int64(width*1e6))
 	if err != nil {
 		return nil, err
 	}
@@ -340,18 +344,20 @@ GROUP BY 1, 2 ORDER BY 6`, variant, runID, int64(width*1e6))
 
 func scanSeriesPoint(row pgx.CollectableRow) (SeriesPoint, error) {
 	var p SeriesPoint
-	err := row.Scan(&p.Idx, &p.K, &p.N, &p.Errs, &p.P99US, &p.MeanUS)
+	err := row.Scan(&p.Idx, &p.K, &p.N, &p.Errs, &p.P50US, &p.P99US, &p.MeanUS)
 	return p, err
 }
 
 // secondsOf reads a variant's series per second: the stored series of its steps, and
 // for a step without one (it is still running, or its run was recorded before they were
-// stored) the same series computed from its samples (stepSeriesSQL); in time order.
+// stored) or whose stored one has no p50 (stored before schema v16) the same series
+// computed from its samples (stepSeriesSQL); in time order.
 func secondsOf(ctx context.Context, tx pgx.Tx, runID, variant string) ([]SeriesPoint, error) {
 	rows, err := tx.Query(ctx, `
-SELECT ss.step::int, x.k, x.n, x.errs, x.p99, x.mean
-FROM step_series ss CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p99, mean)
-WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
+SELECT ss.step::int, x.k, x.n, x.errs, x.p50, x.p99, x.mean
+FROM step_series ss
+CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p50_us, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p50, p99, mean)
+WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.p50_us IS NOT NULL`, runID, variant)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +366,8 @@ WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
 		return nil, err
 	}
 	rows, err = tx.Query(ctx, `SELECT idx FROM steps st WHERE run_id = $1 AND variant = $2
-		AND NOT EXISTS (SELECT 1 FROM step_series ss WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.step = st.idx) ORDER BY idx`, runID, variant)
+		AND NOT EXISTS (SELECT 1 FROM step_series ss WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.step = st.idx AND ss.p50_us IS NOT NULL)
+		ORDER BY idx`, runID, variant)
 	if err != nil {
 		return nil, err
 	}
@@ -370,14 +377,14 @@ WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
 	}
 	for _, idx := range missing {
 		var (
-			ks, ns, es, ps []int64
-			ms             []float64
+			ks, ns, es, p50s, p99s []int64
+			ms                     []float64
 		)
-		if err := tx.QueryRow(ctx, stepSeriesSQL, runID, variant, idx).Scan(&ks, &ns, &es, &ps, &ms); err != nil {
+		if err := tx.QueryRow(ctx, stepSeriesSQL, runID, variant, idx).Scan(&ks, &ns, &es, &p50s, &p99s, &ms); err != nil {
 			return nil, fmt.Errorf("step %d: %w", idx+1, err)
 		}
 		for i := range ks {
-			pts = append(pts, SeriesPoint{Idx: idx, K: ks[i], N: ns[i], Errs: es[i], P99US: ps[i], MeanUS: ms[i]})
+			pts = append(pts, SeriesPoint{Idx: idx, K: ks[i], N: ns[i], Errs: es[i], P50US: &p50s[i], P99US: p99s[i], MeanUS: ms[i]})
 		}
 	}
 	slices.SortStableFunc(pts, func(a, b SeriesPoint) int { return cmp.Compare(a.MeanUS, b.MeanUS) })
