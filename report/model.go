@@ -170,7 +170,7 @@ type Variant struct {
 	// Memory is the app's memory over the run and the level it settles at; nil
 	// without container metrics.
 	Memory *Memory `json:"memory,omitempty"`
-	// Series is per-interval throughput and p99 over the whole run.
+	// Series is per-interval throughput, p50 and p99 over the whole run.
 	Series *Series `json:"series,omitempty"`
 }
 
@@ -351,7 +351,7 @@ type Memory struct {
 	Settled      bool    `json:"settled"`
 }
 
-// Series is a variant's throughput and p99 over time, per interval of IntervalS
+// Series is a variant's throughput, p50 and p99 over time, per interval of IntervalS
 // seconds by intended send time and per step (an interval that a step boundary cuts
 // gives a point for each side), warm-up included, with the step boundaries.
 type Series struct {
@@ -361,8 +361,12 @@ type Series struct {
 	// its step covers.
 	T          []float64 `json:"t"`
 	Throughput []float64 `json:"throughput"`
-	P99US      []int64   `json:"p99_us"`
-	Errors     []int64   `json:"errors"`
+	// P50US is absent where the run's stored series has no p50 and no samples are at
+	// hand to compute it (an export directory of schema v15 or older without
+	// samples.csv); P99US is always there.
+	P50US  []int64 `json:"p50_us,omitempty"`
+	P99US  []int64 `json:"p99_us"`
+	Errors []int64 `json:"errors"`
 	// Steps are the step windows in seconds since the run's epoch.
 	Steps []StepWindow `json:"steps"`
 }

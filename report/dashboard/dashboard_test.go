@@ -358,9 +358,9 @@ func TestLiveIsWhatIsStored(t *testing.T) {
 		ls.P99US != ss.P99US || ls.P999US != ss.P999US || ls.MaxUS != ss.MaxUS {
 		t.Errorf("running step live %+v, stored %+v", *ls, *ss)
 	}
-	lj, _ := json.Marshal(struct{ T, Thr, P99, E any }{lv.Series.T, lv.Series.Throughput, lv.Series.P99US, lv.Series.Errors})
-	sj, _ := json.Marshal(struct{ T, Thr, P99, E any }{sv.Series.T, sv.Series.Throughput, sv.Series.P99US, sv.Series.Errors})
-	if string(lj) != string(sj) {
+	lj, _ := json.Marshal(struct{ T, Thr, P50, P99, E any }{lv.Series.T, lv.Series.Throughput, lv.Series.P50US, lv.Series.P99US, lv.Series.Errors})
+	sj, _ := json.Marshal(struct{ T, Thr, P50, P99, E any }{sv.Series.T, sv.Series.Throughput, sv.Series.P50US, sv.Series.P99US, sv.Series.Errors})
+	if string(lj) != string(sj) || len(lv.Series.P50US) != len(lv.Series.T) {
 		t.Errorf("series live %s\nstored %s", lj, sj)
 	}
 }
