@@ -215,8 +215,9 @@ type Step struct {
 	SendLagP99US  int64   `json:"send_lag_p99_us"`
 	StalledMS     int64   `json:"stalled_ms"`
 	// Live marks a step still running in a live view (BuildLive): its client-side
-	// figures so far, computed from its samples; no stalls, CPU or memory yet. A
-	// report never has one.
+	// figures so far, computed from its samples, and its App and Generator over its
+	// window so far, computed from the container metrics stored so far (without the CPU
+	// available, known when it ends); no stalls yet. A report never has one.
 	Live bool `json:"live,omitempty"`
 	// MeetsSLO is whether the step met the run's SLO; nil without an SLO.
 	MeetsSLO *bool `json:"meets_slo,omitempty"`

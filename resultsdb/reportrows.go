@@ -23,7 +23,9 @@ type ReportRows struct {
 	Variants []ReportVariant
 	Repeats  bool
 	Steps    []ReportStep // by variant (byte order), then step
-	Apps     []ReportApp  // step_app_metrics by variant, step, role, app name
+	// Apps are the step_app_metrics rows by variant, step, role, app name; after them,
+	// from ReadLiveRun, the running steps' so far.
+	Apps []ReportApp
 	// Pulls counts the run's router log pulls, PullSources their sources in order,
 	// space-separated; BudgetExhausted whether one spent its document budget; HasRouter
 	// and HasApp whether the run has router requests and app timings.
@@ -51,7 +53,8 @@ type ReportVariant struct {
 // ReportStep is a steps row with its step_metrics (zero values when HasMetrics is
 // false), offsets in seconds from the run's epoch. Live marks a step without stored
 // metrics whose client-side figures ReadLiveRun computed from its samples so far (as
-// StepSummaries does; no stalls, no container metrics).
+// StepSummaries does; no stalls), and its apps' container metrics over its window so
+// far (in Apps, as ComputeStepMetrics computes them).
 type ReportStep struct {
 	Variant              string
 	Idx                  int
@@ -146,8 +149,9 @@ func (s *Store) ReadRun(ctx context.Context, id string, width func(spanS float64
 }
 
 // ReadLiveRun reads what ReadRun reads, and computes the figures of the steps without
-// stored metrics (a step still running) from their samples so far, in the same
-// snapshot, marking them Live: what a live view of a run shows each second.
+// stored metrics (a step still running) from their samples and container metrics so
+// far, in the same snapshot, marking them Live: what a live view of a run shows each
+// second.
 func (s *Store) ReadLiveRun(ctx context.Context, id string, width func(spanS float64) float64) (*ReportRows, error) {
 	return s.readRun(ctx, id, width, true)
 }
@@ -255,8 +259,9 @@ ORDER BY st.variant, st.idx`, r.Run.ID)
 	return nil
 }
 
-// liveSteps gives the steps without stored metrics their client-side figures so far;
-// a step still in its warm-up has none (warm-up is excluded), and stays without.
+// liveSteps gives the steps without stored metrics their client-side figures so far,
+// and their apps' (liveApps); a step still in its warm-up has none (warm-up is
+// excluded), and stays without.
 func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -281,6 +286,38 @@ func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 		st.MinUS, st.MaxUS, st.Missed = durationUS(m.Min), durationUS(m.Max), m.Missed
 		st.Instances, st.InstancesSeen, st.Users, st.OfferedRate = m.Instances, m.InstancesSeen, m.Users, m.OfferedRate
 		st.SendLagMeanUS, st.SendLagP99US = float64(m.SendLagMean)/float64(time.Microsecond), durationUS(m.SendLagP99)
+		if err := liveApps(ctx, tx, r, st.Variant, st.Idx, m.From, m.To); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveApps adds to r.Apps what the running step idx of variant has of the variant's
+// app and generator app (its run_variants row's) over its measured window so far,
+// [from, to]: the CPU and memory a finished step stores, by the same code
+// (appStepMetrics). Only the run's deployment knows the cores of the cells the
+// instances run on (AppRole.HostCores), so the CPU available, and the utilisation, come
+// when the step ends. An app with no reading for the window yet (none collected, as in a
+// run without a foundation's container metrics) gets no row.
+func liveApps(ctx context.Context, tx pgx.Tx, r *ReportRows, variant string, idx int, from, to time.Time) error {
+	vi := slices.IndexFunc(r.Variants, func(v ReportVariant) bool { return v.Name == variant })
+	if vi < 0 {
+		return nil
+	}
+	v := r.Variants[vi]
+	for _, a := range []AppRole{{Name: v.App, Role: RoleApp}, {Name: v.GeneratorApp, Role: RoleGenerator}} {
+		if a.Name == "" {
+			continue
+		}
+		m, err := appStepMetrics(ctx, tx, r.Run.ID, a, from, to)
+		if err != nil {
+			return fmt.Errorf("step %d of %s: %w", idx+1, variant, err)
+		}
+		if m.Instances == 0 && m.MemMeanBytes == nil {
+			continue
+		}
+		r.Apps = append(r.Apps, ReportApp{Variant: variant, Idx: idx, AppStepMetrics: m})
 	}
 	return nil
 }

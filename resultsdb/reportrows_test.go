@@ -99,3 +99,69 @@ func TestSeriesStoredWithoutP50AreComputed(t *testing.T) {
 		t.Errorf("a series stored without p50 reads\n%s\nwant the one computed from the samples\n%s", g, w)
 	}
 }
+
+// A running step shows its app's and generators' CPU and memory over its window so far,
+// computed by the code that computes them when it ends. Here its planned end has passed
+// (its last samples are being stored), so the window so far is the one the step stores
+// and the live figures are the stored ones to the bit.
+func TestLiveStepHasItsAppsSoFar(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run := oneStepRun(t, s)
+	// Cumulative CPU time every 2 s from before the step to after its end: the app's two
+	// instances at 0.5 and 0.25 cores on one cell, the generator at 0.1.
+	var rows []ContainerMetric
+	for at := -4; at <= 16; at += 2 {
+		for _, c := range []struct {
+			app   string
+			index int
+			cores float64
+		}{{"app", 0, 0.5}, {"app", 1, 0.25}, {"gen", 0, 0.1}} {
+			ns, mem := int64(c.cores*float64(at+4)*1e9), int64(100<<20+c.index<<20)
+			rows = append(rows, ContainerMetric{RunID: run.ID, At: run.Epoch.Add(time.Duration(at) * time.Second), AppName: c.app,
+				AppGUID: c.app + "-guid", ProcessType: "web", InstanceIndex: c.index, State: "RUNNING", Host: "cell-" + c.app,
+				CPUTimeNS: &ns, MemBytes: &mem})
+		}
+	}
+	if err := s.InsertContainerMetrics(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.ReadLiveRun(ctx, run.ID, perSecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Steps) != 1 || !live.Steps[0].Live {
+		t.Fatalf("steps %+v: want step 1 running", live.Steps)
+	}
+	if len(live.Apps) != 2 {
+		t.Fatalf("the running step has %d apps' figures, want the app's and the generators'", len(live.Apps))
+	}
+	for _, c := range []struct {
+		a     ReportApp
+		role  string
+		cores float64
+	}{{live.Apps[0], RoleApp, 0.75}, {live.Apps[1], RoleGenerator, 0.1}} {
+		a := c.a
+		if a.Idx != 0 || a.Role != c.role || a.CPUSource != CPUFromCounters || a.CPUTotalCores == nil || !near(*a.CPUTotalCores, c.cores) ||
+			a.CPUCovered != 1 || a.Cells == nil || *a.Cells != 1 || a.CPUAvailableCores != nil || a.MemMeanBytes == nil {
+			j, _ := json.Marshal(a)
+			t.Errorf("running step's %s: %s; want %v cores from counters over the whole window, on 1 cell of unknown cores, with memory", c.role, j, c.cores)
+		}
+	}
+
+	if err := s.EndStep(ctx, run.ID, "v", 0, run.Epoch.Add(13*time.Second), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ComputeStepMetrics(ctx, run.ID, "v", 0, []AppRole{{Name: "app", Role: RoleApp}, {Name: "gen", Role: RoleGenerator}}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.ReadRun(ctx, run.ID, perSecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(live.Apps, stored.Apps) {
+		l, _ := json.Marshal(live.Apps)
+		st, _ := json.Marshal(stored.Apps)
+		t.Errorf("the running step's apps\n%s\nthe step's stored\n%s", l, st)
+	}
+}

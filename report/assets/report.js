@@ -235,9 +235,10 @@ window.cfbRender = function (data, root) {
     vs.forEach(function (v) {
       v.steps.forEach(function (s) {
         var a = s.app || {};
-        var avail = a.instances === undefined ? "–" : (a.cpu_available_cores === undefined ? "unknown" : a.cpu_available_cores.toFixed(2)) +
+        // a running step's CPU available is known when it ends (the run's deployment knows the cells' cores)
+        var avail = a.instances === undefined ? "–" : (a.cpu_available_cores === undefined ? (s.live ? "when it ends" : "unknown") : a.cpu_available_cores.toFixed(2)) +
             (a.cells === undefined ? " (cells unknown)" : " on " + a.cells + (a.cells === 1 ? " cell" : " cells"));
-        rows.push([v.name, s.step, load(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
+        rows.push([v.name, s.live ? s.step + " (running: so far)" : s.step, load(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
             (a.cpu_total_cores !== undefined && a.cpu_covered < 0.995 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
           opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
           s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
