@@ -107,12 +107,13 @@ var tableDefs = map[string]*tableDef{
 		key:  []string{"am.variant", "am.step + 1", "am.app_name"}, keyCols: []string{"variant", "step", "app_name"},
 	},
 	// The per-second series of each step as ComputeStepSeries stored it, one row per
-	// step (a step without samples has empty arrays), the arrays as JSON.
+	// step (a step without samples has empty arrays), the arrays as JSON; p50_us is
+	// empty (NULL) for a row stored before schema v16.
 	"step_series": {
 		cols: []column{col("variant", kindText), {"step", "ss.step + 1", kindInt}, {"second", "array_to_json(ss.second)::text", kindToken},
 			{"count", "array_to_json(ss.count)::text", kindToken}, {"errors", "array_to_json(ss.errors)::text", kindToken},
-			{"p99_us", "array_to_json(ss.p99_us)::text", kindToken}, {"intended_mean_us", "array_to_json(ss.intended_mean_us)::text", kindToken},
-			col("computed_at", kindTime)},
+			{"p50_us", "array_to_json(ss.p50_us)::text", kindToken}, {"p99_us", "array_to_json(ss.p99_us)::text", kindToken},
+			{"intended_mean_us", "array_to_json(ss.intended_mean_us)::text", kindToken}, col("computed_at", kindTime)},
 		from: `FROM step_series ss WHERE ss.run_id = %[1]s`,
 		key:  []string{"ss.variant", "ss.step + 1"}, keyCols: []string{"variant", "step"},
 	},

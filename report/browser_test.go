@@ -76,7 +76,11 @@ func expectedCharts(rep *Report) []wantChart {
 		}
 		for _, v := range r.Variants {
 			if v.Series != nil && len(v.Series.T) > 0 {
-				out = append(out, wantChart{"time", 2})
+				n := 2 // req/s, p99
+				if len(v.Series.P50US) > 0 {
+					n++
+				}
+				out = append(out, wantChart{"time", n})
 			}
 		}
 		for _, v := range r.Variants {

@@ -272,10 +272,10 @@ func interval(span float64, maxPoints int) float64 {
 	return max(1, math.Ceil(span/float64(maxPoints)))
 }
 
-// series turns each variant's throughput, p99 and errors per interval of intended send
-// time and step (warm-up included) into its series, and the run's router-log coverage
-// and latency decomposition per step into the steps'. Percentiles per interval are
-// observed values, like the steps'.
+// series turns each variant's throughput, p50, p99 and errors per interval of intended
+// send time and step (warm-up included) into its series, and the run's router-log
+// coverage and latency decomposition per step into the steps'. Percentiles per
+// interval are observed values, like the steps'.
 func (b *q) series(vs []*Variant) {
 	width := b.rows.IntervalS
 	for _, v := range vs {
@@ -300,6 +300,12 @@ func (b *q) series(vs []*Variant) {
 			sr.Throughput = append(sr.Throughput, float64(p.N)/(to-from))
 			sr.Errors = append(sr.Errors, p.Errs)
 			sr.P99US = append(sr.P99US, p.P99US)
+			if p.P50US != nil {
+				sr.P50US = append(sr.P50US, *p.P50US)
+			}
+		}
+		if len(sr.P50US) != len(sr.P99US) { // a point without: none, rather than some out of place
+			sr.P50US = nil
 		}
 	}
 	for _, m := range b.rows.RouterSteps {

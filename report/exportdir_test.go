@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -289,27 +290,7 @@ func TestReportFromAnOlderExportDir(t *testing.T) {
 		}
 		lines[i] = strings.Join(slices.Delete(f, cells, cells+1), ",")
 	}
-	body = []byte(strings.Join(lines, "\n") + "\n")
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := exportdir.Manifest(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(body)
-	for i := range m.Files {
-		if m.Files[i].Table == "step_app_metrics" {
-			m.Files[i].Bytes, m.Files[i].SHA256 = int64(len(body)), hex.EncodeToString(sum[:])
-		}
-	}
-	mb, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(old, "manifest.json"), mb, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, old, "step_app_metrics", []byte(strings.Join(lines, "\n")+"\n"))
 	ctx := context.Background()
 	now, err := Build(ctx, exportdir.Reader{}, []string{dirs[fixtureRun]}, Options{})
 	if err != nil {
@@ -328,5 +309,112 @@ func TestReportFromAnOlderExportDir(t *testing.T) {
 	}
 	if !strings.Contains(a.String(), `"cells": 1`) || a.String() != b.String() {
 		t.Errorf("the report of an older export differs from the same run's now (or has no cells):\n%s", lineDiff(a.String(), b.String()))
+	}
+}
+
+// replaceFile writes table's file in the export directory dir with body, and its size
+// and SHA-256 into manifest.json, as an export that wrote body would have; a nil body
+// removes the file and its entry.
+func replaceFile(t *testing.T, dir, table string, body []byte) {
+	t.Helper()
+	path := filepath.Join(dir, table+".csv")
+	if body == nil {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := exportdir.Manifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	m.Files = slices.DeleteFunc(m.Files, func(f export.File) bool { return body == nil && f.Table == table })
+	for i := range m.Files {
+		if m.Files[i].Table == table {
+			m.Files[i].Bytes, m.Files[i].SHA256 = int64(len(body)), hex.EncodeToString(sum[:])
+		}
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An export made before the series stored their p50 (schema v15 or older) has no
+// step_series.p50_us: its report computes each variant's series from samples.csv, as
+// the database computes a step's stored without p50, and is the report of the same run
+// exported now; without samples.csv it shows the stored series without a p50.
+func TestReportFromAnExportWithoutP50(t *testing.T) {
+	_, dirs := exportedFixture(t, 50)
+	ctx := context.Background()
+	report := func(dir string, noP50 bool) string {
+		t.Helper()
+		rep, err := Build(ctx, exportdir.Reader{}, []string{dir}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range rep.Runs[0].Variants {
+			if v.Series == nil || len(v.Series.T) == 0 {
+				t.Fatalf("%s: variant %s has no series", dir, v.Name)
+			}
+			if noP50 {
+				v.Series.P50US = nil
+			}
+		}
+		var b bytes.Buffer
+		if err := rep.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	now := report(dirs[fixtureRun], false)
+	if !strings.Contains(now, `"p50_us": [`) {
+		t.Fatal("the report of the export made now has no series p50")
+	}
+	for _, c := range []struct {
+		name    string
+		samples bool
+	}{{"with samples.csv", true}, {"without samples.csv", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			old := filepath.Join(t.TempDir(), fixtureRun)
+			if err := os.CopyFS(old, os.DirFS(dirs[fixtureRun])); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(filepath.Join(old, "step_series.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := csv.NewReader(f).ReadAll()
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := slices.Index(recs[0], "p50_us")
+			if col < 0 || len(recs) < 2 {
+				t.Fatalf("step_series.csv: header %v, %d rows; want p50_us and rows", recs[0], len(recs)-1)
+			}
+			var body bytes.Buffer
+			w := csv.NewWriter(&body)
+			for _, r := range recs {
+				if err := w.Write(slices.Delete(r, col, col+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Flush()
+			replaceFile(t, old, "step_series", body.Bytes())
+			want := now
+			if !c.samples {
+				replaceFile(t, old, "samples", nil)
+				want = report(dirs[fixtureRun], true)
+			}
+			if got := report(old, false); got != want {
+				t.Errorf("the report of an export without p50_us differs from the one wanted:\n%s", lineDiff(want, got))
+			}
+		})
 	}
 }

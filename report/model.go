@@ -170,7 +170,7 @@ type Variant struct {
 	// Memory is the app's memory over the run and the level it settles at; nil
 	// without container metrics.
 	Memory *Memory `json:"memory,omitempty"`
-	// Series is per-interval throughput and p99 over the whole run.
+	// Series is per-interval throughput, p50 and p99 over the whole run.
 	Series *Series `json:"series,omitempty"`
 }
 
@@ -215,8 +215,9 @@ type Step struct {
 	SendLagP99US  int64   `json:"send_lag_p99_us"`
 	StalledMS     int64   `json:"stalled_ms"`
 	// Live marks a step still running in a live view (BuildLive): its client-side
-	// figures so far, computed from its samples; no stalls, CPU or memory yet. A
-	// report never has one.
+	// figures so far, computed from its samples, and its App and Generator over its
+	// window so far, computed from the container metrics stored so far (without the CPU
+	// available, known when it ends); no stalls yet. A report never has one.
 	Live bool `json:"live,omitempty"`
 	// MeetsSLO is whether the step met the run's SLO; nil without an SLO.
 	MeetsSLO *bool `json:"meets_slo,omitempty"`
@@ -351,7 +352,7 @@ type Memory struct {
 	Settled      bool    `json:"settled"`
 }
 
-// Series is a variant's throughput and p99 over time, per interval of IntervalS
+// Series is a variant's throughput, p50 and p99 over time, per interval of IntervalS
 // seconds by intended send time and per step (an interval that a step boundary cuts
 // gives a point for each side), warm-up included, with the step boundaries.
 type Series struct {
@@ -361,8 +362,12 @@ type Series struct {
 	// its step covers.
 	T          []float64 `json:"t"`
 	Throughput []float64 `json:"throughput"`
-	P99US      []int64   `json:"p99_us"`
-	Errors     []int64   `json:"errors"`
+	// P50US is absent where the run's stored series has no p50 and no samples are at
+	// hand to compute it (an export directory of schema v15 or older without
+	// samples.csv); P99US is always there.
+	P50US  []int64 `json:"p50_us,omitempty"`
+	P99US  []int64 `json:"p99_us"`
+	Errors []int64 `json:"errors"`
 	// Steps are the step windows in seconds since the run's epoch.
 	Steps []StepWindow `json:"steps"`
 }

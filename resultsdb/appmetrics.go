@@ -120,9 +120,11 @@ WHERE run_id = $1 AND app_name = $2 AND at BETWEEN $3 AND $4
   AND (cpu IS NOT NULL OR cpu_time_ns IS NOT NULL OR mem_bytes IS NOT NULL OR (source = 'stats' AND state = 'RUNNING'))
 ORDER BY 1, at`
 
-// appStepMetrics sums up one app's container metrics over [from, to].
-func (s *Store) appStepMetrics(ctx context.Context, runID string, a AppRole, from, to time.Time) (AppStepMetrics, error) {
-	rows, err := s.pool.Query(ctx, appMetricsSQL, runID, a.Name, from.Add(-metricsSlack), to.Add(metricsSlack))
+// appStepMetrics sums up one app's container metrics over [from, to], read through db
+// (the pool, or a transaction's snapshot): what a finished step stores
+// (ComputeStepMetrics), and a running step shows so far (ReadLiveRun).
+func appStepMetrics(ctx context.Context, db queryer, runID string, a AppRole, from, to time.Time) (AppStepMetrics, error) {
+	rows, err := db.Query(ctx, appMetricsSQL, runID, a.Name, from.Add(-metricsSlack), to.Add(metricsSlack))
 	if err != nil {
 		return AppStepMetrics{}, fmt.Errorf("sum up container metrics of %s: %w", a.Name, err)
 	}

@@ -23,7 +23,9 @@ type ReportRows struct {
 	Variants []ReportVariant
 	Repeats  bool
 	Steps    []ReportStep // by variant (byte order), then step
-	Apps     []ReportApp  // step_app_metrics by variant, step, role, app name
+	// Apps are the step_app_metrics rows by variant, step, role, app name; after them,
+	// from ReadLiveRun, the running steps' so far.
+	Apps []ReportApp
 	// Pulls counts the run's router log pulls, PullSources their sources in order,
 	// space-separated; BudgetExhausted whether one spent its document budget; HasRouter
 	// and HasApp whether the run has router requests and app timings.
@@ -51,7 +53,8 @@ type ReportVariant struct {
 // ReportStep is a steps row with its step_metrics (zero values when HasMetrics is
 // false), offsets in seconds from the run's epoch. Live marks a step without stored
 // metrics whose client-side figures ReadLiveRun computed from its samples so far (as
-// StepSummaries does; no stalls, no container metrics).
+// StepSummaries does; no stalls), and its apps' container metrics over its window so
+// far (in Apps, as ComputeStepMetrics computes them).
 type ReportStep struct {
 	Variant              string
 	Idx                  int
@@ -82,11 +85,15 @@ type ReportApp struct {
 
 // SeriesPoint is one interval of a variant's step: K is the interval's number
 // (intended_us / width in µs), N its requests, Errs those without a response or with a
-// status ≥ 400, P99US the observed p99 latency (percentile_disc), MeanUS the mean
-// intended time (µs since the epoch, the average of bigints in numeric, as float8).
+// status ≥ 400, P50US and P99US the observed p50 and p99 latency (percentile_disc),
+// MeanUS the mean intended time (µs since the epoch, the average of bigints in numeric,
+// as float8). P50US is nil only where no reader could know it: a step stored before
+// schema v16 read from an export directory without its samples (the database computes
+// such a step's series from its samples).
 type SeriesPoint struct {
 	Idx               int
 	K, N, Errs, P99US int64
+	P50US             *int64
 	MeanUS            float64
 }
 
@@ -142,8 +149,9 @@ func (s *Store) ReadRun(ctx context.Context, id string, width func(spanS float64
 }
 
 // ReadLiveRun reads what ReadRun reads, and computes the figures of the steps without
-// stored metrics (a step still running) from their samples so far, in the same
-// snapshot, marking them Live: what a live view of a run shows each second.
+// stored metrics (a step still running) from their samples and container metrics so
+// far, in the same snapshot, marking them Live: what a live view of a run shows each
+// second.
 func (s *Store) ReadLiveRun(ctx context.Context, id string, width func(spanS float64) float64) (*ReportRows, error) {
 	return s.readRun(ctx, id, width, true)
 }
@@ -251,8 +259,9 @@ ORDER BY st.variant, st.idx`, r.Run.ID)
 	return nil
 }
 
-// liveSteps gives the steps without stored metrics their client-side figures so far;
-// a step still in its warm-up has none (warm-up is excluded), and stays without.
+// liveSteps gives the steps without stored metrics their client-side figures so far,
+// and their apps' (liveApps); a step still in its warm-up has none (warm-up is
+// excluded), and stays without.
 func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -277,6 +286,38 @@ func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 		st.MinUS, st.MaxUS, st.Missed = durationUS(m.Min), durationUS(m.Max), m.Missed
 		st.Instances, st.InstancesSeen, st.Users, st.OfferedRate = m.Instances, m.InstancesSeen, m.Users, m.OfferedRate
 		st.SendLagMeanUS, st.SendLagP99US = float64(m.SendLagMean)/float64(time.Microsecond), durationUS(m.SendLagP99)
+		if err := liveApps(ctx, tx, r, st.Variant, st.Idx, m.From, m.To); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveApps adds to r.Apps what the running step idx of variant has of the variant's
+// app and generator app (its run_variants row's) over its measured window so far,
+// [from, to]: the CPU and memory a finished step stores, by the same code
+// (appStepMetrics). Only the run's deployment knows the cores of the cells the
+// instances run on (AppRole.HostCores), so the CPU available, and the utilisation, come
+// when the step ends. An app with no reading for the window yet (none collected, as in a
+// run without a foundation's container metrics) gets no row.
+func liveApps(ctx context.Context, tx pgx.Tx, r *ReportRows, variant string, idx int, from, to time.Time) error {
+	vi := slices.IndexFunc(r.Variants, func(v ReportVariant) bool { return v.Name == variant })
+	if vi < 0 {
+		return nil
+	}
+	v := r.Variants[vi]
+	for _, a := range []AppRole{{Name: v.App, Role: RoleApp}, {Name: v.GeneratorApp, Role: RoleGenerator}} {
+		if a.Name == "" {
+			continue
+		}
+		m, err := appStepMetrics(ctx, tx, r.Run.ID, a, from, to)
+		if err != nil {
+			return fmt.Errorf("step %d of %s: %w", idx+1, variant, err)
+		}
+		if m.Instances == 0 && m.MemMeanBytes == nil {
+			continue
+		}
+		r.Apps = append(r.Apps, ReportApp{Variant: variant, Idx: idx, AppStepMetrics: m})
 	}
 	return nil
 }
@@ -331,7 +372,7 @@ func seriesOf(ctx context.Context, tx pgx.Tx, runID, variant string, width float
 SELECT s.step::int, s.intended_us / $3 AS k, `+intervalSQL+`
 FROM samples s
 WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
-GROUP BY 1, 2 ORDER BY 6`, variant, runID, int64(width*1e6))
+GROUP BY 1, 2 ORDER BY mean`, variant, runID, int64(width*1e6))
 	if err != nil {
 		return nil, err
 	}
@@ -340,18 +381,20 @@ GROUP BY 1, 2 ORDER BY 6`, variant, runID, int64(width*1e6))
 
 func scanSeriesPoint(row pgx.CollectableRow) (SeriesPoint, error) {
 	var p SeriesPoint
-	err := row.Scan(&p.Idx, &p.K, &p.N, &p.Errs, &p.P99US, &p.MeanUS)
+	err := row.Scan(&p.Idx, &p.K, &p.N, &p.Errs, &p.P50US, &p.P99US, &p.MeanUS)
 	return p, err
 }
 
 // secondsOf reads a variant's series per second: the stored series of its steps, and
 // for a step without one (it is still running, or its run was recorded before they were
-// stored) the same series computed from its samples (stepSeriesSQL); in time order.
+// stored) or whose stored one has no p50 (stored before schema v16) the same series
+// computed from its samples (stepSeriesSQL); in time order.
 func secondsOf(ctx context.Context, tx pgx.Tx, runID, variant string) ([]SeriesPoint, error) {
 	rows, err := tx.Query(ctx, `
-SELECT ss.step::int, x.k, x.n, x.errs, x.p99, x.mean
-FROM step_series ss CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p99, mean)
-WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
+SELECT ss.step::int, x.k, x.n, x.errs, x.p50, x.p99, x.mean
+FROM step_series ss
+CROSS JOIN LATERAL unnest(ss.second, ss.count, ss.errors, ss.p50_us, ss.p99_us, ss.intended_mean_us) AS x(k, n, errs, p50, p99, mean)
+WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.p50_us IS NOT NULL`, runID, variant)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +403,8 @@ WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
 		return nil, err
 	}
 	rows, err = tx.Query(ctx, `SELECT idx FROM steps st WHERE run_id = $1 AND variant = $2
-		AND NOT EXISTS (SELECT 1 FROM step_series ss WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.step = st.idx) ORDER BY idx`, runID, variant)
+		AND NOT EXISTS (SELECT 1 FROM step_series ss WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.step = st.idx AND ss.p50_us IS NOT NULL)
+		ORDER BY idx`, runID, variant)
 	if err != nil {
 		return nil, err
 	}
@@ -370,14 +414,14 @@ WHERE ss.run_id = $1 AND ss.variant = $2`, runID, variant)
 	}
 	for _, idx := range missing {
 		var (
-			ks, ns, es, ps []int64
-			ms             []float64
+			ks, ns, es, p50s, p99s []int64
+			ms                     []float64
 		)
-		if err := tx.QueryRow(ctx, stepSeriesSQL, runID, variant, idx).Scan(&ks, &ns, &es, &ps, &ms); err != nil {
+		if err := tx.QueryRow(ctx, stepSeriesSQL, runID, variant, idx).Scan(&ks, &ns, &es, &p50s, &p99s, &ms); err != nil {
 			return nil, fmt.Errorf("step %d: %w", idx+1, err)
 		}
 		for i := range ks {
-			pts = append(pts, SeriesPoint{Idx: idx, K: ks[i], N: ns[i], Errs: es[i], P99US: ps[i], MeanUS: ms[i]})
+			pts = append(pts, SeriesPoint{Idx: idx, K: ks[i], N: ns[i], Errs: es[i], P50US: &p50s[i], P99US: p99s[i], MeanUS: ms[i]})
 		}
 	}
 	slices.SortStableFunc(pts, func(a, b SeriesPoint) int { return cmp.Compare(a.MeanUS, b.MeanUS) })

@@ -308,14 +308,15 @@ func TestStepSummaryFromRows(t *testing.T) {
 		t.Fatal("summary of a missing step succeeded")
 	}
 	// The step's per-second series is stored with its metrics, warm-up included: all
-	// 110 requests intended in second 0, 11 failed, p99 the 109th latency (9 s).
-	var secs, counts, errs, p99 []int64
-	if err := s.Pool().QueryRow(ctx, `SELECT second, count, errors, p99_us FROM step_series WHERE run_id = $1 AND variant = 'v' AND step = 0`,
-		run.ID).Scan(&secs, &counts, &errs, &p99); err != nil {
+	// 110 requests intended in second 0, 11 failed, p50 the 55th latency (55 ms), p99
+	// the 109th (9 s).
+	var secs, counts, errs, p50, p99 []int64
+	if err := s.Pool().QueryRow(ctx, `SELECT second, count, errors, p50_us, p99_us FROM step_series WHERE run_id = $1 AND variant = 'v' AND step = 0`,
+		run.ID).Scan(&secs, &counts, &errs, &p50, &p99); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(secs, counts, errs, p99) != "[0] [110] [11] [9000000]" {
-		t.Errorf("stored series: seconds %v, counts %v, errors %v, p99 %v; want [0] [110] [11] [9000000]", secs, counts, errs, p99)
+	if fmt.Sprint(secs, counts, errs, p50, p99) != "[0] [110] [11] [55000] [9000000]" {
+		t.Errorf("stored series: seconds %v, counts %v, errors %v, p50 %v, p99 %v; want [0] [110] [11] [55000] [9000000]", secs, counts, errs, p50, p99)
 	}
 }
 

@@ -15,17 +15,18 @@ import (
 // samples; a run recorded before these tables existed is computed live with the same SQL.
 
 // intervalSQL is the figures of an interval of a series, over its samples s: requests
-// (n), those without a response or with a status ≥ 400 (errs), the observed p99
+// (n), those without a response or with a status ≥ 400 (errs), the observed p50 and p99
 // latency and the mean intended time (µs since the epoch). Every series, per second or
 // wider, stored or live, computes them with it.
 const intervalSQL = `count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
+       percentile_disc(0.5) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p50,
        percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p99, avg(s.intended_us)::float8 AS mean`
 
 // stepSeriesSQL is one step's requests per second of intended send time, warm-up
 // included: intervalSQL's figures as arrays ordered by second.
 const stepSeriesSQL = `
 SELECT coalesce(array_agg(k ORDER BY k), '{}'), coalesce(array_agg(n ORDER BY k), '{}'), coalesce(array_agg(errs ORDER BY k), '{}'),
-       coalesce(array_agg(p99 ORDER BY k), '{}'), coalesce(array_agg(mean ORDER BY k), '{}')
+       coalesce(array_agg(p50 ORDER BY k), '{}'), coalesce(array_agg(p99 ORDER BY k), '{}'), coalesce(array_agg(mean ORDER BY k), '{}')
 FROM (SELECT s.intended_us / 1000000 AS k, ` + intervalSQL + `
       FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
       WHERE w.run_id = $1 AND w.variant = $2
@@ -36,10 +37,10 @@ FROM (SELECT s.intended_us / 1000000 AS k, ` + intervalSQL + `
 // only to store the series of a step whose metrics were stored otherwise.
 func (s *Store) ComputeStepSeries(ctx context.Context, runID, variant string, idx int) error {
 	_, err := s.pool.Exec(ctx, `
-INSERT INTO step_series (run_id, variant, step, second, count, errors, p99_us, intended_mean_us)
+INSERT INTO step_series (run_id, variant, step, second, count, errors, p50_us, p99_us, intended_mean_us)
 SELECT $1, $2, $3, x.* FROM (`+stepSeriesSQL+`) x
 ON CONFLICT (run_id, variant, step) DO UPDATE SET second = EXCLUDED.second, count = EXCLUDED.count, errors = EXCLUDED.errors,
-    p99_us = EXCLUDED.p99_us, intended_mean_us = EXCLUDED.intended_mean_us, computed_at = now()`, runID, variant, idx)
+    p50_us = EXCLUDED.p50_us, p99_us = EXCLUDED.p99_us, intended_mean_us = EXCLUDED.intended_mean_us, computed_at = now()`, runID, variant, idx)
 	if err != nil {
 		return fmt.Errorf("store the series of step %d of %s: %w", idx+1, variant, err)
 	}

@@ -240,7 +240,7 @@ func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, i
 		return StepSummary{}, err
 	}
 	for _, a := range apps {
-		am, err := s.appStepMetrics(ctx, runID, a, m.From, m.To)
+		am, err := appStepMetrics(ctx, s.pool, runID, a, m.From, m.To)
 		if err != nil {
 			return StepSummary{}, err
 		}

@@ -162,34 +162,55 @@ func (d *reading) liveRouterSteps() ([]resultsdb.RouterStepMetrics, error) {
 // series reads each variant's series from step_series when the intervals are seconds
 // and every step of the variant has its series stored, else computes it from the
 // samples, as resultsdb.Store.ReadRun does; points are ordered by their mean intended
-// time.
+// time. A stored series without its p50 (an export of schema v15 or older, or a row
+// stored then: p50_us empty) is computed from the samples too, as the database computes
+// such a step's; an export without samples.csv keeps it as stored, without a p50
+// (resultsdb.SeriesPoint.P50US nil).
 func (d *reading) series(r *resultsdb.ReportRows) error {
 	r.Series = map[string][]resultsdb.SeriesPoint{}
 	stored := map[string][]resultsdb.SeriesPoint{}
 	storedSteps := map[string]int{}
+	noP50 := map[string]bool{}
 	if r.IntervalS == 1 {
 		err := d.each("step_series", []string{"variant", "step", "second", "count", "errors", "p99_us", "intended_mean_us"}, func(t *table) {
 			v, idx := t.str("variant"), int(t.int("step"))-1
 			var (
-				k, n, errs, p99 []int64
-				mean            []float64
+				k, n, errs, p50, p99 []int64
+				mean                 []float64
 			)
-			for _, c := range []struct {
+			type array struct {
 				col string
 				to  any
-			}{{"second", &k}, {"count", &n}, {"errors", &errs}, {"p99_us", &p99}, {"intended_mean_us", &mean}} {
+			}
+			arrays := []array{{"second", &k}, {"count", &n}, {"errors", &errs}, {"p99_us", &p99}, {"intended_mean_us", &mean}}
+			_, hasP50 := t.cols["p50_us"] // exports of schema v16 and later
+			if hasP50 {
+				_, null := t.raw("p50_us")
+				hasP50 = !null
+			}
+			if hasP50 {
+				arrays = append(arrays, array{"p50_us", &p50})
+			}
+			for _, c := range arrays {
 				if err := json.Unmarshal([]byte(t.str(c.col)), c.to); err != nil {
 					t.fail(c.col, t.str(c.col), "a JSON array of numbers")
 					return
 				}
 			}
-			if len(n) != len(k) || len(errs) != len(k) || len(p99) != len(k) || len(mean) != len(k) {
+			if len(n) != len(k) || len(errs) != len(k) || len(p99) != len(k) || len(mean) != len(k) || (hasP50 && len(p50) != len(k)) {
 				t.fail("second", t.str("second"), "an array as long as the row's others")
 				return
 			}
 			storedSteps[v]++
+			if !hasP50 {
+				noP50[v] = true
+			}
 			for i := range k {
-				stored[v] = append(stored[v], resultsdb.SeriesPoint{Idx: idx, K: k[i], N: n[i], Errs: errs[i], P99US: p99[i], MeanUS: mean[i]})
+				p := resultsdb.SeriesPoint{Idx: idx, K: k[i], N: n[i], Errs: errs[i], P99US: p99[i], MeanUS: mean[i]}
+				if hasP50 {
+					p.P50US = &p50[i]
+				}
+				stored[v] = append(stored[v], p)
 			}
 		})
 		if err != nil && !errors.Is(err, errNoFile) {
@@ -200,9 +221,10 @@ func (d *reading) series(r *resultsdb.ReportRows) error {
 	for _, s := range r.Steps {
 		steps[s.Variant]++
 	}
+	samples := d.has("samples")
 	var live []string
 	for _, v := range r.Variants {
-		if r.IntervalS == 1 && steps[v.Name] == storedSteps[v.Name] {
+		if r.IntervalS == 1 && steps[v.Name] == storedSteps[v.Name] && (!noP50[v.Name] || !samples) {
 			pts := stored[v.Name]
 			slices.SortStableFunc(pts, func(a, b resultsdb.SeriesPoint) int { return cmpFloat(a.MeanUS, b.MeanUS) })
 			r.Series[v.Name] = pts
@@ -228,7 +250,8 @@ func cmpFloat(a, b float64) int {
 
 // liveSeries is resultsdb's series from the samples: per step and interval of
 // intended time (intended_us / width in µs, truncated), the count, the errors (an error
-// class or a status ≥ 400), percentile_disc(0.99) of the latency and avg(intended_us).
+// class or a status ≥ 400), percentile_disc(0.5) and (0.99) of the latency and
+// avg(intended_us).
 func (d *reading) liveSeries(r *resultsdb.ReportRows, variants []string) error {
 	widthUS := int64(r.IntervalS * 1e6)
 	type key struct {
@@ -265,8 +288,9 @@ func (d *reading) liveSeries(r *resultsdb.ReportRows, variants []string) error {
 		return err
 	}
 	for k, g := range groups {
+		p50 := percentileDisc(g.lat, 0.5)
 		r.Series[k.variant] = append(r.Series[k.variant], resultsdb.SeriesPoint{Idx: k.idx, K: k.k, N: g.n, Errs: g.errs,
-			P99US: percentileDisc(g.lat, 0.99), MeanUS: numericAvg(&g.sum, g.n)})
+			P50US: &p50, P99US: percentileDisc(g.lat, 0.99), MeanUS: numericAvg(&g.sum, g.n)})
 	}
 	for _, v := range variants {
 		slices.SortFunc(r.Series[v], func(a, b resultsdb.SeriesPoint) int {

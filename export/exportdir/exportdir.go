@@ -147,6 +147,12 @@ func (d *reading) each(name string, cols []string, row func(t *table)) error {
 	}
 }
 
+// has tells whether the directory has table's file.
+func (d *reading) has(table string) bool {
+	_, err := os.Stat(filepath.Join(d.dir, table+".csv"))
+	return err == nil
+}
+
 // rows is the manifest's row count of table, -1 when it lists no such file.
 func (d *reading) rows(table string) int64 {
 	for _, f := range d.m.Files {

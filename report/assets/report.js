@@ -235,9 +235,10 @@ window.cfbRender = function (data, root) {
     vs.forEach(function (v) {
       v.steps.forEach(function (s) {
         var a = s.app || {};
-        var avail = a.instances === undefined ? "–" : (a.cpu_available_cores === undefined ? "unknown" : a.cpu_available_cores.toFixed(2)) +
+        // a running step's CPU available is known when it ends (the run's deployment knows the cells' cores)
+        var avail = a.instances === undefined ? "–" : (a.cpu_available_cores === undefined ? (s.live ? "when it ends" : "unknown") : a.cpu_available_cores.toFixed(2)) +
             (a.cells === undefined ? " (cells unknown)" : " on " + a.cells + (a.cells === 1 ? " cell" : " cells"));
-        rows.push([v.name, s.step, load(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
+        rows.push([v.name, s.live ? s.step + " (running: so far)" : s.step, load(s.load), num(s.throughput), a.instances === undefined ? "–" : a.instances, avail, opt(a.cpu_total_cores, 2) + (a.cpu_source === "stats" ? " (sampled)" : "") +
             (a.cpu_total_cores !== undefined && a.cpu_covered < 0.995 ? " (over " + (100 * a.cpu_covered).toFixed(0) + "% of the step)" : ""),
           opt(a.throughput_per_core, 0), opt(a.throughput_per_cpu_percent, 1), a.utilisation === undefined ? "–" : pct(a.utilisation),
           s.generator ? opt(s.generator.cpu_mean_cores, 2) : "–"]);
@@ -269,20 +270,28 @@ window.cfbRender = function (data, root) {
     vs.forEach(function (v) {
       var s = v.series;
       if (!s || !s.t || !s.t.length) return;
-      var plot = chart(sec, "time", v.name + ": throughput (req/s per " + s.interval_s + " s) and p99 (ms) over the run, dashed lines at step starts", {
+      // p50 beside p99 on the latency scale; a series stored without its p50 (an old
+      // export without its samples) has none to draw
+      var p50 = s.p50_us && s.p50_us.length === s.t.length;
+      var lat = [line("p99 ms", colors[1], { scale: "ms", points: { show: false } })], latData = [s.p99_us.map(function (x) { return x / 1000; })];
+      if (p50) {
+        lat.unshift(line("p50 ms", colors[2], { scale: "ms", points: { show: false } }));
+        latData.unshift(s.p50_us.map(function (x) { return x / 1000; }));
+      }
+      var plot = chart(sec, "time", v.name + ": throughput (req/s per " + s.interval_s + " s) and " + (p50 ? "p50, p99" : "p99") + " (ms) over the run, dashed lines at step starts", {
         scales: { x: { time: false, range: function (u, mn, mx) {
           // the whole of every step, even where its first or last interval has no request
           (s.steps || []).forEach(function (w) { mn = Math.min(mn, w.start_s); if (w.end_s !== undefined && w.end_s !== null) mx = Math.max(mx, w.end_s); });
           return [mn, mx];
         } }, ms: {} },
-        axes: [{ label: "s since the run's start" }, { label: "req/s" }, { scale: "ms", side: 1, label: "p99 ms", grid: { show: false } }],
-        series: [{ label: "s" }, line("req/s", colors[0], { points: { show: false } }), line("p99 ms", colors[1], { scale: "ms", points: { show: false } })],
+        axes: [{ label: "s since the run's start" }, { label: "req/s" }, { scale: "ms", side: 1, label: (p50 ? "p50, p99" : "p99") + " ms", grid: { show: false } }],
+        series: [{ label: "s" }, line("req/s", colors[0], { points: { show: false } })].concat(lat),
         hooks: { draw: [stepLines(s.steps || []), findingMarkers(run.findings.filter(function (f) { return f.variant === v.name; }), function (name, n) {
           // on the step's start line, at the top of the plot
           var w = (s.steps || []).filter(function (x) { return x.step === n; })[0];
           return w ? [w.start_s, null] : null;
         })] }
-      }, [s.t, s.throughput, s.p99_us.map(function (x) { return x / 1000; })]);
+      }, [s.t, s.throughput].concat(latData));
       window.cfbCharts[window.cfbCharts.length - 1].steps = (s.steps || []).map(function (w) { return w.step; }); // the step markers
       return plot;
     });

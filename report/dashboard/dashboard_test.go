@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -336,6 +337,16 @@ func TestLifecycle(t *testing.T) {
 func TestLiveIsWhatIsStored(t *testing.T) {
 	ctx := context.Background()
 	r := newLiveRun(t)
+	// The generators' cumulative CPU time every 2 s up to now, at 0.2 cores.
+	var cms []resultsdb.ContainerMetric
+	for at := -4; at <= 58; at += 2 {
+		ns, mem := int64(0.2*float64(at+4)*1e9), int64(64<<20)
+		cms = append(cms, resultsdb.ContainerMetric{RunID: r.run.ID, At: r.run.Epoch.Add(time.Duration(at) * time.Second), AppName: "live-gen-v",
+			AppGUID: "live-gen-v-guid", ProcessType: "web", State: "RUNNING", CPUTimeNS: &ns, MemBytes: &mem, Source: resultsdb.SourceLogCache})
+	}
+	if err := r.store.InsertContainerMetrics(ctx, cms); err != nil {
+		t.Fatal(err)
+	}
 	live, err := report.BuildLive(ctx, r.store, r.run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +356,7 @@ func TestLiveIsWhatIsStored(t *testing.T) {
 	if err := r.store.EndStep(ctx, r.run.ID, "v", 1, r.run.Epoch.Add(20*time.Second), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.store.ComputeStepMetrics(ctx, r.run.ID, "v", 1, nil); err != nil {
+	if _, err := r.store.ComputeStepMetrics(ctx, r.run.ID, "v", 1, []resultsdb.AppRole{{Name: "live-gen-v", Role: resultsdb.RoleGenerator}}); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := report.Build(ctx, r.store, []string{r.run.ID}, report.Options{})
@@ -358,9 +369,15 @@ func TestLiveIsWhatIsStored(t *testing.T) {
 		ls.P99US != ss.P99US || ls.P999US != ss.P999US || ls.MaxUS != ss.MaxUS {
 		t.Errorf("running step live %+v, stored %+v", *ls, *ss)
 	}
-	lj, _ := json.Marshal(struct{ T, Thr, P99, E any }{lv.Series.T, lv.Series.Throughput, lv.Series.P99US, lv.Series.Errors})
-	sj, _ := json.Marshal(struct{ T, Thr, P99, E any }{sv.Series.T, sv.Series.Throughput, sv.Series.P99US, sv.Series.Errors})
-	if string(lj) != string(sj) {
+	// The generators' CPU over the window so far (to now) and over the step's window
+	// when it ended: the same rate.
+	if lg, sg := ls.Generator, ss.Generator; lg == nil || sg == nil || lg.CPUTotalCores == nil || sg.CPUTotalCores == nil ||
+		math.Abs(*lg.CPUTotalCores-0.2) > 1e-9 || math.Abs(*sg.CPUTotalCores-0.2) > 1e-9 {
+		t.Errorf("generator CPU of the running step %+v, stored %+v; want 0.2 cores both", lg, sg)
+	}
+	lj, _ := json.Marshal(struct{ T, Thr, P50, P99, E any }{lv.Series.T, lv.Series.Throughput, lv.Series.P50US, lv.Series.P99US, lv.Series.Errors})
+	sj, _ := json.Marshal(struct{ T, Thr, P50, P99, E any }{sv.Series.T, sv.Series.Throughput, sv.Series.P50US, sv.Series.P99US, sv.Series.Errors})
+	if string(lj) != string(sj) || len(lv.Series.P50US) != len(lv.Series.T) {
 		t.Errorf("series live %s\nstored %s", lj, sj)
 	}
 }

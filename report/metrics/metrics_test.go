@@ -21,7 +21,7 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // sampleReport is a run of one variant: step 1 ended (with its app's and generators'
-// CPU and memory), step 2 still running (live, no CPU yet).
+// CPU and memory), step 2 still running (live, before its first container reading).
 func sampleReport() *report.Report {
 	started := time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)
 	return &report.Report{Runs: []*report.Run{{ID: "20261127-190000-abcd", Started: started, Variants: []*report.Variant{{

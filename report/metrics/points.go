@@ -31,8 +31,8 @@ type Metric struct {
 
 // The metrics published, each with the labels run, variant, step (from 1) and app: the
 // app under test, or for the generator's figures the generator app ("" when the variant
-// targets a URL). A step's request figures grow while it runs; its CPU and memory come
-// when it has ended (the report's step app metrics are computed then).
+// targets a URL). A step's request figures grow while it runs, and so do its CPU and
+// memory: the report's, over its window so far (report.BuildLive), final once it ended.
 var (
 	Requests = &Metric{"cfbench_requests_total", "cfbench.requests", "{request}",
 		"Requests the step measured so far (warm-up excluded), as the report counts them.", Counter}
