@@ -225,10 +225,38 @@ func (c *Client) start(ctx context.Context) (*chclient.Client, error) {
 		}
 		return nil, fmt.Errorf("tunnel client: no tunnel to %s within %s", c.httpURL, c.cfg.Timeout)
 	}
+	if err := awaitListener(ready, local); err != nil {
+		ch.Close()
+		ch.Wait()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("tunnel client: the local end %s did not listen within %s", local, c.cfg.Timeout)
+	}
 	c.mu.Lock()
 	c.local = local
 	c.mu.Unlock()
 	return ch, nil
+}
+
+// awaitListener returns once addr accepts a connection, or ctx's error. chisel binds a
+// tunnel's local listener in a goroutine of its own, which a loaded machine may run
+// after the tunnel is Ready: without this wait a caller's first dial could be refused.
+// The probe sends nothing and closes: the remote end sees a connection without a byte,
+// which Postgres closes without a log line.
+func awaitListener(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // handshake does what chisel's client does on connecting, once, to tell a permanent

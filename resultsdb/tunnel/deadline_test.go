@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -75,5 +76,44 @@ func TestEstablishedTunnelOutlivesTheIdleTimeout(t *testing.T) {
 		if got, err := br.ReadString('\n'); err != nil || got != "ping\n" {
 			t.Fatalf("round trip %d: %q, %v", i, got, err)
 		}
+	}
+}
+
+// TestAwaitListenerWaitsForTheBind: Start's wait for chisel's local listener returns
+// only once the port accepts, and gives up with its context on a port nobody binds.
+func TestAwaitListenerWaitsForTheBind(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // closed: a dial is refused until it listens again
+	bound := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Error(err)
+		}
+		bound <- l
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := awaitListener(ctx, addr); err != nil {
+		t.Fatalf("awaitListener: %v", err)
+	}
+	select {
+	case l := <-bound:
+		if l != nil {
+			l.Close()
+		}
+	default:
+		t.Fatal("awaitListener returned before the port listened")
+	}
+	// Now nobody listens there: it waits for its context.
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := awaitListener(short, addr); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("awaitListener on a closed port: %v, want the context's deadline", err)
 	}
 }

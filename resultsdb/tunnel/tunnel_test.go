@@ -101,8 +101,8 @@ func capture(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// echoServer is the stand-in for the database: it echoes every line and counts
-// connections.
+// echoServer is the stand-in for the database: it echoes every line and counts the
+// connections that carry data.
 func echoServer(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -116,10 +116,18 @@ func echoServer(t *testing.T) (string, *atomic.Int64) {
 			if err != nil {
 				return
 			}
-			n.Add(1)
 			go func() {
 				defer c.Close()
-				io.Copy(c, c)
+				// Counted once it carries a byte: the client's check that its local end
+				// listens (awaitListener) opens a connection that carries none.
+				var first [1]byte
+				if _, err := io.ReadFull(c, first[:]); err != nil {
+					return
+				}
+				n.Add(1)
+				if _, err := c.Write(first[:]); err == nil {
+					io.Copy(c, c)
+				}
 			}()
 		}
 	}()
