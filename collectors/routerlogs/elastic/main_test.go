@@ -20,6 +20,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 	"github.com/cf-benchmark/cf-benchmark/internal/testos"
+	"github.com/cf-benchmark/cf-benchmark/internal/testrace"
 )
 
 // The tests run against a real Elasticsearch 8 and a real OpenSearch 2, each started
@@ -49,7 +50,7 @@ func TestMain(m *testing.M) {
 // are fractions of it (pageSize, the fault tests' own), so its pulls take as many
 // pages, and make the same requests, as they did at 20,000.
 func wantedDocs() int {
-	if routerlogstest.Race {
+	if testrace.Enabled {
 		return 10_000
 	}
 	return 200_000

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/routerlogstest"
+	"github.com/cf-benchmark/cf-benchmark/internal/testrace"
 )
 
 // writeLines writes the data set's lines, with noise a router log file or `cf logs`
@@ -41,7 +42,7 @@ func TestSuite(t *testing.T) {
 	switch {
 	case testing.Short():
 		wanted = 6_000
-	case routerlogstest.Race:
+	case testrace.Enabled:
 		wanted = 20_000
 	}
 	d := routerlogstest.Generate(wanted, 7)

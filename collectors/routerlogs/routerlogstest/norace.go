@@ -1,6 +1,0 @@
-//go:build !race
-
-package routerlogstest
-
-// Race says whether the race detector is on (see race.go).
-const Race = false
