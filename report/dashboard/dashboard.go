@@ -18,8 +18,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -282,33 +280,7 @@ func (s *Server) handler() http.Handler {
 		w.Write(s.page)
 	})
 	mux.HandleFunc("GET /events", s.events)
-	loopback := false
-	if ap, err := netip.ParseAddrPort(s.ln.Addr().String()); err == nil {
-		loopback = ap.Addr().IsLoopback()
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A site whose name a browser resolves to 127.0.0.1 (DNS rebinding) could read a
-		// dashboard on loopback with the browser's help: there, only requests naming the
-		// machine itself (an IP address or localhost) are answered.
-		if loopback && !selfHost(r.Host) {
-			http.Error(w, "this dashboard answers only to http://127.0.0.1:PORT/ or localhost", http.StatusMisdirectedRequest)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
-}
-
-// selfHost reports whether a Host header names this machine without a DNS name of
-// someone else's: an IP address or localhost, with or without a port.
-func selfHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if _, err := netip.ParseAddr(host); err == nil {
-		return true
-	}
-	return strings.EqualFold(host, "localhost")
+	return listenaddr.SelfOnly(s.ln, mux)
 }
 
 // events streams the events to one page until the final one, the page leaves, or the

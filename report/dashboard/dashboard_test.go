@@ -382,15 +382,6 @@ func TestLiveIsWhatIsStored(t *testing.T) {
 	}
 }
 
-func TestSelfHost(t *testing.T) {
-	for host, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:8080": true, "localhost": true, "LOCALHOST:1": true,
-		"10.0.0.5:80": true, "evil.example:8080": false, "127.0.0.1.nip.io:8080": false, "": false} {
-		if got := selfHost(host); got != want {
-			t.Errorf("selfHost(%q) = %v, want %v", host, got, want)
-		}
-	}
-}
-
 // TestFollow: a dashboard following a run another process runs (cf benchmark-status
 // RUN --dashboard) shows it live, and once the run's row says it ended sends its report
 // and returns.

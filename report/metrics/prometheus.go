@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -61,7 +62,7 @@ func (p *Prometheus) Start(ctx context.Context) error {
 	reg.MustRegister(collector{p})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := httplimit.Timeouts{}.Server(mux)
+	srv := httplimit.Timeouts{}.Server(listenaddr.SelfOnly(ln, mux))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	go func() {
