@@ -40,6 +40,7 @@ var flavor = testnode.Flavor{
 	Script:    "scripts/install-es.sh",
 	HomeEnv:   "CFBENCH_ES_HOME",
 	URLEnv:    "CFBENCH_TEST_ES_URL",
+	Product:   "Elasticsearch",
 	UserEnv:   "CFBENCH_ES_USER",
 	EnvPrefix: "ES",
 	Heap:      "256m",

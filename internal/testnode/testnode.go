@@ -50,12 +50,12 @@ type Flavor struct {
 	Script  string // the install script, relative to the module root; prints the home dir
 	HomeEnv string // names an unpacked distribution, which skips Script
 	URLEnv  string // names a running node Shared.Server uses instead of starting one
-	// Distribution is what the node's GET / says in version.distribution ("opensearch";
-	// Elasticsearch says nothing there): a node named by URLEnv must say it.
-	Distribution string
-	UserEnv      string // names the user to run as when root (default DefaultUser, else nobody)
-	EnvPrefix    string // the launcher reads <EnvPrefix>_JAVA_HOME, _PATH_CONF, _TMPDIR, _JAVA_OPTS
-	Heap         string // the JVM heap: "256m"
+	// Product is the X-Elastic-Product header the node sends ("Elasticsearch";
+	// OpenSearch sends none): a node named by URLEnv must send it.
+	Product   string
+	UserEnv   string // names the user to run as when root (default DefaultUser, else nobody)
+	EnvPrefix string // the launcher reads <EnvPrefix>_JAVA_HOME, _PATH_CONF, _TMPDIR, _JAVA_OPTS
+	Heap      string // the JVM heap: "256m"
 	// Settings, if set, returns lines to append to <Command>.yml for the distribution
 	// at home (settings an engine rejects when the plugin they belong to is absent
 	// must depend on home).
@@ -87,7 +87,7 @@ type Shared struct {
 }
 
 // Server returns the node, starting it on first use, or the running node that
-// $URLEnv names if set (checked once with a GET /). Under -short (`make check`) it
+// $URLEnv names if set (checked once: Attach). Under -short (`make check`) it
 // skips t; otherwise it fails t (it does not skip) when the node cannot start, the
 // message carrying the tail of the node's log, or when the named node does not
 // answer as the flavor's, the message naming the variable.
@@ -110,13 +110,14 @@ func (s *Shared) Server(t testing.TB) *Node {
 	return s.node
 }
 
-// Attach returns the running node of flavor f at url, once a GET / answers as f's
-// (Distribution) within AttachTimeout. The node is External: Stop leaves it running.
+// Attach returns the running node of flavor f at url, once its GET /_cluster/health
+// answers as f's does (Product) within AttachTimeout. The node is External: Stop
+// leaves it running. (Not GET /: the integ-test Elasticsearch has no root endpoint.)
 func Attach(ctx context.Context, f Flavor, url string) (*Node, error) {
 	url = strings.TrimRight(url, "/")
 	ctx, cancel := context.WithTimeout(ctx, AttachTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/_cluster/health", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -125,17 +126,15 @@ func Attach(ctx context.Context, f Flavor, url string) (*Node, error) {
 		return nil, fmt.Errorf("no %s answers there: %w", f.Name, err)
 	}
 	defer res.Body.Close()
-	var root struct {
-		Version struct {
-			Number       string `json:"number"`
-			Distribution string `json:"distribution"`
-		} `json:"version"`
+	var h struct{ Status string }
+	if err := json.NewDecoder(res.Body).Decode(&h); err != nil || res.StatusCode != http.StatusOK || h.Status == "" {
+		return nil, fmt.Errorf("GET /_cluster/health answered HTTP %d (%v), not as %s does", res.StatusCode, err, f.Name)
 	}
-	if err := json.NewDecoder(res.Body).Decode(&root); err != nil || res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET / answered HTTP %d (%v), not as %s does", res.StatusCode, err, f.Name)
+	if p := res.Header.Get("X-Elastic-Product"); p != f.Product {
+		return nil, fmt.Errorf("it says X-Elastic-Product %q: not %s", p, f.Name)
 	}
-	if root.Version.Distribution != f.Distribution || root.Version.Number == "" {
-		return nil, fmt.Errorf("GET / says distribution %q, version %q: not %s", root.Version.Distribution, root.Version.Number, f.Name)
+	if h.Status == "red" {
+		return nil, fmt.Errorf("its cluster is red")
 	}
 	return &Node{URL: url, External: true, name: f.Name}, nil
 }

@@ -88,7 +88,7 @@ func server(t *testing.T, s *Shared) (*Node, string) {
 }
 
 // TestSharedUsesTheNodeURLEnvNames: with URLEnv set, Server starts no node but
-// attaches to the named one, once, if it answers GET / as the flavor does; Stop leaves
+// attaches to the named one, once, if it answers as the flavor does; Stop leaves
 // it running. Otherwise the test fails with a message naming the variable.
 func TestSharedUsesTheNodeURLEnvNames(t *testing.T) {
 	if testing.Short() {
@@ -96,11 +96,11 @@ func TestSharedUsesTheNodeURLEnvNames(t *testing.T) {
 	}
 	var gets atomic.Int64
 	openSearch := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/" {
-			t.Errorf("%s %s: want only GET /", r.Method, r.URL.Path)
+		if r.Method != http.MethodGet || r.URL.Path != "/_cluster/health" {
+			t.Errorf("%s %s: want only GET /_cluster/health", r.Method, r.URL.Path)
 		}
 		gets.Add(1)
-		io.WriteString(w, `{"name":"n","version":{"distribution":"opensearch","number":"2.19.1"}}`)
+		io.WriteString(w, `{"cluster_name":"cfbench-test","status":"yellow","number_of_nodes":1}`)
 	}))
 	defer openSearch.Close()
 	closed := httptest.NewServer(http.NotFoundHandler())
@@ -110,21 +110,21 @@ func TestSharedUsesTheNodeURLEnvNames(t *testing.T) {
 
 	const env = "CFBENCH_TEST_TESTNODE_URL"
 	for _, tc := range []struct {
-		name, distribution, url, wantErr string
+		name, product, url, wantErr string
 	}{
-		{"attached", "opensearch", openSearch.URL + "/", ""},
-		{"nothing listens", "opensearch", closed.URL, "no OpenSearch answers there"},
-		{"not a search node", "opensearch", notJSON.URL, "not as OpenSearch does"},
-		{"the other flavor", "", openSearch.URL, `says distribution "opensearch"`},
+		{"attached", "", openSearch.URL + "/", ""},
+		{"nothing listens", "", closed.URL, "no OpenSearch answers there"},
+		{"not a search node", "", notJSON.URL, "not as OpenSearch does"},
+		{"the other flavor", "Elasticsearch", openSearch.URL, `X-Elastic-Product "": not Elasticsearch`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(env, tc.url)
 			name := "OpenSearch"
-			if tc.distribution == "" {
+			if tc.product != "" {
 				name = "Elasticsearch"
 			}
 			// Script and HomeEnv are unset: a Start would fail.
-			s := &Shared{Flavor: Flavor{Name: name, URLEnv: env, Distribution: tc.distribution}}
+			s := &Shared{Flavor: Flavor{Name: name, URLEnv: env, Product: tc.product}}
 			before := gets.Load()
 			n, msg := server(t, s)
 			if tc.wantErr != "" {
@@ -143,7 +143,7 @@ func TestSharedUsesTheNodeURLEnvNames(t *testing.T) {
 			if err := n.Stop(); err != nil {
 				t.Errorf("Stop of an external node: %v", err)
 			}
-			if res, err := http.Get(openSearch.URL); err != nil {
+			if res, err := http.Get(openSearch.URL + "/_cluster/health"); err != nil {
 				t.Errorf("the node is gone after Stop: %v", err)
 			} else {
 				res.Body.Close()

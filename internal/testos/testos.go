@@ -42,15 +42,14 @@ const StartTimeout = testnode.StartTimeout
 type Node = testnode.Node
 
 var flavor = testnode.Flavor{
-	Name:         "OpenSearch",
-	Command:      "opensearch",
-	Script:       "scripts/install-opensearch.sh",
-	HomeEnv:      "CFBENCH_OS_HOME",
-	URLEnv:       "CFBENCH_TEST_OPENSEARCH_URL",
-	UserEnv:      "CFBENCH_OS_USER",
-	EnvPrefix:    "OPENSEARCH",
-	Heap:         "256m",
-	Distribution: "opensearch", // GET / says so; Elasticsearch says nothing there
+	Name:      "OpenSearch",
+	Command:   "opensearch",
+	Script:    "scripts/install-opensearch.sh",
+	HomeEnv:   "CFBENCH_OS_HOME",
+	URLEnv:    "CFBENCH_TEST_OPENSEARCH_URL",
+	UserEnv:   "CFBENCH_OS_USER",
+	EnvPrefix: "OPENSEARCH",
+	Heap:      "256m",
 	Settings: func(home string) string {
 		// OpenSearch rejects the setting when the plugin is absent.
 		if _, err := os.Stat(filepath.Join(home, "plugins", "opensearch-security")); err == nil {
