@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
@@ -55,9 +56,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "testnodes: %s at %s (pid %d)\n", flavors[i].Name, n.URL, n.PID)
 	}
 	fmt.Fprintf(stderr, "testnodes: ready in %v\n", time.Since(begin).Round(time.Millisecond))
+	// One write: a reader polling the file sees all lines or none.
+	var env strings.Builder
 	for i, n := range nodes {
-		fmt.Fprintf(stdout, "%s=%s\n", flavors[i].URLEnv, n.URL)
+		fmt.Fprintf(&env, "%s=%s\n", flavors[i].URLEnv, n.URL)
 	}
+	io.WriteString(stdout, env.String())
 	eof := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, stdin)
