@@ -16,9 +16,9 @@
 # five of their test binaries used to start an Elasticsearch each and three an
 # OpenSearch, eight JVMs each paying its start and its JIT's warm-up on a stage that
 # keeps both cores busy, so only CPU saved shortens it (the seven packages that use
-# them: 477 CPU-s with nodes of their own, 276 sharing; docs/development.md). The
-# launcher's own tests (internal/testes, internal/testos) still start theirs; tests on
-# a shared node keep to indices of their own (testes.Index).
+# them: 477 CPU-s with nodes of their own, 276 to 375 sharing; docs/development.md).
+# The launcher's own tests (internal/testes, internal/testos) still start theirs;
+# tests on a shared node keep to indices of their own (testes.Index).
 # Stage 2, alone: the end-to-end runs that judge their own measurements (a clean run must
 # trip no check). Beside the other jobs a 2-core host is contended, and the contention
 # and plateau checks would rightly say so. The host is checked first
