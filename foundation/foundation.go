@@ -60,7 +60,10 @@ type Config struct {
 	// shape CF's Logstash pipeline produces, at most LogQuota lines per LogQuotaWindow
 	// (0: no quota), as hosted logging caps them. With a quota and no ESURL, the lines
 	// the quota admits go to a log store file instead (LogStoreFile, Info.LogStore).
+	// ESIndex is the shipper's index name (default logship.DefaultIndex, logs-app-
+	// daily indices as logsearch-for-cloudfoundry names them).
 	ESURL          string
+	ESIndex        string
 	LogQuota       int
 	LogQuotaWindow time.Duration
 	// PlatformCPUs are the CPUs the foundation's own work runs on: this process (the
@@ -394,7 +397,7 @@ func (f *Foundation) openAccessLog(context.Context) (err error) {
 // newShipper makes the shipper of the access log's lines to Elasticsearch.
 func (f *Foundation) newShipper() (lifecycle.Part, error) {
 	cfg := f.cfg
-	f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
+	f.shipper = logship.New(logship.Config{URL: cfg.ESURL, Index: cfg.ESIndex, Apps: apps{f.cc}, Quota: cfg.LogQuota, QuotaWindow: cfg.LogQuotaWindow, Logger: cfg.Logger})
 	return f.shipper, nil
 }
 

@@ -24,13 +24,17 @@ func TestMain(m *testing.M) { testes.Main(m) }
 // and 7 lines counted as dropped.
 func TestRouterLogsReachElasticsearch(t *testing.T) {
 	es := testes.URL(t)
+	// Its own indices (and so its own index template): the node may be shared with
+	// other packages' tests, whose logs-app-* documents a search over the default
+	// pattern would find.
+	prefix := testes.Index("logs-app-foundation")
 	root := moduleRoot(t)
 	binZip, _, _ := fixtures(t, root)
 	dir := stateDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,
-		ESURL: es, LogQuota: 5, LogQuotaWindow: time.Hour})
+		ESURL: es, ESIndex: prefix + "-%{+YYYY.MM.dd}", LogQuota: 5, LogQuotaWindow: time.Hour})
 	if err := f.Start(context.Background()); err != nil { // the foundation outlives ctx's requests
 		t.Fatal(err)
 	}
@@ -67,8 +71,8 @@ func TestRouterLogsReachElasticsearch(t *testing.T) {
 	})
 
 	// Elasticsearch holds exactly the 5, labelled with the app, its space and org.
-	http.Post(es+"/_refresh", "application/json", nil)
-	resp, err := http.Get(es + "/logs-app-*/_search?size=20")
+	http.Post(es+"/"+prefix+"-*/_refresh", "application/json", nil)
+	resp, err := http.Get(es + "/" + prefix + "-*/_search?size=20")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,14 @@
 #     staging and router took several times the CPU (a stub push 4.5 s instead of
 #     0.45 s), which slowed every run and took CPU from the apps e2e measures;
 #   - the sample apps' own tests (scripts/test-apps.sh), their output shown when done.
+# The Go packages share one Elasticsearch and one OpenSearch (tools/testnodes, started
+# first, stopped once those packages are done; e2e, the apps and stage 2 use none):
+# five of their test binaries used to start an Elasticsearch each and three an
+# OpenSearch, eight JVMs each paying its start and its JIT's warm-up on a stage that
+# keeps both cores busy, so only CPU saved shortens it (the seven packages that use
+# them: 477 CPU-s with nodes of their own, 276 to 375 sharing; docs/development.md).
+# The launcher's own tests (internal/testes, internal/testos) still start theirs;
+# tests on a shared node keep to indices of their own (testes.Index).
 # Stage 2, alone: the end-to-end runs that judge their own measurements (a clean run must
 # trip no check). Beside the other jobs a 2-core host is contended, and the contention
 # and plateau checks would rightly say so. The host is checked first
@@ -21,26 +29,67 @@ go=${GO:-go}
 measured='^(TestJavaVsNodeOnLocalFoundation|TestConfounders)$'
 
 apps_log=$(mktemp /tmp/cfbench-test-apps.XXXXXX)
-trap 'rm -f "$apps_log"' EXIT
+nodes_dir=$(mktemp -d /tmp/cfbench-test-nodes.XXXXXX)
+nodes=
+stop_nodes() {
+	[ -n "$nodes" ] || return 0
+	exec 3>&-
+	kill -TERM "$nodes" 2>/dev/null
+	wait "$nodes" 2>/dev/null
+	nodes=
+}
+# The nodes stop however this script ends: failed tests, Ctrl-C, SIGTERM (the traps),
+# or even SIGKILL (the end of their stdin, fd 3 here).
+trap 'stop_nodes; rm -rf "$apps_log" "$nodes_dir"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 packages=$($go list ./... | grep -v '/e2e$') || exit 1
 
-# Four test binaries at a time, not one per core: many of them mostly wait (search
-# nodes starting, outages and dead runs timed out on purpose). On a fresh clone with
-# dependencies cached, make test took 792 s at -p 2 (1.2 of 2 cores busy on average)
-# and 673 s at -p 4.
-# shellcheck disable=SC2086 # one word per package
-CGO_ENABLED=1 $go test -race -p 4 -count=1 -timeout 20m -skip "$measured" $packages &
-race=$!
+$go build -o "$nodes_dir/testnodes" ./tools/testnodes || exit 1
+mkfifo "$nodes_dir/stdin"
+: >"$nodes_dir/env"
+"$nodes_dir/testnodes" <"$nodes_dir/stdin" >"$nodes_dir/env" 2>"$nodes_dir/log" &
+nodes=$!
+exec 3<>"$nodes_dir/stdin" # read-write: opening it does not wait for the reader
+
 # Three e2e tests at a time, not GOMAXPROCS (2): they mostly wait on their foundations'
 # pushes and runs, and with two at a time the package's longest path was decided by how
-# its five foundation tests packed into two places.
-$go test -count=1 -parallel 3 -timeout 20m -skip "$measured" ./e2e &
+# its five foundation tests packed into two places. e2e and the apps use no search node:
+# they start while the nodes do.
+$go test -count=1 -parallel 3 -timeout 20m -skip "$measured" ./e2e 3>&- &
 e2e=$!
-scripts/test-apps.sh >"$apps_log" 2>&1 &
+scripts/test-apps.sh >"$apps_log" 2>&1 3>&- &
 apps=$!
 
 failed=()
-wait "$race" || failed+=("the Go packages (race detector)")
+# The nodes' variables, once both are ready (within testnode.StartTimeout, 3 min; a
+# node that cannot start makes testnodes exit with its log's tail).
+node_env=()
+for ((i = 0; i < 1000; i++)); do # 200 s
+	mapfile -t node_env <"$nodes_dir/env"
+	[ ${#node_env[@]} -ge 2 ] && break
+	kill -0 "$nodes" 2>/dev/null || break
+	sleep 0.2
+done
+if [ ${#node_env[@]} -lt 2 ]; then
+	if kill -0 "$nodes" 2>/dev/null; then
+		echo "--- tools/testnodes: the search nodes were not ready within 200 s" >&2
+	else
+		echo "--- tools/testnodes: the search nodes did not start" >&2
+	fi
+	stop_nodes
+	tail -c 8000 "$nodes_dir/log" >&2
+	failed+=("the search nodes (tools/testnodes)")
+else
+	# Four test binaries at a time, not one per core: many of them mostly wait (outages
+	# and dead runs timed out on purpose). On a fresh clone with dependencies cached,
+	# make test took 792 s at -p 2 (1.2 of 2 cores busy on average) and 673 s at -p 4.
+	# shellcheck disable=SC2086 # one word per package
+	env "${node_env[@]}" CGO_ENABLED=1 $go test -race -p 4 -count=1 -timeout 20m -skip "$measured" $packages 3>&- &
+	race=$!
+	wait "$race" || failed+=("the Go packages (race detector)")
+	stop_nodes
+fi
 wait "$e2e" || failed+=("e2e")
 wait "$apps" || failed+=("the sample apps (scripts/test-apps.sh)")
 echo "--- scripts/test-apps.sh"

@@ -12,7 +12,12 @@ import (
 	"testing"
 )
 
-func TestMain(m *testing.M) { Main(m) }
+// The launcher's own tests look at the node's process: they start a node of their own
+// even when the run shares one (CFBENCH_TEST_ES_URL).
+func TestMain(m *testing.M) {
+	os.Unsetenv(flavor.URLEnv)
+	Main(m)
+}
 
 func TestNodeAnswersOnLoopback(t *testing.T) {
 	n := Server(t)

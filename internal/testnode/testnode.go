@@ -4,6 +4,13 @@
 // data and logs in a temp dir it owns. Run as root, the node runs as an unprivileged
 // user (both engines refuse root). It is the launcher behind internal/testes and
 // internal/testos; tests use those, not this package.
+//
+// A test run may share one node of a flavor among all its test binaries: when the
+// flavor's URLEnv names a running node, Shared.Server uses it instead of starting one
+// (scripts/test.sh starts the nodes with tools/testnodes). Such a node is not the test
+// binary's: Shared.Stop leaves it running, and tests on it must keep to their own
+// indices (Index) and leave cluster-wide state alone; a test that needs a node of its
+// own calls Start.
 package testnode
 
 import (
@@ -38,10 +45,14 @@ const DefaultUser = "cfbench-es"
 
 // Flavor describes one engine's integ-test distribution and how to launch it.
 type Flavor struct {
-	Name      string // in messages: "Elasticsearch"
-	Command   string // the launcher bin/<Command> and the config file <Command>.yml
-	Script    string // the install script, relative to the module root; prints the home dir
-	HomeEnv   string // names an unpacked distribution, which skips Script
+	Name    string // in messages: "Elasticsearch"
+	Command string // the launcher bin/<Command> and the config file <Command>.yml
+	Script  string // the install script, relative to the module root; prints the home dir
+	HomeEnv string // names an unpacked distribution, which skips Script
+	URLEnv  string // names a running node Shared.Server uses instead of starting one
+	// Product is the X-Elastic-Product header the node sends ("Elasticsearch";
+	// OpenSearch sends none): a node named by URLEnv must send it.
+	Product   string
 	UserEnv   string // names the user to run as when root (default DefaultUser, else nobody)
 	EnvPrefix string // the launcher reads <EnvPrefix>_JAVA_HOME, _PATH_CONF, _TMPDIR, _JAVA_OPTS
 	Heap      string // the JVM heap: "256m"
@@ -54,13 +65,16 @@ type Flavor struct {
 // Node is a running node started by this package.
 type Node struct {
 	URL     string        // http://127.0.0.1:PORT
-	Home    string        // the distribution
-	Dir     string        // temp dir with config, data, logs
-	PID     int           // the launcher we started (OpenSearch's execs the server JVM)
+	Home    string        // the distribution ("" when External)
+	Dir     string        // temp dir with config, data, logs ("" when External)
+	PID     int           // the launcher we started (OpenSearch's execs the server JVM); 0 when External
 	Started time.Duration // how long it took to become ready
-	name    string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	// External marks a node another process started (Flavor.URLEnv): Stop leaves it
+	// running.
+	External bool
+	name     string
+	cmd      *exec.Cmd
+	exited   chan struct{}
 }
 
 // Shared is a test binary's one node of a flavor, started by the first Server call
@@ -72,17 +86,61 @@ type Shared struct {
 	err    error
 }
 
-// Server returns the node, starting it on first use. Under -short (`make check`) it
-// skips t; otherwise it fails t (it does not skip) when the node cannot start; the message carries the tail of the node's log.
+// Server returns the node, starting it on first use, or the running node that
+// $URLEnv names if set (checked once: Attach). Under -short (`make check`) it
+// skips t; otherwise it fails t (it does not skip) when the node cannot start, the
+// message carrying the tail of the node's log, or when the named node does not
+// answer as the flavor's, the message naming the variable.
 func (s *Shared) Server(t testing.TB) *Node {
 	t.Helper()
 	testtier.External(t, "a real "+s.Flavor.Name+" node")
-	s.once.Do(func() { s.node, s.err = Start(context.Background(), s.Flavor) })
+	s.once.Do(func() {
+		if url := os.Getenv(s.Flavor.URLEnv); s.Flavor.URLEnv != "" && url != "" {
+			s.node, s.err = Attach(context.Background(), s.Flavor, url)
+			if s.err != nil {
+				s.err = fmt.Errorf("%s=%s: %w", s.Flavor.URLEnv, url, s.err)
+			}
+			return
+		}
+		s.node, s.err = Start(context.Background(), s.Flavor)
+	})
 	if s.err != nil {
-		t.Fatalf("start test %s: %v", strings.ToLower(s.Flavor.Name), s.err)
+		t.Fatalf("test %s: %v", strings.ToLower(s.Flavor.Name), s.err)
 	}
 	return s.node
 }
+
+// Attach returns the running node of flavor f at url, once its GET /_cluster/health
+// answers as f's does (Product) within AttachTimeout. The node is External: Stop
+// leaves it running. (Not GET /: the integ-test Elasticsearch has no root endpoint.)
+func Attach(ctx context.Context, f Flavor, url string) (*Node, error) {
+	url = strings.TrimRight(url, "/")
+	ctx, cancel := context.WithTimeout(ctx, AttachTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/_cluster/health", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no %s answers there: %w", f.Name, err)
+	}
+	defer res.Body.Close()
+	var h struct{ Status string }
+	if err := json.NewDecoder(res.Body).Decode(&h); err != nil || res.StatusCode != http.StatusOK || h.Status == "" {
+		return nil, fmt.Errorf("GET /_cluster/health answered HTTP %d (%v), not as %s does", res.StatusCode, err, f.Name)
+	}
+	if p := res.Header.Get("X-Elastic-Product"); p != f.Product {
+		return nil, fmt.Errorf("it says X-Elastic-Product %q: not %s", p, f.Name)
+	}
+	if h.Status == "red" {
+		return nil, fmt.Errorf("its cluster is red")
+	}
+	return &Node{URL: url, External: true, name: f.Name}, nil
+}
+
+// AttachTimeout bounds Attach's GET /.
+const AttachTimeout = 10 * time.Second
 
 // Main runs the tests, then stops the node (if one started) and removes its files,
 // and exits with the tests' code.
@@ -92,8 +150,9 @@ func (s *Shared) Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop stops the node if one was started, for a TestMain that runs several shared
-// servers (Main runs the tests and stops only this one).
+// Stop stops the node if one was started (an External one keeps running), for a
+// TestMain that runs several shared servers (Main runs the tests and stops only this
+// one).
 func (s *Shared) Stop() {
 	if s.node != nil {
 		if err := s.node.Stop(); err != nil {
@@ -140,6 +199,27 @@ func Start(ctx context.Context, f Flavor) (*Node, error) {
 		}
 	}
 	return nil, lastErr
+}
+
+// StartAll starts a node of each flavor at once (Start) and returns them in the same
+// order. When one cannot start it stops the others and returns every failure.
+func StartAll(ctx context.Context, flavors ...Flavor) ([]*Node, error) {
+	nodes := make([]*Node, len(flavors))
+	errs := make([]error, len(flavors))
+	var wg sync.WaitGroup
+	for i, f := range flavors {
+		wg.Go(func() { nodes[i], errs[i] = Start(ctx, f) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, n := range nodes {
+			if n != nil {
+				n.Stop()
+			}
+		}
+		return nil, err
+	}
+	return nodes, nil
 }
 
 func launch(ctx context.Context, f Flavor, home, javaHome string, cred *credential) (*Node, error) {
@@ -291,8 +371,11 @@ func (n *Node) waitReady(ctx context.Context) error {
 }
 
 // Stop stops the node (SIGTERM to the launcher we started, SIGKILL to its process
-// group after 30 s) and removes its directory.
+// group after 30 s) and removes its directory. An External node is left alone.
 func (n *Node) Stop() error {
+	if n.External {
+		return nil
+	}
 	var err error
 	if n.cmd != nil && n.cmd.Process != nil {
 		select {

@@ -1,17 +1,27 @@
-// Package testos gives tests a real OpenSearch 2: one private node per test binary,
-// started on first use from OpenSearch's integ-test distribution (installed by
-// scripts/install-opensearch.sh, which this package runs when needed), on 127.0.0.1
-// and a free port, without the security plugin (the distribution has no plugins; a
-// CFBENCH_OS_HOME that has it gets it disabled), single-node discovery, a 256 MB heap
-// and the disk watermarks disabled, its data and logs in a temp dir it owns. Run as
-// root, the node runs as an unprivileged user (OpenSearch refuses root). Under -short
-// (`make check`) its callers skip; otherwise they fail (they do not skip) when it
-// cannot start; the error carries the tail of its log.
+// Package testos gives tests a real OpenSearch 2: one node per test binary (or one a
+// test run shares, below), started on first use from OpenSearch's integ-test
+// distribution (installed by scripts/install-opensearch.sh, which this package runs
+// when needed), on 127.0.0.1 and a free port, without the security plugin (the
+// distribution has no plugins; a CFBENCH_OS_HOME that has it gets it disabled),
+// single-node discovery, a 256 MB heap and the disk watermarks disabled, its data and
+// logs in a temp dir it owns. Run as root, the node runs as an unprivileged user
+// (OpenSearch refuses root). Under -short (`make check`) its callers skip; otherwise
+// they fail (they do not skip) when it cannot start; the error carries the tail of its
+// log.
 //
 // OpenSearch does not send the X-Elastic-Product header, so the official Elasticsearch
 // Go client (v8) refuses it; talk to it over plain HTTP.
 //
-// Environment: CFBENCH_OS_HOME (an unpacked distribution; skips the install script),
+// When CFBENCH_TEST_OPENSEARCH_URL names a running OpenSearch (http://127.0.0.1:PORT),
+// the test binary uses it instead of starting one and leaves it running:
+// scripts/test.sh starts one with tools/testnodes for every package of a run. Tests on
+// it keep to their own indices (Index) and leave cluster-wide state alone; a test that
+// needs a node of its own (to stop it, to look at its process, to change cluster
+// settings) calls Start. Without the variable, as with `go test ./engine`, each test
+// binary starts its own.
+//
+// Environment: CFBENCH_TEST_OPENSEARCH_URL (a running node to share, above),
+// CFBENCH_OS_HOME (an unpacked distribution; skips the install script),
 // CFBENCH_OS_USER (the user to run as when root; default cfbench-es, else nobody),
 // OPENSEARCH_JAVA_HOME (default: the JDK of the java on PATH).
 package testos
@@ -36,6 +46,7 @@ var flavor = testnode.Flavor{
 	Command:   "opensearch",
 	Script:    "scripts/install-opensearch.sh",
 	HomeEnv:   "CFBENCH_OS_HOME",
+	URLEnv:    "CFBENCH_TEST_OPENSEARCH_URL",
 	UserEnv:   "CFBENCH_OS_USER",
 	EnvPrefix: "OPENSEARCH",
 	Heap:      "256m",
@@ -50,6 +61,10 @@ var flavor = testnode.Flavor{
 
 var shared = testnode.Shared{Flavor: flavor}
 
+// Flavor is how this package launches a node, for a program that starts one for many
+// test binaries (tools/testnodes).
+func Flavor() testnode.Flavor { return flavor }
+
 // URL returns the base URL of the test binary's OpenSearch, starting it on first use.
 // It fails t when the node cannot start.
 func URL(t testing.TB) string {
@@ -57,7 +72,8 @@ func URL(t testing.TB) string {
 	return Server(t).URL
 }
 
-// Server returns the test binary's node, starting it on first use.
+// Server returns the test binary's node, starting it on first use (or the running one
+// CFBENCH_TEST_OPENSEARCH_URL names).
 func Server(t testing.TB) *Node {
 	t.Helper()
 	return shared.Server(t)

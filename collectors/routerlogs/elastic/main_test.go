@@ -24,7 +24,9 @@ import (
 )
 
 // The tests run against a real Elasticsearch 8 and a real OpenSearch 2, each started
-// on first use (internal/testes, internal/testos) and stopped here.
+// on first use (internal/testes, internal/testos) and stopped here, or the nodes a
+// test run shares (scripts/test.sh), which its data set's indices and template names
+// keep apart from other packages' (testes.Index).
 //
 // The tests that read the shared data set run in parallel, and much of their time is
 // the nodes' (searching), not this process's: unless -parallel is given, more of them
