@@ -139,7 +139,7 @@ func Attach(ctx context.Context, f Flavor, url string) (*Node, error) {
 	return &Node{URL: url, External: true, name: f.Name}, nil
 }
 
-// AttachTimeout bounds Attach's GET /.
+// AttachTimeout bounds Attach's GET /_cluster/health.
 const AttachTimeout = 10 * time.Second
 
 // Main runs the tests, then stops the node (if one started) and removes its files,
