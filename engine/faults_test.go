@@ -415,11 +415,18 @@ func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 	}
 	notes := &stepStarts{first: make(chan struct{})}
 	recoverSpills(context.Background(), store, spill, notes.Note, slog.New(slog.DiscardHandler))
+	// A COPY whose commit the cut's moment left unanswered is spilled though the
+	// server committed it (no client can tell), so the spilled records and the rows
+	// stored before may overlap: every sample is stored once when each worker's
+	// sequence numbers run from 1 without a gap or a repeat.
 	after := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID[1])
+	gaps := query[int64](t, dsn, `SELECT coalesce(sum(abs(top - n) + (n - seqs) + abs(low - 1)), 0) FROM (
+		SELECT count(*) AS n, count(DISTINCT s.seq) AS seqs, max(s.seq) AS top, min(s.seq) AS low
+		FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1 GROUP BY w.id) per_worker`, runID[1])
 	left, _ := os.ReadDir(spill)
-	if after != before+records || len(left) != 0 || !notes.said("samples its generators had kept in") {
-		t.Errorf("after recovery: %d rows (%d before, %d records spilled), files left %v, notes %q; want every record stored once and no file left",
-			after, before, records, left, notes.notes)
+	if after < records || after < before || after > before+records || gaps != 0 || len(left) != 0 || !notes.said("samples its generators had kept in") {
+		t.Errorf("after recovery: %d rows (%d before, %d records spilled), %d sequence numbers missing or repeated, files left %v, notes %q; want every sample stored once and no file left",
+			after, before, records, gaps, left, notes.notes)
 	}
 }
 
