@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -235,7 +235,7 @@ func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 		t.Fatalf("the sleep the instance left is gone too: nothing for the next start to do")
 	}
 
-	var log syncBuffer
+	var log testlog.Buffer
 	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err := f.Start(context.Background()); err != nil {
@@ -247,22 +247,4 @@ func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 		t.Errorf("the start did not say it stopped the orphan:\n%s", log.String())
 	}
 	t.Run("apps cannot reach the foundation's secrets", func(t *testing.T) { appsCannotReachTheSecrets(t, f, bits) })
-}
-
-// syncBuffer is a bytes.Buffer for a logger that writes from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,36 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testnode"
 )
-
-// syncBuffer is a bytes.Buffer run's goroutine writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fakeStart "starts" a node per flavor: its Dir is a temp dir, which Stop removes.
 func fakeStart(t *testing.T, heaps *[]string) starter {
@@ -50,7 +31,7 @@ func TestPrintsTheVariablesAndStopsTheNodes(t *testing.T) {
 	for _, end := range []string{"stdin closed", "signal"} {
 		t.Run(end, func(t *testing.T) {
 			var heaps []string
-			var stdout, stderr syncBuffer
+			var stdout, stderr testlog.Buffer
 			stdinR, stdinW := io.Pipe()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -103,7 +84,7 @@ func TestPrintsTheVariablesAndStopsTheNodes(t *testing.T) {
 }
 
 func TestANodeThatCannotStartFails(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	code := run(context.Background(), nil, strings.NewReader(""), &stdout, &stderr,
 		func(context.Context, ...testnode.Flavor) ([]*testnode.Node, error) {
 			return nil, errors.New("opensearch on http://127.0.0.1:9: the node exited\n--- console.log (tail)\nboom")
