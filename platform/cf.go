@@ -26,6 +26,9 @@ type CF struct {
 
 	rootMu  sync.Mutex
 	rootDoc *rootInfo // nil until read
+
+	zipMu sync.Mutex
+	zips  map[binaryKey][]byte // binaryBits' packages
 }
 
 // New wraps a logged-in go-cfclient.

@@ -489,3 +489,39 @@ func TestCheckManifest(t *testing.T) {
 		}
 	}
 }
+
+// A binary app's package is zipped once per name and content: the same program pushed
+// again reuses it, another program or another name gets its own.
+func TestBinaryBitsZippedOncePerProgram(t *testing.T) {
+	c := New(nil)
+	prog := bytes.Repeat([]byte("\x7fELF program "), 1000)
+	first, err := c.binaryBits("cfbench", prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(first), int64(len(first)))
+	if err != nil || len(zr.File) != 1 || zr.File[0].Name != "cfbench" || zr.File[0].Mode() != 0o755 {
+		t.Fatalf("package %v, %v: want cfbench alone, mode 0755", zr, err)
+	}
+	r, err := zr.File[0].Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := io.ReadAll(r); !bytes.Equal(body, prog) {
+		t.Fatalf("the package holds %d bytes, not the program's %d", len(body), len(prog))
+	}
+	again, _ := c.binaryBits("cfbench", bytes.Clone(prog))
+	if &again[0] != &first[0] {
+		t.Error("the same program was zipped again")
+	}
+	other := append(bytes.Clone(prog), '!')
+	for name, body := range map[string][]byte{"cfbench": other, "stub": prog} {
+		bits, err := c.binaryBits(name, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &bits[0] == &first[0] {
+			t.Errorf("%s of %d bytes got the package of cfbench of %d bytes", name, len(body), len(prog))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -218,11 +219,38 @@ func (c *CF) PushBinary(ctx context.Context, b BinaryApp) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", b.Name, err)
 	}
-	bits, err := zipFiles(zipEntry{name: base, mode: 0o755, body: bin})
+	bits, err := c.binaryBits(base, bin)
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", b.Name, err)
 	}
 	return c.push(ctx, b.Org, b.Space, b.Name, body, b.Services, bits)
+}
+
+// binaryKey names a binary app's package: the binary's name and content.
+type binaryKey struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+// binaryBits is the package of a binary app, the binary named base alone in a zip,
+// zipped once per name and content: a run pushes one program as its tunnel and as
+// each variant's generators, and deflating its megabytes was most of a push's CPU.
+func (c *CF) binaryBits(base string, bin []byte) ([]byte, error) {
+	key := binaryKey{name: base, sum: sha256.Sum256(bin)}
+	c.zipMu.Lock()
+	defer c.zipMu.Unlock()
+	if bits, ok := c.zips[key]; ok {
+		return bits, nil
+	}
+	bits, err := zipFiles(zipEntry{name: base, mode: 0o755, body: bin})
+	if err != nil {
+		return nil, err
+	}
+	if c.zips == nil {
+		c.zips = map[binaryKey][]byte{}
+	}
+	c.zips[key] = bits
+	return bits, nil
 }
 
 // defaultRoute is host on org's default domain.

@@ -137,7 +137,9 @@ func (p resourcePool) parseMatched(raw []byte) ([]matchResource, error) {
 }
 
 // assemble writes the package zip dst: the uploaded zip's entries (bits, "" when
-// only matched resources were sent) and the matched files from the pool.
+// only matched resources were sent) and the matched files from the pool. The package
+// stays on this machine, so the matched files are stored, not compressed again: a
+// push of a pooled binary costs a copy, not a deflate of megabytes.
 func (p resourcePool) assemble(dst, bits string, matched []matchResource) error {
 	out, err := os.Create(dst)
 	if err != nil {
@@ -186,7 +188,7 @@ func (p resourcePool) addToZip(zw *zip.Writer, r matchResource) error {
 	if m, err := strconv.ParseUint(r.Mode, 8, 32); err == nil && r.Mode != "" {
 		mode = os.FileMode(m) & os.ModePerm
 	}
-	hdr := &zip.FileHeader{Name: path.Clean(r.Path), Method: zip.Deflate}
+	hdr := &zip.FileHeader{Name: path.Clean(r.Path), Method: zip.Store}
 	hdr.SetMode(mode)
 	w, err := zw.CreateHeader(hdr)
 	if err != nil {

@@ -85,7 +85,9 @@ func StubBinary(t testing.TB) string {
 	return bin
 }
 
-// StubZip builds cmd/cfbench-stub and zips it as a binary app's package.
+// StubZip builds cmd/cfbench-stub and zips it as a binary app's package, stored
+// uncompressed: a package goes to the local foundation only, and deflating megabytes
+// under the race detector cost seconds of CPU per test.
 func StubZip(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile(StubBinary(t))
@@ -94,7 +96,7 @@ func StubZip(t testing.TB) []byte {
 	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	h := &zip.FileHeader{Name: "cfbench-stub", Method: zip.Deflate}
+	h := &zip.FileHeader{Name: "cfbench-stub", Method: zip.Store}
 	h.SetMode(0o755)
 	w, err := zw.CreateHeader(h)
 	if err == nil {
