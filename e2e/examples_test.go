@@ -45,6 +45,40 @@ func TestExamplesOnLocalFoundation(t *testing.T) {
 	t.Run("thesis pool matrix", func(t *testing.T) { thesisPool(t, root, cf, cl) })
 	t.Run("proxy bake-off", func(t *testing.T) { proxyBakeoff(t, root, cf, cl, info) })
 	t.Run("a ramp of rates in all", func(t *testing.T) { rateLevels(t, cf, cl, root, bins) })
+	t.Run("the Cloud Controller's own API", func(t *testing.T) { ccAPI(t, root, cf, info.APIURL) })
+}
+
+// ccAPI runs examples/cc-api.yml, shortened to 1 and 4 users, against the foundation's
+// own Cloud Controller at apiURL with the token of the cf CLI's login (the plugin
+// passes it as ${CF_OAUTH_TOKEN}): every request is answered 200, and one generator
+// instance runs each step's users.
+func ccAPI(t *testing.T, root string, cf *cfCLI, apiURL string) {
+	t.Helper()
+	ccSpec := writeTemp(t, "cc-api.yml", editedExample(t, root, "cc-api.yml", map[string]string{
+		"url: https://api.sys.example.com":             "url: " + apiURL,
+		"  users: [1, 2, 4, 8, 16, 32]\n  hold: 60s\n": "  users: [1, 4]\n  hold: 3s\n",
+		"  warmup: 5s\n":                               "  warmup: 1s\n",
+	}))
+	cc := startCF(t, cf, "run-benchmark", "-f", ccSpec)
+	ccRun := cc.waitFor(t, regexp.MustCompile(`^run (\S+): cc-api, 1 variant\(s\), 2 step\(s\) each`))[1]
+	if out, code := cc.wait(t); code != 0 {
+		t.Fatalf("cf run-benchmark cc-api: exit %d\n%s", code, out)
+	}
+	ccStatus := map[string]int{}
+	for _, r := range readCSV(t, filepath.Join(cf.dir, "results", ccRun, "samples.csv")) {
+		ccStatus[r["status"]]++
+	}
+	if ccStatus["200"] == 0 || len(ccStatus) != 1 {
+		t.Errorf("GET /v3/spaces statuses %v, want only 200 (the token reached the Cloud Controller)", ccStatus)
+	}
+	// A sweep of users: one generator instance runs each step's users.
+	var users []string
+	for _, st := range readCSV(t, filepath.Join(cf.dir, "results", ccRun, "steps.csv")) {
+		users = append(users, st["instances"]+"×"+st["users"])
+	}
+	if !slices.Equal(users, []string{"1×1", "1×4"}) {
+		t.Errorf("cc-api steps (instances×users) %v, want 1×1 and 1×4", users)
+	}
 }
 
 // thesisPool runs examples/thesis/pool.yml (the study's pool question) shortened to a

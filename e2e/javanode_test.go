@@ -160,34 +160,6 @@ func TestJavaVsNodeOnLocalFoundation(t *testing.T) {
 		t.Errorf("statuses %v, want only 200 (list, get) and 201 (create)", statuses)
 	}
 	t.Logf("answered: java %d, node %d; flushes: %v", len(answered["java"]), len(answered["node"]), flushes)
-
-	// examples/cc-api.yml against this foundation's Cloud Controller, with the token of
-	// the cf CLI's login (the plugin passes it as ${CF_OAUTH_TOKEN}).
-	ccSpec := writeTemp(t, "cc-api.yml", editedExample(t, root, "cc-api.yml", map[string]string{
-		"url: https://api.sys.example.com":             "url: " + info.APIURL,
-		"  users: [1, 2, 4, 8, 16, 32]\n  hold: 60s\n": "  users: [1, 4]\n  hold: 3s\n",
-		"  warmup: 5s\n":                               "  warmup: 1s\n",
-	}))
-	cc := startCF(t, cf, "run-benchmark", "-f", ccSpec)
-	ccRun := cc.waitFor(t, regexp.MustCompile(`^run (\S+): cc-api, 1 variant\(s\), 2 step\(s\) each`))[1]
-	if out, code := cc.wait(t); code != 0 {
-		t.Fatalf("cf run-benchmark cc-api: exit %d\n%s", code, out)
-	}
-	ccStatus := map[string]int{}
-	for _, r := range readCSV(t, filepath.Join(cf.dir, "results", ccRun, "samples.csv")) {
-		ccStatus[r["status"]]++
-	}
-	if ccStatus["200"] == 0 || len(ccStatus) != 1 {
-		t.Errorf("GET /v3/spaces statuses %v, want only 200 (the token reached the Cloud Controller)", ccStatus)
-	}
-	// A sweep of users: one generator instance runs each step's users.
-	var users []string
-	for _, st := range readCSV(t, filepath.Join(cf.dir, "results", ccRun, "steps.csv")) {
-		users = append(users, st["instances"]+"×"+st["users"])
-	}
-	if !slices.Equal(users, []string{"1×1", "1×4"}) {
-		t.Errorf("cc-api steps (instances×users) %v, want 1×1 and 1×4", users)
-	}
 }
 
 // writeJavaVsNodeSpec copies examples/java-vs-node.yml into a temp dir with the

@@ -29,8 +29,15 @@ func TestCF(t *testing.T) {
 	if c.Client() != cl {
 		t.Fatal("Client() is not the client given to New")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	// Each part of the test has 3 minutes of its own (within), not a share of one
+	// deadline for all: under the load of a whole make test, the parts before the last
+	// took 150 s instead of 40 and left it none.
+	within := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	ctx := within(t)
 	bin := testfoundation.StubBinary(t)
 	opts := client.NewSpaceListOptions()
 	opts.Names.EqualTo("apps")
@@ -41,6 +48,7 @@ func TestCF(t *testing.T) {
 
 	var db string // the service instance bound by the apps below
 	t.Run("EnsureServiceInstance", func(t *testing.T) {
+		ctx := within(t)
 		cases := []struct {
 			name, instance, offering, plan string
 			created                        bool
@@ -100,6 +108,7 @@ func TestCF(t *testing.T) {
 `)
 	var web *App
 	t.Run("PushManifest", func(t *testing.T) {
+		ctx := within(t)
 		var err error
 		web, err = c.PushManifest(ctx, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "overlay", "EXTRA": "x"}})
 		if err != nil {
@@ -136,6 +145,7 @@ func TestCF(t *testing.T) {
 	// What the neighbours check reads: the idle app with its instance, host and space,
 	// under the check's 0.1 cores; left out when skip says so.
 	t.Run("AppsCPU", func(t *testing.T) {
+		ctx := within(t)
 		apps, err := c.AppsCPU(ctx, "", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -154,6 +164,7 @@ func TestCF(t *testing.T) {
 	})
 
 	t.Run("RouteTarget", func(t *testing.T) {
+		ctx := within(t)
 		target, err := c.RouteTarget(ctx, web.GUID)
 		if err != nil {
 			t.Fatal(err)
@@ -181,6 +192,7 @@ func TestCF(t *testing.T) {
 	// A matrix cell: the same manifest's app under another name, on its own route,
 	// with its memory and instances; the first app stays as it was.
 	t.Run("PushManifest overrides", func(t *testing.T) {
+		ctx := within(t)
 		cell, err := c.PushManifest(ctx, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "cell"},
 			Memory: "32M", Instances: 2, NameSuffix: "-c2"})
 		if err != nil {
@@ -207,6 +219,7 @@ func TestCF(t *testing.T) {
 	// The quotas a plan is checked against: the org's (no limits here) and a space
 	// quota applied as cf create-space-quota and cf set-space-quota do.
 	t.Run("Quotas", func(t *testing.T) {
+		ctx := within(t)
 		orgGUID, err := c.org(ctx, "cfbench")
 		if err != nil {
 			t.Fatal(err)
@@ -241,6 +254,7 @@ func TestCF(t *testing.T) {
 	})
 
 	t.Run("Scale", func(t *testing.T) {
+		ctx := within(t)
 		for _, n := range []int{3, 1} {
 			if err := c.Scale(ctx, web.ProcessGUID, n); err != nil {
 				t.Fatal(err)
@@ -262,6 +276,7 @@ func TestCF(t *testing.T) {
 	})
 
 	t.Run("BindingCredentials", func(t *testing.T) {
+		ctx := within(t)
 		creds, err := c.BindingCredentials(ctx, web.GUID, db)
 		if err != nil {
 			t.Fatal(err)
@@ -272,6 +287,7 @@ func TestCF(t *testing.T) {
 	})
 
 	t.Run("PushBinary", func(t *testing.T) {
+		ctx := within(t)
 		idle, err := c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "idle", Binary: bin, Memory: "64M"})
 		if err != nil {
 			t.Fatal(err)
@@ -325,6 +341,7 @@ func TestCF(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
+		ctx := within(t)
 		twoApps := writeFile(t, t.TempDir(), "manifest.yml", "applications:\n- name: one\n- name: two\n")
 		badField := writeFile(t, t.TempDir(), "manifest.yml", "applications:\n- name: bad\n  instances: many\n")
 		unbound := writeFile(t, dir, "unbound.yml", "applications:\n- name: unbound\n  path: app\n  services: [missing-db]\n")
@@ -381,6 +398,7 @@ func TestCF(t *testing.T) {
 	})
 
 	t.Run("ScaleDown", func(t *testing.T) {
+		ctx := within(t)
 		// The generators of a run whose process died: found by name, scaled to 0.
 		if err := c.ScaleDown(ctx, space.GUID, "web"); err != nil {
 			t.Fatal(err)
