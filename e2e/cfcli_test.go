@@ -236,14 +236,8 @@ func moduleRoot(t *testing.T) string {
 // buildPlugin builds the cf-benchmark binary as the Makefile does and returns its path.
 func buildPlugin(t *testing.T, root string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), pluginName)
-	env := append(os.Environ(), "CGO_ENABLED=0")
-	res := run(t, buildTimeout, root, env, "go", "build", "-trimpath",
-		"-ldflags", "-X main.version="+pluginVersion, "-o", bin, "./plugin")
-	if res.err != nil || res.code != 0 {
-		t.Fatalf("go build ./plugin: exit %d, %v\n%s", res.code, res.err, res.stderr)
-	}
-	return bin
+	return buildOnce(t, root, append(os.Environ(), "CGO_ENABLED=0"), filepath.Join("plugin", pluginName), "./plugin",
+		"-ldflags", "-X main.version="+pluginVersion)
 }
 
 // result is how a program ended. err is set only when it could not run to its end

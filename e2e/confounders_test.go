@@ -83,7 +83,7 @@ func TestConfounders(t *testing.T) {
 	}
 	root := moduleRoot(t)
 	bins := buildPushed(t, root)
-	buildProxy(t, root, bins)
+	buildProxy(t, root)
 	cf, info, cl := loggedIn(t, root, bins, logQuota, testfoundation.PlatformOffApps)
 	stubZip := testfoundation.StubZip(t)
 	env := confounderEnv{router: info.RouterAddr, logStore: info.LogStore, pushCommand: func(t *testing.T, space, name, command string) {
@@ -358,14 +358,12 @@ func writeConfounderSpec(t *testing.T, root, bins, name string, edits ...map[str
 	return file
 }
 
-// buildProxy builds cmd/cfbench-proxy into bins/proxy, as make build lays out bin/.
-func buildProxy(t *testing.T, root, bins string) {
+// buildProxy builds cmd/cfbench-proxy into buildPushed's bin dir, at proxy/, as make
+// build lays out bin/.
+func buildProxy(t *testing.T, root string) {
 	t.Helper()
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	res := run(t, buildTimeout, root, env, "go", "build", "-trimpath", "-o", filepath.Join(bins, "proxy", "cfbench-proxy"), "./cmd/cfbench-proxy")
-	if res.err != nil || res.code != 0 {
-		t.Fatalf("go build ./cmd/cfbench-proxy: exit %d, %v\n%s", res.code, res.err, res.stderr)
-	}
+	buildOnce(t, root, env, filepath.Join("pushed", "proxy", "cfbench-proxy"), "./cmd/cfbench-proxy")
 }
 
 // logStepMetrics logs the stored figures of every step of an exported run: what the

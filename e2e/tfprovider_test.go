@@ -171,12 +171,12 @@ func writeFile(t *testing.T, name string, b []byte) {
 	}
 }
 
-// stateResource is a resource or data source of `tofu show -json`.
+// stateResource is a resource or data source in the state.
 type stateResource struct {
-	Address string         `json:"address"`
-	Mode    string         `json:"mode"` // managed or data
-	Type    string         `json:"type"`
-	Values  map[string]any `json:"values"`
+	Address string
+	Mode    string // managed or data
+	Type    string
+	Values  map[string]any // its attributes
 }
 
 func (r stateResource) id() string {
@@ -184,20 +184,36 @@ func (r stateResource) id() string {
 	return id
 }
 
-// stateResources are the resources and data sources in tf's state.
+// stateResources are the resources and data sources in tf's state, read with tofu
+// state pull: the state as stored, which needs no provider (show -json starts it for
+// its schemas, a second of CPU each time).
 func stateResources(t *testing.T, tf *tofu) []stateResource {
 	t.Helper()
-	var show struct {
-		Values struct {
-			RootModule struct {
-				Resources []stateResource `json:"resources"`
-			} `json:"root_module"`
-		} `json:"values"`
+	var state struct {
+		Resources []struct {
+			Mode      string `json:"mode"`
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Instances []struct {
+				Attributes map[string]any `json:"attributes"`
+			} `json:"instances"`
+		} `json:"resources"`
 	}
-	if err := json.Unmarshal([]byte(tf.mustRun(t, nil, "show", "-json")), &show); err != nil {
-		t.Fatalf("tofu show -json: %v", err)
+	if err := json.Unmarshal([]byte(tf.mustRun(t, nil, "state", "pull")), &state); err != nil {
+		t.Fatalf("tofu state pull: %v", err)
 	}
-	return show.Values.RootModule.Resources
+	var out []stateResource
+	for _, r := range state.Resources {
+		addr := r.Type + "." + r.Name
+		if r.Mode == "data" {
+			addr = "data." + addr
+		}
+		if len(r.Instances) != 1 {
+			t.Fatalf("%s has %d instances in the state; the cases declare each resource once (no count, no for_each)", addr, len(r.Instances))
+		}
+		out = append(out, stateResource{Address: addr, Mode: r.Mode, Type: r.Type, Values: r.Instances[0].Attributes})
+	}
+	return out
 }
 
 // planChanges plans and returns, per resource the plan would change, the top-level
@@ -206,7 +222,15 @@ func stateResources(t *testing.T, tf *tofu) []stateResource {
 func planChanges(t *testing.T, tf *tofu) map[string][]string {
 	t.Helper()
 	plan := filepath.Join(tf.dir, "check.tfplan")
-	tf.mustRun(t, nil, "plan", "-input=false", "-out="+plan)
+	// Exit 0: no changes, and no need to show the plan (a second start of the
+	// provider); 2: changes, shown below.
+	res := tf.run(t, nil, "plan", "-input=false", "-detailed-exitcode", "-out="+plan)
+	switch {
+	case res.err == nil && res.code == 0:
+		return nil
+	case res.err != nil || res.code != 2:
+		t.Fatalf("tofu plan: exit %d, %v\n%s%s", res.code, res.err, res.stdout, res.stderr)
+	}
 	var show struct {
 		ResourceChanges []struct {
 			Address string `json:"address"`
