@@ -78,8 +78,11 @@ func (c *cfCLI) must(t *testing.T, args ...string) string {
 	return out
 }
 
-// zipDir zips dir (modes kept), as `cf push` uploads an app directory.
-func zipDir(t *testing.T, dir string) []byte {
+// zipDir zips dir (modes kept), as `cf push` uploads an app directory, each file
+// compressed with method: zip.Deflate as the cf CLI does, or zip.Store where the bytes
+// do not matter (a binary's megabytes deflated under the race detector cost seconds of
+// CPU).
+func zipDir(t *testing.T, dir string, method uint16) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -96,7 +99,7 @@ func zipDir(t *testing.T, dir string) []byte {
 			return err
 		}
 		h.Name, _ = filepath.Rel(dir, path)
-		h.Method = zip.Deflate
+		h.Method = method
 		w, err := zw.CreateHeader(h)
 		if err != nil {
 			return err
@@ -141,7 +144,7 @@ func fixtures(t *testing.T, root string) (binary, node, java []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return zipDir(t, bin), zipDir(t, filepath.Join(root, "foundation", "staging", "testdata", "node")), java
+	return zipDir(t, bin, zip.Store), zipDir(t, filepath.Join(root, "foundation", "staging", "testdata", "node"), zip.Deflate), java
 }
 
 // stateDir is a fresh state dir that Postgres's unprivileged user can enter when the

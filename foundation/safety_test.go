@@ -3,6 +3,7 @@
 package foundation
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -32,7 +33,7 @@ func stubZip(t *testing.T) []byte {
 	t.Helper()
 	bin := t.TempDir()
 	build(t, moduleRoot(t), "go", "build", "-o", filepath.Join(bin, "cfbench-stub"), "./cmd/cfbench-stub")
-	return zipDir(t, bin)
+	return zipDir(t, bin, zip.Store)
 }
 
 // pushBinary pushes bits as app name with command, one instance, and waits until the
