@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
@@ -97,24 +100,27 @@ func TestFaultsLoseNothing(t *testing.T) {
 		name     string
 		max      int           // steps of 1..max instances
 		hold     time.Duration // per step
-		at, for_ time.Duration // the fault, from the first step's plan
+		at, for_ time.Duration // the fault, from the first instance's join of the first step
 		mode     string        // "proxy" (Postgres behind a proxy that is cut), "restart", "tunnel"
 		// spillMust: the outage outlasts the writers' way to disk, so samples went there. A
 		// writer spills only once its retries rest longer than its flush period (a backoff
 		// from 100 ms, doubling, each delay jittered down to half, against 1 s: the fifth
 		// or sixth failure, about 5 s after the first, later as its attempts take time),
-		// so a 5 s outage spilled or not by chance and the host's scheduling (CI: the
-		// relay case, 0 spilled); 10 s leaves room.
+		// so a 5 s outage spilled or not by chance and the host's scheduling; 10 s leaves
+		// room. It spills only what an instance sends, so the fault waits for a join:
+		// timed from the step's plan instead, it came before a loaded host's relayed
+		// instance had read the plan, which then sent nothing until the outage was over
+		// (CI: sent 360 of 2,100, 0 spilled).
 		spillMust bool
 		relay     bool // the generators go through a relay, whose database is what the fault hits
 	}{
-		{name: "outage 2s mid-step", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, for_: 2 * time.Second, mode: "proxy"},
-		{name: "outage 10s mid-step", max: 1, hold: 14 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
-		{name: "outage 60s mid-step", max: 1, hold: 64 * time.Second, at: 1500 * time.Millisecond, for_: 60 * time.Second, mode: "proxy", spillMust: true},
-		{name: "outage 10s across a step boundary", max: 2, hold: 4 * time.Second, at: 2500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true},
-		{name: "postgres restart on its port", max: 2, hold: 5 * time.Second, at: 1500 * time.Millisecond, mode: "restart"},
-		{name: "tunnel drops 10s", max: 2, hold: 8 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "tunnel", spillMust: true},
-		{name: "relay loses the database 10s mid-step", max: 1, hold: 14 * time.Second, at: 1500 * time.Millisecond, for_: 10 * time.Second, mode: "proxy", spillMust: true, relay: true},
+		{name: "outage 2s mid-step", max: 2, hold: 5 * time.Second, at: time.Second, for_: 2 * time.Second, mode: "proxy"},
+		{name: "outage 10s mid-step", max: 1, hold: 14 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "proxy", spillMust: true},
+		{name: "outage 60s mid-step", max: 1, hold: 64 * time.Second, at: time.Second, for_: 60 * time.Second, mode: "proxy", spillMust: true},
+		{name: "outage 10s across a step boundary", max: 2, hold: 4 * time.Second, at: 2 * time.Second, for_: 10 * time.Second, mode: "proxy", spillMust: true},
+		{name: "postgres restart on its port", max: 2, hold: 5 * time.Second, at: time.Second, mode: "restart"},
+		{name: "tunnel drops 10s", max: 2, hold: 8 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "tunnel", spillMust: true},
+		{name: "relay loses the database 10s mid-step", max: 1, hold: 14 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "proxy", spillMust: true, relay: true},
 	}
 	// Every case is set up here, then all run at once: as parallel subtests only
 	// GOMAXPROCS of them would run together, and they mostly wait.
@@ -151,7 +157,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 		go func() {
 			faulted := make(chan error, 1)
 			go func() {
-				<-rep.first
+				if err := firstJoin(direct); err != nil {
+					faulted <- err
+					return
+				}
 				time.Sleep(c.at)
 				faulted <- fault()
 			}()
@@ -191,6 +200,30 @@ func TestFaultsLoseNothing(t *testing.T) {
 				t.Errorf("%d steps ended, want %d", n, c.max)
 			}
 		})
+	}
+}
+
+// firstJoin waits until a generator instance has begun the first step in the results
+// database at dsn (read directly, not through the fault to come).
+func firstJoin(dsn string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for {
+		var joined bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM worker_steps WHERE step = 0)`).Scan(&joined); err != nil {
+			return fmt.Errorf("wait for an instance to join the first step: %w", err)
+		}
+		if joined {
+			return nil
+		}
+		if !wait.For(ctx, 50*time.Millisecond) {
+			return fmt.Errorf("no generator instance joined the first step in 2 minutes")
+		}
 	}
 }
 
@@ -372,14 +405,19 @@ func TestOutageBeyondTheBoundSpillsEverything(t *testing.T) {
 	}
 	defer store.Close()
 	rep, spill := &stepStarts{first: make(chan struct{})}, t.TempDir()
+	cut := make(chan error, 1)
 	go func() {
-		<-rep.first
+		err := firstJoin(dsn)
 		time.Sleep(time.Second)
 		p.Cut() // for good, until the run gave up
+		cut <- err
 	}()
 	_, err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill, MaxOutage: 2 * time.Second})
 	if !errors.Is(err, ErrOutage) {
 		t.Fatalf("run: %v, want ErrOutage", err)
+	}
+	if err := <-cut; err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("run: %v", err)
 	m := regexp.MustCompile(`(\d+) samples not stored, (\d+) of them in `).FindStringSubmatch(err.Error())
