@@ -3,7 +3,10 @@ package cfbench.bulletin;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.nio.ByteBuffer;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.http.UriCompliance;
@@ -20,6 +23,16 @@ final class App implements AutoCloseable {
     /** HikariCP refuses shorter connection timeouts (it would silently use 30 s instead). */
     static final int MIN_POOL_TIMEOUT_MS = 250;
 
+    /**
+     * How long the start waits for its first database connection while that is on its way.
+     * DB_POOL_TIMEOUT_MS bounds a request's wait for a pooled connection (a knob of the
+     * benchmark, 5 s by default); a cold JVM on a busy cell can take longer for its first
+     * connection (the driver's classes, SCRAM), and the platform gives a start far more (Cloud
+     * Foundry's health check: 60 s by default). A connection that fails (refused, a wrong
+     * password) still fails the start at the pool's timeout.
+     */
+    static final long START_CONNECT_MS = 30_000;
+
     private final Config config;
     private HikariDataSource dataSource;
     private Timings timings;
@@ -32,7 +45,7 @@ final class App implements AutoCloseable {
 
     App start() throws Exception {
         dataSource = new HikariDataSource(poolConfig(config));
-        Ads.createAndSeed(dataSource, config.seedAds());
+        createAndSeed(dataSource, config.seedAds());
         timings = new Timings(config.timingsCapacity(), config.timingsOn(), config.instanceIndex());
 
         // Jetty's thread pool serves the requests (blocking JDBC calls hold a thread each):
@@ -54,6 +67,23 @@ final class App implements AutoCloseable {
         server.setErrorHandler(App::jsonError);
         server.start();
         return this;
+    }
+
+    /** The schema step, given START_CONNECT_MS for a first connection that is on its way. */
+    private static void createAndSeed(HikariDataSource ds, int seedAds) throws SQLException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_CONNECT_MS);
+        while (true) {
+            try {
+                Ads.createAndSeed(ds, seedAds);
+                return;
+            } catch (SQLTransientConnectionException e) {
+                // The pool's wait ran out. Without a cause no connection attempt failed: the
+                // pool is still making the first one (it goes on in the background).
+                if (e.getCause() != null || System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+            }
+        }
     }
 
     /** The most threads Jetty serves requests on (SERVER_THREADS). */
