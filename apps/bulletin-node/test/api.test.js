@@ -4,6 +4,7 @@
 
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const net = require('node:net');
 const { lockDatabase, startApp, databaseUrl } = require('../test-support/helpers');
 const { createApp } = require('../server');
 
@@ -390,6 +391,38 @@ describe('bulletin board', () => {
         assert.deepEqual(withoutCreatedAt(s.json), seedAd(1));
       } finally {
         await small.close();
+      }
+    });
+
+    // On a busy host a cold app's first connection took longer than the pool's wait
+    // (5 s by default), and the app exited.
+    test('a first connection slower than the pool wait still starts the app', async () => {
+      const url = new URL(databaseUrl());
+      const [dbHost, dbPort] = [url.hostname, Number(url.port)];
+      const sockets = new Set();
+      const proxy = net.createServer((inbound) => {
+        sockets.add(inbound);
+        inbound.pause();
+        setTimeout(() => {
+          const up = net.connect(dbPort, dbHost, () => {
+            inbound.pipe(up);
+            up.pipe(inbound);
+            inbound.resume();
+          });
+          sockets.add(up);
+          up.on('error', () => inbound.destroy());
+          inbound.on('error', () => up.destroy());
+        }, 1000);
+      });
+      await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      url.hostname = '127.0.0.1';
+      url.port = String(proxy.address().port);
+      try {
+        const slow = await startApp({ DATABASE_URL: url.toString(), DB_POOL_TIMEOUT_MS: '250' });
+        await slow.close();
+      } finally {
+        for (const s of sockets) s.destroy();
+        await new Promise((resolve) => proxy.close(resolve));
       }
     });
 
