@@ -73,16 +73,27 @@ func (d *Deployment) startLogCache(ctx context.Context, runID string, every time
 // those cover.
 const maxSettle = 5 * time.Second
 
-// settleMetrics reads the Log Cache once more, one poll interval after a step's window
-// ended at end (at most maxSettle from now), so that cumulative counters have a reading
-// on both sides of the window and the step's CPU covers all of it. Without a Log Cache
-// it returns at once.
+// settleMetrics reads the Log Cache until every instance has a reading past the end of
+// a step's window that ended at end, or until one poll interval after it (at most
+// maxSettle from now), so that cumulative counters have a reading on both sides of the
+// window and the step's CPU covers all of it. A foundation that samples more often than
+// the run polls (the local one: every 200 ms) has them well before the interval is out.
+// Without a Log Cache it returns at once.
 func (d *Deployment) settleMetrics(ctx context.Context, end time.Time) {
 	if d.logCache == nil {
 		return
 	}
-	wait.For(ctx, min(time.Until(end.Add(d.metricsEvery)), maxSettle))
-	if err := d.logCache.Poll(ctx); err != nil && ctx.Err() == nil {
-		d.log.Warn("read container metrics from log cache", "err", err)
+	deadline := time.Now().Add(min(time.Until(end.Add(d.metricsEvery)), maxSettle))
+	every := max(d.metricsEvery/10, 100*time.Millisecond)
+	for {
+		if err := d.logCache.Poll(ctx); err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("read container metrics from log cache", "err", err)
+			}
+			return
+		}
+		if d.logCache.ReadPast(end) || !time.Now().Before(deadline) || !wait.For(ctx, min(every, time.Until(deadline))) {
+			return
+		}
 	}
 }

@@ -94,6 +94,7 @@ type source struct {
 	target Target
 	cursor int64            // the previous read's end (ns); 0 before the first
 	seen   map[string]int64 // envelopes stored in the overlap: key → timestamp
+	newest map[string]int64 // each instance's latest counters reading read (ns)
 }
 
 // New checks cfg and returns a poller that is not started.
@@ -125,7 +126,7 @@ func New(cfg Config) (*Poller, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	for _, t := range cfg.Targets {
-		p.sources[t.AppGUID] = &source{target: t, seen: map[string]int64{}}
+		p.sources[t.AppGUID] = &source{target: t, seen: map[string]int64{}, newest: map[string]int64{}}
 	}
 	return p, nil
 }
@@ -155,6 +156,24 @@ func (p *Poller) Wait() error { return p.life.Wait() }
 // are logged, not returned.
 func (p *Poller) Close() error { return p.life.Close() }
 
+// ReadPast reports whether, as of the polls so far, every instance with a counters
+// reading in the Interval before t has one at or after t too: a window that ends at t
+// then has readings on both sides of its end. An instance whose latest reading is older
+// is taken as gone (stopped, scaled away, or emitting less often than Interval).
+func (p *Poller) ReadPast(t time.Time) bool {
+	p.pollMu.Lock()
+	defer p.pollMu.Unlock()
+	end := t.UnixNano()
+	for _, s := range p.sources {
+		for _, ts := range s.newest {
+			if ts < end && ts >= end-int64(p.cfg.Interval) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Poll reads every target's envelopes since its previous read once and stores them.
 // It returns what failed (a read after its retries, or the store); what was read of
 // a target whose rows could not be stored is read again next time.
@@ -169,6 +188,11 @@ func (p *Poller) Poll(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", s.target.AppName, err))
 			continue
+		}
+		for i := range envs {
+			if e := &envs[i]; e.has(counterMetrics) && e.ts > s.newest[e.instance()] {
+				s.newest[e.instance()] = e.ts
+			}
 		}
 		rows, keys := p.rows(s, envs)
 		if err := p.cfg.Sink.InsertContainerMetrics(ctx, rows); err != nil {

@@ -497,3 +497,49 @@ func TestConformance(t *testing.T) {
 		return lifecycletest.Subject{Part: p, NoFailure: "a failed poll is logged and retried at the next tick"}
 	})
 }
+
+// ReadPast: a window's end is read past once every instance that was reporting before
+// it has a counters reading at or after it; an instance silent for longer than the
+// interval is gone and not waited for, and a usage reading alone does not count.
+func TestReadPast(t *testing.T) {
+	t.Parallel()
+	f, srv := newFake(t)
+	s := &sink{}
+	c := newClock(t0 + 10*int64(time.Second))
+	p := newPoller(t, srv.URL, s, c, func(cfg *Config) { cfg.Interval = time.Second })
+	at := func(sec float64) int64 { return t0 + int64(sec*float64(time.Second)) }
+	counters := func(i int, ts int64) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"timestamp":"%d","instance_id":"%d","tags":{"process_type":"web","process_instance_id":"p%d"},
+			"gauge":{"metrics":{"absolute_usage":{"unit":"nanoseconds","value":1},"container_age":{"unit":"nanoseconds","value":1}}}}`, ts, i, i))
+	}
+	usage := func(i int, ts int64) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"timestamp":"%d","instance_id":"%d","tags":{"process_type":"web","process_instance_id":"p%d"},
+			"gauge":{"metrics":{"memory":{"unit":"bytes","value":1}}}}`, ts, i, i))
+	}
+	end := time.Unix(0, at(10))
+	poll := func(now float64) {
+		t.Helper()
+		c.set(at(now))
+		if err := p.Poll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.add(t, counters(0, at(9.8)), counters(1, at(9.9)), counters(2, at(5)))
+	poll(10.1)
+	if p.ReadPast(end) {
+		t.Fatal("read past the end with no instance's reading after it")
+	}
+	f.add(t, counters(0, at(10.05)), usage(1, at(10.1)))
+	poll(10.2)
+	if p.ReadPast(end) {
+		t.Fatal("read past the end while instance 1 has only a usage reading after it")
+	}
+	f.add(t, counters(1, at(10)))
+	poll(10.3)
+	if !p.ReadPast(end) {
+		t.Fatal("not read past the end with a reading at it from every instance reporting before it (instance 2, silent since 5 s, is gone)")
+	}
+	if p.ReadPast(time.Unix(0, at(10.2))) {
+		t.Fatal("read past a later end that instance 1's reading at 10 s is before")
+	}
+}
