@@ -517,9 +517,15 @@ func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
 	fleets := make(chan *byHand, 1)
 	taken := make(chan error, 1)
 	go func() {
-		<-rep.first
-		time.Sleep(2 * time.Second)
-		taken <- (<-fleets).takeAway()
+		// From an instance's join, not the step's plan: on a loaded host the take-away
+		// came before the instance had read the plan (CI: the run completed).
+		fleet := <-fleets
+		if err := firstJoin(dsn); err != nil {
+			taken <- err
+			return
+		}
+		time.Sleep(1500 * time.Millisecond)
+		taken <- fleet.takeAway()
 	}()
 	res, err := Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir(),
 		byHand: func(f Fleet) Fleet { b := &byHand{f: f}; fleets <- b; return b }})
