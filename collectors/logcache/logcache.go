@@ -203,9 +203,11 @@ func (p *Poller) Poll(ctx context.Context) error {
 			s.seen[k] = ts
 		}
 		s.cursor = end
-		for k, ts := range s.seen {
-			if ts < end-int64(p.cfg.Overlap) {
-				delete(s.seen, k)
+		for _, m := range []map[string]int64{s.seen, s.newest} {
+			for k, ts := range m {
+				if ts < end-int64(p.cfg.Overlap) {
+					delete(m, k)
+				}
 			}
 		}
 	}
