@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // cfStaticfileApp pushes a directory with an index.html and a Staticfile, as the
@@ -52,7 +53,7 @@ func cfStaticfileApp(t *testing.T, cf *cfCLI, info foundation.Info) {
 	} {
 		req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+info.RouterAddr+c.path, nil)
 		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testhttp.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

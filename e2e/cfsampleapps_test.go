@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // cfSampleApps pushes the two sample apps with the real cf CLI from their own
@@ -34,7 +35,7 @@ func cfSampleApps(t *testing.T, cf *cfCLI, info foundation.Info) {
 			t.Fatal(err)
 		}
 		req.Host = app + "." + info.AppsDomain
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testhttp.Client.Do(req)
 		if err != nil {
 			t.Fatalf("GET /ads of %s: %v", app, err)
 		}

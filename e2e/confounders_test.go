@@ -17,6 +17,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // confounder is a scenario of the confounder suite: an example spec under
@@ -400,7 +401,7 @@ func wake(t *testing.T, router, host string) {
 		t.Fatal(err)
 	}
 	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatalf("wake %s: %v", host, err)
 	}
@@ -422,7 +423,7 @@ func waitRouted(t *testing.T, router, host string) {
 			t.Fatal(err)
 		}
 		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testhttp.Client.Do(req)
 		last := fmt.Sprint(err)
 		if err == nil {
 			resp.Body.Close()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/exportcheck"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // rateLevels runs examples/rate-levels.yml shortened to rates of 100 and 200 req/s in
@@ -206,7 +206,7 @@ func sampleCell(t *testing.T, f *foundation.Foundation, segment string) (*cellSa
 			} `json:"cfbench_cells"`
 		} `json:"links"`
 	}
-	resp, err := http.Get(f.Info().APIURL + "/")
+	resp, err := testhttp.Client.Get(f.Info().APIURL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/report"
 )
@@ -116,7 +117,7 @@ func startPrometheus(t *testing.T, target string) *prometheus {
 	p := &prometheus{url: "http://" + addr}
 	deadline := time.Now().Add(liveGuard)
 	for {
-		resp, err := http.Get(p.url + "/-/ready")
+		resp, err := testhttp.Client.Get(p.url + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -140,7 +141,7 @@ func (p *prometheus) query(t *testing.T, q string) float64 {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/query?query="+url.QueryEscape(q), nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -82,7 +83,7 @@ func TestTheLocalFoundationsPostgresDiesMidStep(t *testing.T) {
 		t.Errorf("step over %.3f s, %d requests, %.3f req/s; want the planned %.3f s and count/seconds", sum.Seconds, sum.Count, sum.Throughput, planned)
 	}
 	// The foundation kept serving: its API answers, and it did not stop.
-	resp, err := http.Get(info.APIURL + "/")
+	resp, err := testhttp.Client.Get(info.APIURL + "/")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("the foundation's API after the kill: %v %v", resp, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/elastic"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testos"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
@@ -93,7 +93,7 @@ func loadRouterLogs(t *testing.T, baseURL, index string) {
 		if body.Len() == 0 {
 			return
 		}
-		resp, err := http.Post(baseURL+"/_bulk?filter_path=errors", "application/x-ndjson", &body)
+		resp, err := testhttp.Client.Post(baseURL+"/_bulk?filter_path=errors", "application/x-ndjson", &body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func loadRouterLogs(t *testing.T, baseURL, index string) {
 		}
 	}
 	flush()
-	resp, err := http.Post(baseURL+"/"+index+"/_refresh", "application/json", nil)
+	resp, err := testhttp.Client.Post(baseURL+"/"+index+"/_refresh", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/config"
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -176,7 +177,7 @@ func get(t *testing.T, f *Foundation, host, path string, header http.Header) (in
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s%s through the router: %v", host, path, err)
 	}

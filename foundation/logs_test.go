@@ -15,6 +15,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 func TestMain(m *testing.M) { testes.Main(m) }
@@ -71,8 +72,8 @@ func TestRouterLogsReachElasticsearch(t *testing.T) {
 	})
 
 	// Elasticsearch holds exactly the 5, labelled with the app, its space and org.
-	http.Post(es+"/"+prefix+"-*/_refresh", "application/json", nil)
-	resp, err := http.Get(es + "/" + prefix + "-*/_search?size=20")
+	testhttp.Client.Post(es+"/"+prefix+"-*/_refresh", "application/json", nil)
+	resp, err := testhttp.Client.Get(es + "/" + prefix + "-*/_search?size=20")
 	if err != nil {
 		t.Fatal(err)
 	}

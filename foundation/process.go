@@ -228,6 +228,11 @@ func ReadInfo(dir string) (Info, error) {
 	return in, nil
 }
 
+// apiClient asks a foundation's API whether it answers, with a transport of its own:
+// whatever else in the process closes http.DefaultTransport's idle connections
+// (httptest servers do) cannot break its request.
+var apiClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 // answers reports whether the API at apiURL answers its root with 200.
 func answers(ctx context.Context, apiURL string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -236,7 +241,7 @@ func answers(ctx context.Context, apiURL string) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient.Do(req)
 	if err != nil {
 		return false
 	}

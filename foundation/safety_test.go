@@ -24,6 +24,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
@@ -60,7 +61,7 @@ func pushBinary(t *testing.T, info Info, bits []byte, name, command string) stri
 	waitFor(t, name+" to answer through the router", func() bool {
 		req, _ := http.NewRequest("GET", "http://"+info.RouterAddr+"/hello", nil)
 		req.Host = name + ".apps.localhost"
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testhttp.Client.Do(req)
 		if err != nil {
 			return false
 		}

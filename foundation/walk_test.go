@@ -15,6 +15,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logcache"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // anyone lets every request with a token read every source.
@@ -28,7 +29,7 @@ type bearer struct{}
 
 func (bearer) Do(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "bearer t")
-	return http.DefaultClient.Do(r)
+	return testhttp.Client.Do(r)
 }
 
 // The envelopes the foundation puts into its Log Cache in one go (the container

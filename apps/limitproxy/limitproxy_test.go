@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // waitLimit bounds how long a test waits for a state it polls for.
@@ -85,7 +87,7 @@ func get(t *testing.T, url string, header http.Header) (int, http.Header, string
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestConcurrencyCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := http.Get(srv.URL + "/work")
+			res, err := testhttp.Client.Get(srv.URL + "/work")
 			if err != nil {
 				t.Error(err)
 				return
@@ -155,7 +157,7 @@ func TestOverCapacity(t *testing.T) {
 
 	first := make(chan int, 1)
 	go func() {
-		res, err := http.Get(srv.URL + "/first")
+		res, err := testhttp.Client.Get(srv.URL + "/first")
 		if err != nil {
 			t.Error(err)
 			first <- 0
@@ -253,7 +255,7 @@ func TestForwarding(t *testing.T) {
 	}
 	req.Host = "proxy-plateau.apps.localhost"
 	req.Header.Set("X-B3-TraceId", "4bf92f3577b34da6a3ce929d0e0e4736")
-	res, err := http.DefaultClient.Do(req)
+	res, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 func TestHandler(t *testing.T) {
@@ -27,7 +29,7 @@ func TestHandler(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
-			resp, err := http.Get(srv.URL + c.path)
+			resp, err := testhttp.Client.Get(srv.URL + c.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +46,7 @@ func TestDelayIsAtLeastTheConfiguredLatency(t *testing.T) {
 	srv := httptest.NewServer(Handler(Config{}))
 	defer srv.Close()
 	start := time.Now()
-	resp, err := http.Get(srv.URL + "/hello?delay=30ms&dither=5ms")
+	resp, err := testhttp.Client.Get(srv.URL + "/hello?delay=30ms&dither=5ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestFrozenStubHoldsRequestsButNotHealthz(t *testing.T) {
 	get := func(path string) time.Duration {
 		t.Helper()
 		start := time.Now()
-		resp, err := http.Get(srv.URL + path)
+		resp, err := testhttp.Client.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +108,7 @@ func TestFrozenStubHoldsRequestsButNotHealthz(t *testing.T) {
 	defer srv2.Close()
 	done := make(chan error, 1)
 	go func() {
-		resp, err := http.Get(srv2.URL + "/hello")
+		resp, err := testhttp.Client.Get(srv2.URL + "/hello")
 		if err == nil {
 			resp.Body.Close()
 			err = fmt.Errorf("answered %d during an hour's freeze", resp.StatusCode)
@@ -115,7 +117,7 @@ func TestFrozenStubHoldsRequestsButNotHealthz(t *testing.T) {
 	}()
 	// /healthz is answered while /hello is held; a stub that did not hold /hello would
 	// have answered it long before the 200ms that it is given here.
-	resp, err := http.Get(srv2.URL + "/healthz")
+	resp, err := testhttp.Client.Get(srv2.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestCPUCostsItsCPUTime(t *testing.T) {
 	srv := httptest.NewServer(Handler(Config{}))
 	defer srv.Close()
 	before := processCPU(t)
-	resp, err := http.Get(srv.URL + "/hello?cpu=50ms")
+	resp, err := testhttp.Client.Get(srv.URL + "/hello?cpu=50ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestCPUCostsItsCPUTime(t *testing.T) {
 	if used := processCPU(t) - before; used < 50*time.Millisecond {
 		t.Fatalf("a request asking for 50ms of CPU cost the process %v", used)
 	}
-	resp, err = http.Get(srv.URL + "/hello?cpu=lots")
+	resp, err = testhttp.Client.Get(srv.URL + "/hello?cpu=lots")
 	if err != nil {
 		t.Fatal(err)
 	}

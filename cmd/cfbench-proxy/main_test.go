@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -98,7 +100,7 @@ func TestRunServes(t *testing.T) {
 	var body string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		res, err := http.Get("http://" + addr + "/hello")
+		res, err := testhttp.Client.Get("http://" + addr + "/hello")
 		if err == nil {
 			b, _ := io.ReadAll(res.Body)
 			res.Body.Close()

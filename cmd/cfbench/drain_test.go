@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
@@ -97,7 +97,7 @@ func TestDrainServesTheRunUntilSIGTERM(t *testing.T) {
 	id := sample.NewTraceID(runRow.TraceTag, 3, 7)
 	line := fmt.Sprintf(`shop.apps.localhost - [2026-11-24T18:57:01.000001Z] "GET / HTTP/1.1" 200 0 2 "-" "w" "127.0.0.1:1" "127.0.0.1:2" x_forwarded_for:"-" x_forwarded_proto:"http" vcap_request_id:"%s" response_time:0.001 gorouter_time:0.0001 app_id:"%s" app_index:"0" x_b3_traceid:"%s"`, id.UUID(), guid, id)
 	msg := rfc5424.Append(nil, &rfc5424.Message{Priority: 14, Timestamp: time.Now(), Hostname: "o.s.shop", AppName: guid, ProcID: "[RTR/0]", Msg: []byte(line)})
-	resp, err := http.Post("http://"+auth+"@"+strings.Replace(r.HTTPAddr(), "0.0.0.0", "127.0.0.1", 1)+"/", "text/plain", bytes.NewReader(msg))
+	resp, err := testhttp.Client.Post("http://"+auth+"@"+strings.Replace(r.HTTPAddr(), "0.0.0.0", "127.0.0.1", 1)+"/", "text/plain", bytes.NewReader(msg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -41,7 +42,7 @@ func TestReadsTheLocalFoundation(t *testing.T) {
 		t.Fatalf("CellCores = %v, %v", cores, err)
 	}
 	// Without a token Log Cache answers 404, as the CF auth proxy does.
-	if resp, err := http.Get(url + "/api/v1/read/" + app); err != nil || resp.StatusCode != http.StatusNotFound {
+	if resp, err := testhttp.Client.Get(url + "/api/v1/read/" + app); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("read without a token: %v %v", resp, err)
 	} else {
 		resp.Body.Close()

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // fakeRuntime stands in for staging and cells in the API's own tests: it stages
@@ -138,7 +140,7 @@ func (e *env) login(user, pw string) string {
 	req, _ := http.NewRequest("POST", e.http.URL+"/oauth/token", strings.NewReader(url.Values{"grant_type": {"password"}, "username": {user}, "password": {pw}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("cf", "")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func (e *env) do(method, path string, body any) (int, map[string]any, http.Heade
 	if e.token != "" {
 		req.Header.Set("Authorization", "bearer "+e.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -231,7 +233,7 @@ func (e *env) upload(path string, body *bytes.Buffer, ctype string) map[string]a
 	req, _ := http.NewRequest("POST", e.http.URL+path, body)
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Authorization", "bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // TestLoginPrompts: cf login reads the login server's prompts (GET /login, no token)
@@ -13,7 +15,7 @@ func TestLoginPrompts(t *testing.T) {
 	e := newEnv(t, t.TempDir())
 	req, _ := http.NewRequest("GET", e.http.URL+"/login", nil)
 	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // appZip is a package zip of files (name → content).
@@ -112,7 +114,7 @@ func TestResourceMatching(t *testing.T) {
 		req, _ := http.NewRequest("POST", e.http.URL+"/v3/packages/"+e.newPackage(app)+"/upload", body)
 		req.Header.Set("Content-Type", ctype)
 		req.Header.Set("Authorization", "bearer "+e.token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testhttp.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +185,7 @@ func TestManifestDiff(t *testing.T) {
 	app := first(e.must(200, "GET", "/v3/apps?names=web", nil))["guid"].(string)
 	req, _ := http.NewRequest("GET", e.http.URL+"/v3/apps/"+app+"/manifest", nil)
 	req.Header.Set("Authorization", "bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // token asks the token endpoint for a token with scope (a password grant).
@@ -26,7 +28,7 @@ func (e *env) postToken(form url.Values) (int, map[string]any) {
 	req, _ := http.NewRequest("POST", e.http.URL+"/oauth/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("cf", "")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

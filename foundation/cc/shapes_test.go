@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // Golden shape tests: every endpoint's JSON against the shape the CC v3 docs define.
@@ -308,7 +310,7 @@ func (e *env) rawJSON(method, path string, body any, auth bool) (int, any) {
 	if auth {
 		req.Header.Set("Authorization", "bearer "+e.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

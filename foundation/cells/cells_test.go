@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
@@ -144,7 +144,7 @@ func allRunning(c *Cells, guid string, n int) func() bool {
 
 func getEnv(t *testing.T, in Instance) map[string]string {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://%s:%d/", in.Host, in.Port))
+	resp, err := testhttp.Client.Get(fmt.Sprintf("http://%s:%d/", in.Host, in.Port))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -35,7 +35,7 @@ type probeResult struct {
 
 func probe(t *testing.T, in Instance, q url.Values) probeResult {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://%s:%d/probe?%s", in.Host, in.Port, q.Encode()))
+	resp, err := testhttp.Client.Get(fmt.Sprintf("http://%s:%d/probe?%s", in.Host, in.Port, q.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"code.cloudfoundry.org/go-log-cache/v3/rpc/logcache_v1"
 	"code.cloudfoundry.org/go-loggregator/v10/rpc/loggregator_v2"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // withToken is the HTTP client the official client is given: it sends token, as the
@@ -19,7 +21,7 @@ type withToken struct{}
 
 func (withToken) Do(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", token)
-	return http.DefaultClient.Do(r)
+	return testhttp.Client.Do(r)
 }
 
 // toProto is e as a loggregator v2 envelope, what a reader should get back for it.
@@ -195,7 +197,7 @@ func TestOfficialClient(t *testing.T) {
 		t.Errorf("Meta = %v, want %v", meta, wantMeta)
 	}
 	// Without a token, meta is a 404, as the CF auth proxy answers.
-	if m, err := lcclient.NewClient(srv.URL, lcclient.WithHTTPClient(http.DefaultClient)).Meta(ctx); err == nil {
+	if m, err := lcclient.NewClient(srv.URL, lcclient.WithHTTPClient(testhttp.Client)).Meta(ctx); err == nil {
 		t.Errorf("Meta without a token = %v, want an error (404)", m)
 	}
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 const (
@@ -96,7 +98,7 @@ func get(t *testing.T, u, authorization string) (int, []byte) {
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 func TestMain(m *testing.M) { testes.Main(m) }
@@ -33,7 +34,7 @@ func esDo(t *testing.T, method, url string, body any, out any) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -233,7 +234,7 @@ func runDroplet(t *testing.T, droplet string, res Result, memoryMB int, hc cells
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://%s:%d/", in.Host, in.Port))
+	resp, err := testhttp.Client.Get(fmt.Sprintf("http://%s:%d/", in.Host, in.Port))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -140,7 +141,7 @@ func TestStaticfileOptions(t *testing.T) {
 	if s, _, b := rawGet(t, base, "/assets/"); s != 200 || !strings.Contains(b, `href="a.txt"`) {
 		t.Errorf("directory: visible: %d %q", s, b)
 	}
-	resp, err := http.Get(base + "/")
+	resp, err := testhttp.Client.Get(base + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

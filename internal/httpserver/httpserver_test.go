@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 )
 
@@ -51,7 +52,7 @@ func TestCloseLetsARequestInFlightFinish(t *testing.T) {
 	}
 	answer := make(chan string, 1)
 	go func() {
-		res, err := http.Get("http://" + s.Addr().String())
+		res, err := testhttp.Client.Get("http://" + s.Addr().String())
 		if err != nil {
 			answer <- err.Error()
 			return
@@ -82,7 +83,7 @@ func TestCloseCutsWhatOutlastsTheGrace(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		res, err := http.Get("http://" + s.Addr().String())
+		res, err := testhttp.Client.Get("http://" + s.Addr().String())
 		if err == nil {
 			res.Body.Close()
 		}

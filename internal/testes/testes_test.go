@@ -4,12 +4,13 @@ package testes
 
 import (
 	"encoding/json"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // The launcher's own tests look at the node's process: they start a node of their own
@@ -24,7 +25,7 @@ func TestNodeAnswersOnLoopback(t *testing.T) {
 	if !strings.HasPrefix(n.URL, "http://127.0.0.1:") {
 		t.Fatalf("URL %s is not on 127.0.0.1", n.URL)
 	}
-	res, err := http.Get(n.URL + "/_cluster/health")
+	res, err := testhttp.Client.Get(n.URL + "/_cluster/health")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -121,7 +122,7 @@ func Attach(ctx context.Context, f Flavor, url string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := testhttp.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("no %s answers there: %w", f.Name, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 func TestWriteConfigPointsTheNodeAtItsDir(t *testing.T) {
@@ -143,7 +145,7 @@ func TestSharedUsesTheNodeURLEnvNames(t *testing.T) {
 			if err := n.Stop(); err != nil {
 				t.Errorf("Stop of an external node: %v", err)
 			}
-			if res, err := http.Get(openSearch.URL + "/_cluster/health"); err != nil {
+			if res, err := testhttp.Client.Get(openSearch.URL + "/_cluster/health"); err != nil {
 				t.Errorf("the node is gone after Stop: %v", err)
 			} else {
 				res.Body.Close()

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // The launcher's own tests look at the node's process: they start a node of their own
@@ -215,7 +217,7 @@ func do(t *testing.T, method, url, body string) (int, response) {
 			req.Header.Set("Content-Type", "application/x-ndjson")
 		}
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -227,7 +228,7 @@ func TestRunJSON(t *testing.T) {
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:[1-9]\d*/$`).MatchString(dashboard) {
 		t.Fatalf("started event: dashboard %q, want the page's URL on 127.0.0.1", dashboard)
 	}
-	if resp, err := http.Get(dashboard); err == nil {
+	if resp, err := testhttp.Client.Get(dashboard); err == nil {
 		resp.Body.Close()
 		t.Errorf("the dashboard still answers after the run: %s", resp.Status)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
@@ -120,7 +121,7 @@ type stream struct {
 
 func subscribe(t *testing.T, url string) *stream {
 	t.Helper()
-	resp, err := http.Get(url + "events")
+	resp, err := testhttp.Client.Get(url + "events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestLiveFiguresAreTheReportsAndFinal(t *testing.T) {
 // its own server.
 func TestPage(t *testing.T) {
 	s := startServer(t)
-	resp, err := http.Get(s.URL())
+	resp, err := testhttp.Client.Get(s.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestPage(t *testing.T) {
 	if strings.Contains(page, "http://") && !strings.Contains(page, "https://github.com/leeoniya/uPlot") {
 		t.Error("the page names a server")
 	}
-	if resp, err := http.Get(s.URL() + "nothing"); err != nil || resp.StatusCode != 404 {
+	if resp, err := testhttp.Client.Get(s.URL() + "nothing"); err != nil || resp.StatusCode != 404 {
 		t.Errorf("GET /nothing: %v %v", resp.Status, err)
 	}
 	// On loopback, a request naming another host (DNS rebinding) is refused;
@@ -297,7 +298,7 @@ func TestPage(t *testing.T) {
 	for host, want := range map[string]int{"evil.example": http.StatusMisdirectedRequest, "localhost": http.StatusOK} {
 		req, _ := http.NewRequest(http.MethodGet, s.URL(), nil)
 		req.Host = host + ":" + req.URL.Port()
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testhttp.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

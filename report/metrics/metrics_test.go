@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/report/metrics/metricstest"
@@ -161,7 +162,7 @@ func TestParseTarget(t *testing.T) {
 // wantFromReport is.
 func scrape(t *testing.T, url string) map[string]want {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := testhttp.Client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestPrometheusServesTheFinalReportThenStops(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := http.Get(p.Where()); err == nil {
+	if _, err := testhttp.Client.Get(p.Where()); err == nil {
 		t.Errorf("the endpoint answers after Close")
 	}
 }

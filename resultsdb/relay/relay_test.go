@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
@@ -79,7 +80,7 @@ func TestRelay(t *testing.T) {
 	if _, err := bad.Assignment(ctx, "app"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a wrong token: %v, want 401", err)
 	}
-	resp, err := http.Get(s.URL() + "/v1/assignment?app=x")
+	resp, err := testhttp.Client.Get(s.URL() + "/v1/assignment?app=x")
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("no token: %v %v, want 401", resp, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/routerlogstest"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testos"
 	"github.com/cf-benchmark/cf-benchmark/internal/testrace"
 )
@@ -260,7 +261,7 @@ func httpDo(method, url string, body, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := testhttp.Client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/routerlogstest"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // customFields maps a pipeline of another shape (customDoc's): other names, the
@@ -114,7 +115,7 @@ func indexCustom(t *testing.T, c *cluster, d *routerlogstest.Dataset, ts time.Ti
 	flush := func() {
 		req, _ := http.NewRequest("POST", url+"/"+index+"/_bulk?filter_path=errors", bytes.NewReader(body.Bytes()))
 		req.Header.Set("Content-Type", "application/x-ndjson")
-		res, err := http.DefaultClient.Do(req)
+		res, err := testhttp.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
