@@ -559,3 +559,66 @@ func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
 	}
 	storedOnce(t, dsn, id)
 }
+
+// takeAwayAtPlan is a Reporter that takes the generators away (fleet) as soon as the
+// first step is planned: before its start, which the instances wait for to join it.
+type takeAwayAtPlan struct {
+	discardReporter
+	fleets chan *byHand
+	taken  chan error
+}
+
+func (r *takeAwayAtPlan) Note(msg string) {
+	if strings.Contains(msg, "step 1/") {
+		r.taken <- (<-r.fleets).takeAway()
+	}
+}
+
+// TestGeneratorsTakenAwayBeforeTheyJoinFailTheRun: someone else scales the generators
+// to 0 after the first step is planned and before it starts. No instance joins the
+// step, and the run does not go on as if it had run (it used to: an empty step, then
+// the next scaled them up again): it fails with ErrGeneratorsLost and a
+// generators_lost finding on that step that says none joined.
+func TestGeneratorsTakenAwayBeforeTheyJoinFailTheRun(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer target.Close()
+	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", "2s").Replace(faultSpec)
+	sp, err := spec.Parse("faults.yml", []byte(text), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := testpg.DSN(t)
+	store, err := resultsdb.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rep := &takeAwayAtPlan{fleets: make(chan *byHand, 1), taken: make(chan error, 1)}
+	res, err := Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir(),
+		byHand: func(f Fleet) Fleet { b := &byHand{f: f}; rep.fleets <- b; return b }})
+	if !errors.Is(err, ErrGeneratorsLost) {
+		t.Fatalf("run: %v, want ErrGeneratorsLost", err)
+	}
+	if terr := <-rep.taken; terr != nil {
+		t.Fatal(terr)
+	}
+	t.Logf("run: %v", err)
+	// The instance waits for the step's start (the plan's lead, 500 ms here) to join
+	// it. Only a host so slow that the note came after the start lets it join first:
+	// then it left, which the run says instead.
+	want := "none of the 1 generator instances asked for joined the step"
+	if joined := query[int64](t, dsn, `SELECT count(*) FROM worker_steps`); joined > 0 {
+		t.Logf("an instance joined before it was taken away")
+		want = "left before the step's end"
+	}
+	if res.Run.Status != resultsdb.RunFailed || !strings.Contains(res.Run.Reason, want) {
+		t.Errorf("run %s (%s), want failed, saying %q", res.Run.Status, res.Run.Reason, want)
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Check != GeneratorsLostCheck || res.Findings[0].Step != 0 {
+		t.Errorf("findings %+v, want only generators_lost on step 1", res.Findings)
+	}
+	if len(res.Summaries) != 1 {
+		t.Fatalf("%d steps ran, want the ramp to end with the step its generators never joined", len(res.Summaries))
+	}
+}

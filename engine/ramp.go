@@ -102,10 +102,10 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			return nil
 		}
 		rep := StepReport{StepSummary: sum, Steps: len(steps), Left: r.timeLeft(leg, len(steps)-idx-1)}
-		if load.Left > 0 {
-			// The step ran with less load than planned, taken away by someone or
-			// something else: its figures answer no question of the ramp, and the
-			// checks (plateau, stall) would misread them.
+		if load.Left > 0 || load.Joined == 0 {
+			// The step ran with less load than planned, or none, taken away by
+			// someone or something else: its figures answer no question of the ramp,
+			// and the checks (plateau, stall) would misread them.
 			f := generatorsLost(load, st, want)
 			r.finding(name, idx, f)
 			rep.Left = 0 // the run ends here
@@ -137,7 +137,8 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 
 // ErrGeneratorsLost is returned when generator instances that joined a step stopped
 // before its end without the run asking (scaled down or stopped by someone else, or
-// dead): the run ends failed, not completed, and says which step and how many.
+// dead), or when none of those live at its plan joined it: the run ends failed, not
+// completed, and says which step and how many.
 var ErrGeneratorsLost = errors.New("generator instances taken away")
 
 // GeneratorsLostCheck names the finding of a step whose generators were taken away.
@@ -146,9 +147,15 @@ const GeneratorsLostCheck = "generators_lost"
 // generatorsLost is the finding of step st, which asked for asked instances, whose
 // instances load says were taken away.
 func generatorsLost(load resultsdb.StepLoad, st resultsdb.Step, asked int) Finding {
+	ev := map[string]any{"joined": load.Joined, "left": load.Left, "asked": asked}
+	if load.Joined == 0 {
+		// They were live when the step was planned (waitLive), and none read the plan.
+		return Finding{Check: GeneratorsLostCheck, Level: spec.CheckFail, Evidence: ev, Message: fmt.Sprintf(
+			"none of the %d generator instances asked for joined the step: they were live when it was planned, then taken away (scaled down or stopped by someone else, or dead) or cut off from the results database before they read its plan",
+			asked)}
+	}
 	msg := fmt.Sprintf("%d of the %d generator instances that joined left before the step's end (scaled down or stopped by someone else, or dead)",
 		load.Left, load.Joined)
-	ev := map[string]any{"joined": load.Joined, "left": load.Left, "asked": asked}
 	if !load.Ended.IsZero() {
 		ran := load.Ended.Sub(st.Started).Round(100 * time.Millisecond)
 		msg += fmt.Sprintf(": its load ended %s into the step, which was planned for %s, and its rate is over the time it ran",
@@ -269,6 +276,11 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 		if !r.settled(staleAfterOutage) {
 			p.Stale = 0
 		}
+		if p.Joined == 0 && r.settled(staleAfterOutage) && r.noneLive(ctx, st.Variant) {
+			// Nobody is left to join the step or store its samples; heartbeats are
+			// trusted only once the database has been back a while, as above.
+			return nil
+		}
 		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
 			if p.Stale > 0 {
 				r.opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stale", p.Stale)
@@ -283,6 +295,13 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 			return nil
 		}
 	}
+}
+
+// noneLive reports whether variant has no live generator instance; false when the
+// database cannot say.
+func (r *runner) noneLive(ctx context.Context, variant string) bool {
+	live, err := r.opts.Store.LiveWorkers(ctx, r.run.ID, variant)
+	return err == nil && live == 0
 }
 
 func later(a, b time.Time) time.Time {
