@@ -271,7 +271,10 @@ func TestCheckRefusesWhatItCannotRun(t *testing.T) {
 }
 
 // freezer answers at once, except that it stops answering completely from 1.5 s into
-// the step for 2 s: longer than what is left of the 3 s step. It is the run's
+// the step for 3 s: longer than what is left of the 4 s step. (With 2 s of a 3 s step,
+// 1.5 s of it was measured, and the stall check's buckets, 400 ms here, left 1.2 s of
+// that; a completion recorded late on a loaded host cost one more bucket, and CI found
+// a stall of 800 ms, under the 1 s threshold.) It is the run's
 // reporter too: the step's start is the planned one, read when the engine says the
 // step starts. Timed from its first request instead, the freeze came as late as that
 // request (on a loaded host, a second after the step's start: CI found no stall in the
@@ -308,8 +311,8 @@ func (f *freezer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if start.IsZero() {
 		return
 	}
-	if since := time.Since(start); since > 1500*time.Millisecond && since < 3500*time.Millisecond {
-		time.Sleep(3500*time.Millisecond - since)
+	if since := time.Since(start); since > 1500*time.Millisecond && since < 4500*time.Millisecond {
+		time.Sleep(4500*time.Millisecond - since)
 	}
 }
 
@@ -323,7 +326,7 @@ workload:
   requests:
     - name: r
       path: /
-ramp: {max: 1, hold: 3s}
+ramp: {max: 1, hold: 4s}
 `
 
 func runFreeze(t *testing.T, workload string) (resultsdb.StepSummary, []StepFinding) {
@@ -362,14 +365,14 @@ func stallFinding(found []StepFinding) *Finding {
 }
 
 // TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop: the target answers nothing
-// for the last 1.5 s of the step. The open loop measures every request from its slot,
+// for the last 2.5 s of the step. The open loop measures every request from its slot,
 // so the freeze lands in p99 and the sends it blocked are counted; the closed loop sends
 // almost nothing during the freeze and its p99 stays low. Both steps record the stall,
 // and the stall check says what it means for each.
 func TestAFreezeShowsInTheOpenLoopAndIsFlaggedInTheClosedLoop(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		s, found := runFreeze(t, "model: open\n  rate: 100\n  max_in_flight: 50")
-		// The 50 requests in flight when it froze waited 1.5 s or more: a quarter of
+		// The 50 requests in flight when it froze waited 2.5 s or more: an eighth of
 		// the step's requests.
 		if s.P99 < 1500*time.Millisecond || s.Missed < 50 {
 			t.Fatalf("p99 %v, missed %d: want the freeze in p99 and the blocked sends counted; %+v", s.P99, s.Missed, s)
