@@ -276,11 +276,6 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 		if !r.settled(staleAfterOutage) {
 			p.Stale = 0
 		}
-		if p.Joined == 0 && r.settled(staleAfterOutage) && r.noneLive(ctx, st.Variant) {
-			// Nobody is left to join the step or store its samples; heartbeats are
-			// trusted only once the database has been back a while, as above.
-			return nil
-		}
 		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
 			if p.Stale > 0 {
 				r.opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stale", p.Stale)
@@ -295,13 +290,6 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 			return nil
 		}
 	}
-}
-
-// noneLive reports whether variant has no live generator instance; false when the
-// database cannot say.
-func (r *runner) noneLive(ctx context.Context, variant string) bool {
-	live, err := r.opts.Store.LiveWorkers(ctx, r.run.ID, variant)
-	return err == nil && live == 0
 }
 
 func later(a, b time.Time) time.Time {
