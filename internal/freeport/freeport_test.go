@@ -21,3 +21,21 @@ func TestLoopbackPortCanBeBound(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestLoopbackAvoidsTheEphemeralRange: where the kernel says which ports it gives
+// outgoing connections, Loopback's ports lie below them.
+func TestLoopbackAvoidsTheEphemeralRange(t *testing.T) {
+	first, ok := ephemeralFirst()
+	if !ok || first <= lowest+1000 {
+		t.Skipf("no ephemeral range to avoid here (%d, %v)", first, ok)
+	}
+	for range 20 {
+		port, err := Loopback()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < lowest || port >= first {
+			t.Fatalf("port %d, want it in [%d, %d): below the ephemeral range", port, lowest, first)
+		}
+	}
+}
