@@ -493,16 +493,13 @@ func (b *byHand) Stop(ctx context.Context) error { return b.Scale(ctx, 0) }
 
 func (b *byHand) takeAway() error { return b.Scale(context.Background(), 0) }
 
-// TestGeneratorsTakenAwayFailTheRun: someone else scales the generators to 0 in the
-// middle of the first step. The run does not end completed: it fails with
-// ErrGeneratorsLost and a generators_lost finding on that step, runs no further step,
-// and the step's window (and so its rate) ends when its last generator left, not at
-// the planned end; no stall is read into the time nobody sent.
-func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
-	t.Parallel()
+// takenAwaySetup is faultSpec of two steps of hold against a target that answers at
+// once, and a store on a fresh database: the run whose generators are taken away.
+func takenAwaySetup(t *testing.T, hold string) (*spec.Spec, string, *resultsdb.Store, string) {
+	t.Helper()
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	defer target.Close()
-	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", "6s").Replace(faultSpec)
+	t.Cleanup(target.Close)
+	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", hold).Replace(faultSpec)
 	sp, err := spec.Parse("faults.yml", []byte(text), ".")
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +509,18 @@ func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(store.Close)
+	return sp, text, store, dsn
+}
+
+// TestGeneratorsTakenAwayFailTheRun: someone else scales the generators to 0 in the
+// middle of the first step. The run does not end completed: it fails with
+// ErrGeneratorsLost and a generators_lost finding on that step, runs no further step,
+// and the step's window (and so its rate) ends when its last generator left, not at
+// the planned end; no stall is read into the time nobody sent.
+func TestGeneratorsTakenAwayFailTheRun(t *testing.T) {
+	t.Parallel()
+	sp, text, store, dsn := takenAwaySetup(t, "6s")
 	rep := &stepStarts{first: make(chan struct{})}
 	fleets := make(chan *byHand, 1)
 	taken := make(chan error, 1)
@@ -581,19 +589,7 @@ func (r *takeAwayAtPlan) Note(msg string) {
 // generators_lost finding on that step that says none joined.
 func TestGeneratorsTakenAwayBeforeTheyJoinFailTheRun(t *testing.T) {
 	t.Parallel()
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	defer target.Close()
-	text := strings.NewReplacer("URL", target.URL, "MAX", "2", "HOLD", "2s").Replace(faultSpec)
-	sp, err := spec.Parse("faults.yml", []byte(text), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn := testpg.DSN(t)
-	store, err := resultsdb.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	sp, text, store, dsn := takenAwaySetup(t, "2s")
 	rep := &takeAwayAtPlan{fleets: make(chan *byHand, 1), taken: make(chan error, 1)}
 	res, err := Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir(),
 		byHand: func(f Fleet) Fleet { b := &byHand{f: f}; rep.fleets <- b; return b }})
