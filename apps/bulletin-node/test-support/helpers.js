@@ -68,4 +68,19 @@ async function startApp(extraEnv = {}, { init = true } = {}) {
   };
 }
 
-module.exports = { databaseUrl, dbClientConfig, lockDatabase, startApp };
+// warmPool opens every connection of pool before a test that times the waits for them:
+// a short pool timeout bounds making a connection too, and on a busy host making one
+// took longer than the 250 ms such a test sets, so its request failed before it ran.
+async function warmPool(pool) {
+  const timeout = pool.options.connectionTimeoutMillis;
+  pool.options.connectionTimeoutMillis = 30000;
+  const clients = [];
+  try {
+    for (let i = 0; i < pool.options.max; i++) clients.push(await pool.connect());
+  } finally {
+    for (const c of clients) c.release();
+    pool.options.connectionTimeoutMillis = timeout;
+  }
+}
+
+module.exports = { databaseUrl, dbClientConfig, lockDatabase, startApp, warmPool };

@@ -5,7 +5,7 @@
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { lockDatabase, startApp, databaseUrl } = require('../test-support/helpers');
+const { lockDatabase, startApp, databaseUrl, warmPool } = require('../test-support/helpers');
 const { createApp } = require('../server');
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -356,6 +356,7 @@ describe('bulletin board', () => {
 
     test('a pool timeout → 503', async () => {
       const small = await startApp({ DB_POOL_SIZE: '1', DB_POOL_TIMEOUT_MS: '200' }, { init: false });
+      await warmPool(small.app.pool);
       const held = await small.app.pool.connect();
       try {
         const r = await small.request('/ads/1');
@@ -372,6 +373,7 @@ describe('bulletin board', () => {
     test('sleep_ms holds the pooled connection in pg_sleep: a slow query', async () => {
       const small = await startApp({ DB_POOL_SIZE: '1', DB_POOL_TIMEOUT_MS: '250' }, { init: false });
       try {
+        await warmPool(small.app.pool);
         const slow = small.request('/ads/1?sleep_ms=3000');
         // Once the slow request sleeps on the pool's only connection, the next one
         // waits for it, past the pool timeout.
