@@ -245,7 +245,8 @@ func (w *SampleWriter) Flush(ctx context.Context) error {
 }
 
 // Close stops the flusher and writes what is left. The error says how many samples
-// could not be stored; the spill file is removed only when none are left in it.
+// could not be stored; the spill file is closed, and removed only when none are left
+// in it.
 func (w *SampleWriter) Close(ctx context.Context) error {
 	select {
 	case <-w.stop:
@@ -254,6 +255,10 @@ func (w *SampleWriter) Close(ctx context.Context) error {
 	}
 	<-w.done
 	err := w.Flush(ctx)
+	var closeErr error
+	if w.spill != nil {
+		closeErr = w.spill.Close()
+	}
 	if err != nil {
 		where := ""
 		if w.spill != nil && w.spill.Len() > 0 {
@@ -261,10 +266,7 @@ func (w *SampleWriter) Close(ctx context.Context) error {
 		}
 		return fmt.Errorf("%d samples not stored%s: %w", w.Unstored(), where, err)
 	}
-	if w.spill != nil {
-		return w.spill.Close()
-	}
-	return nil
+	return closeErr
 }
 
 // Written is the number of samples stored so far.

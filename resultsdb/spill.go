@@ -91,9 +91,13 @@ func (s *spillFile) Consume(n int) error {
 	return s.f.Truncate(0)
 }
 
-// Close closes and removes the file.
+// Close closes the file and removes it when no sample waits in it; one that does stays
+// for RecoverSpill.
 func (s *spillFile) Close() error {
 	err := s.f.Close()
+	if s.Len() > 0 {
+		return err
+	}
 	if rerr := os.Remove(s.f.Name()); err == nil {
 		err = rerr
 	}

@@ -67,3 +67,38 @@ func TestRecoverSpillStoresEachSampleOnce(t *testing.T) {
 		t.Errorf("a file of a run this database does not know: %v, want ErrNotOurSpill", err)
 	}
 }
+
+// failingSink refuses every batch, as a database that is down does.
+type failingSink struct{}
+
+func (failingSink) CopySamples(context.Context, int32, [][]sample.Sample) error {
+	return errors.New("database down")
+}
+
+// TestWriterCloseKeepsOnlyASpillFileWithSamples: a writer that cannot store its samples
+// leaves its spill file for recovery when samples wait in it, and removes it when none
+// do (here the file had no room, so the sample stayed in memory and is lost).
+func TestWriterCloseKeepsOnlyASpillFileWithSamples(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxBytes int64
+		kept     bool
+	}{{"samples in it", 4 * recordSize, true}, {"none in it", recordSize - 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), SpillName("run", 1))
+			w, err := NewSampleWriter(failingSink{}, 1, WriterOptions{SpillPath: path, MaxSpillBytes: tc.maxBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Start(context.Background())
+			w.Add(sample.Sample{Seq: 1})
+			if err := w.Close(context.Background()); err == nil {
+				t.Fatal("Close: nil error, want the sample not stored")
+			}
+			_, err = os.Stat(path)
+			if kept := err == nil; kept != tc.kept {
+				t.Fatalf("spill file kept: %v (%v), want %v", kept, err, tc.kept)
+			}
+		})
+	}
+}
