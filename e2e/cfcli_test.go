@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 )
@@ -204,7 +205,9 @@ func newCF(t *testing.T, root string) *cfCLI {
 		env = append(env, kv)
 	}
 	env = append(env, "CF_HOME="+home, "CF_PLUGIN_HOME="+pluginHome, "CF_TRACE=false", "CF_COLOR=false", "LANG=en_US.UTF-8")
-	return &cfCLI{path: path, pluginHome: pluginHome, env: env, dir: t.TempDir()}
+	// cf runs in a dir the results store's server can reach (its state dir, .cfbench,
+	// is under it) when tests run as root.
+	return &cfCLI{path: path, pluginHome: pluginHome, env: env, dir: testpg.Dir(t)}
 }
 
 func (c *cfCLI) run(t *testing.T, args ...string) result {

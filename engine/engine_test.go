@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,13 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testpg.Stop()
-	testes.Stop()
-	testos.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testpg.Main(m, testes.Stop, testos.Stop) }
 
 // specTemplate is the spec of the runs against an in-process target. Its users pause
 // 5 ms between requests: the tests check the engine's bookkeeping, and unpaced each

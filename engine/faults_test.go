@@ -274,15 +274,8 @@ func faultSetup(t *testing.T, mode string, d time.Duration) (direct, run string,
 	t.Helper()
 	switch mode {
 	case "restart":
-		dir, err := os.MkdirTemp("", "cfbench-faults-pg-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		testtier.External(t, "PostgreSQL server binaries")
+		dir := testpg.Dir(t)
 		srv, err := startPG(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -148,18 +149,6 @@ func fixtures(t *testing.T, root string) (binary, node, java []byte) {
 	return zipDir(t, bin, zip.Store), zipDir(t, filepath.Join(root, "foundation", "staging", "testdata", "node"), zip.Deflate), java
 }
 
-// stateDir is a fresh state dir that Postgres's unprivileged user can enter when the
-// tests run as root (t.TempDir is private to root).
-func stateDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "foundation-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	return dir
-}
-
 func start(t *testing.T, dir string) *Foundation {
 	t.Helper()
 	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
@@ -196,7 +185,7 @@ func TestFoundationEndToEnd(t *testing.T) {
 	root := moduleRoot(t)
 	cf := newCF(t, root)
 	binZip, nodeZip, javaJar := fixtures(t, root)
-	dir := stateDir(t)
+	dir := testpg.Dir(t)
 	f := start(t, dir)
 	defer func() { f.Close() }()
 	info := f.Info()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
@@ -21,7 +22,7 @@ import (
 // must see it once the restarts are used up, not only the API server's.
 func TestLifecycle(t *testing.T) {
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
-	dir := stateDir(t)
+	dir := testpg.Dir(t)
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 		f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
 		return lifecycletest.Subject{Part: f, Fail: func(t *testing.T) { killPostgresForGood(t, f.pg.server()) }}
@@ -32,7 +33,7 @@ func TestLifecycle(t *testing.T) {
 // alone; its own failure is a server that dies and cannot be started again.
 func TestServicesPGLifecycle(t *testing.T) {
 	testtier.External(t, "a real PostgreSQL server")
-	dir := filepath.Join(stateDir(t), "pg")
+	dir := filepath.Join(testpg.Dir(t), "pg")
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
 		pg := newServicesPG(pgserver.Options{Dir: dir, Fast: true}, slog.New(slog.DiscardHandler))
 		return lifecycletest.Subject{Part: pg, Fail: func(t *testing.T) { killPostgresForGood(t, pg.server()) }}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 )
 
 func TestMain(m *testing.M) { testes.Main(m) }
@@ -31,7 +32,7 @@ func TestRouterLogsReachElasticsearch(t *testing.T) {
 	prefix := testes.Index("logs-app-foundation")
 	root := moduleRoot(t)
 	binZip, _, _ := fixtures(t, root)
-	dir := stateDir(t)
+	dir := testpg.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,

@@ -26,6 +26,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -184,7 +185,7 @@ func groupMembers(pgid int) []int {
 func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	t.Parallel()
-	dir := stateDir(t)
+	dir := testpg.Dir(t)
 	var stderr bytes.Buffer
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CFBENCH_TEST_FOUNDATION_DIR="+dir)

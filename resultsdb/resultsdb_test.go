@@ -326,12 +326,7 @@ func TestStepSummaryFromRows(t *testing.T) {
 func TestSampleWriterSurvivesADatabaseRestart(t *testing.T) {
 	testtier.External(t, "a real PostgreSQL server")
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "resultsdb-restart-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
+	dir := testpg.Dir(t)
 	srv := pgserver.New(pgserver.Options{Dir: dir, Fast: true})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)

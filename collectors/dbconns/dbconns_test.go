@@ -12,6 +12,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
+func TestMain(m *testing.M) { testpg.Main(m) }
+
 // TestReadCountsClientConnections opens connections of its own to a real server and
 // reads them back, with the server's limit.
 func TestReadCountsClientConnections(t *testing.T) {

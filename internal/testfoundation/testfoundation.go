@@ -20,6 +20,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -30,12 +31,7 @@ import (
 func Start(t testing.TB, opts ...func(*foundation.Config)) (*foundation.Foundation, *client.Client) {
 	t.Helper()
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
-	dir, err := os.MkdirTemp("", "testfoundation-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755) // Postgres's unprivileged user must enter it when tests run as root
+	dir := testpg.Dir(t)
 	// The foundation lives until the test's cleanup closes it.
 	fc := foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second}
 	for _, o := range opts {

@@ -6,6 +6,7 @@ package testpg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -23,15 +24,17 @@ var (
 	dir      string
 	startErr error
 	dbs      atomic.Int64
+	// inMain is set by Main: without it the server and its files would outlive the
+	// test binary.
+	inMain bool
 )
 
 func start() {
-	dir, startErr = os.MkdirTemp("", "cfbench-testpg-")
-	if startErr != nil {
+	if !inMain {
+		startErr = errors.New("the package's TestMain must run its tests with testpg.Main, which stops the shared server and removes its files")
 		return
 	}
-	// Enterable by the unprivileged user the server runs as when tests run as root.
-	if startErr = os.Chmod(dir, 0o755); startErr != nil {
+	if dir, startErr = reachableDir("cfbench-testpg-"); startErr != nil {
 		return
 	}
 	// The server lives until Stop; its start-up is bounded by pgserver itself.
@@ -39,6 +42,34 @@ func start() {
 	if startErr = s.Start(context.Background()); startErr == nil {
 		srv = s
 	}
+}
+
+// reachableDir creates a directory under the temp dir that the unprivileged user a
+// server runs as when tests run as root can enter.
+func reachableDir(prefix string) (string, error) {
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		os.RemoveAll(d)
+		return "", err
+	}
+	return d, nil
+}
+
+// Dir returns a directory, removed when t ends, for state whose PostgreSQL server runs
+// as another user when tests run as root. A t.TempDir is private to root: a server
+// with its state there would keep its cluster under pgserver's fallback directory,
+// which nothing removes.
+func Dir(t testing.TB) string {
+	t.Helper()
+	d, err := reachableDir("cfbench-pgstate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }
 
 // DSN creates a new, empty database on the shared server and returns its URL. Under
@@ -70,17 +101,21 @@ func Server(t testing.TB) *pgserver.Server {
 	return srv
 }
 
-// Main runs the tests and then stops the server and removes its files. Use it from
-// TestMain: func TestMain(m *testing.M) { testpg.Main(m) }.
-func Main(m *testing.M) {
+// Main runs the tests and then stops the server and removes its files, then calls
+// each of also (other shared servers' stops). A package whose tests use the server must
+// use it from TestMain: func TestMain(m *testing.M) { testpg.Main(m) }.
+func Main(m *testing.M, also ...func()) {
+	inMain = true
 	code := m.Run()
-	Stop()
+	stop()
+	for _, f := range also {
+		f()
+	}
 	os.Exit(code)
 }
 
-// Stop stops the shared server, if started, and removes its files: for a TestMain that
-// also runs other shared servers (see Main).
-func Stop() {
+// stop stops the shared server, if started, and removes its files.
+func stop() {
 	if srv != nil {
 		srv.Close()
 		srv = nil

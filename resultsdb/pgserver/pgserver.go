@@ -357,18 +357,24 @@ func stopPID(pid int, exited <-chan struct{}) error {
 	return fmt.Errorf("postgres (pid %d) did not stop", pid)
 }
 
-// fallbackDir, under the temp dir, holds clusters whose state dir the server's user
-// cannot reach.
-const fallbackDir = "cf-benchmark-pg"
+// fallbackRoot holds the clusters whose state dir the server's user cannot reach:
+// under /var/tmp, which a reboot keeps (/tmp may be emptied, with the results in it),
+// else under the temp dir.
+func fallbackRoot() string {
+	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
+		return filepath.Join("/var/tmp", "cf-benchmark-pg")
+	}
+	return filepath.Join(os.TempDir(), "cf-benchmark-pg")
+}
 
 // dataDirFor returns dir/data unless cred's user cannot traverse dir's ancestors (a
-// state dir under /root, say); then a directory under /var/tmp keyed by dir.
+// state dir under /root, say); then a directory under fallbackRoot keyed by dir.
 func dataDirFor(dir string, cred *credential) string {
 	if cred == nil || traversable(dir, cred) {
 		return filepath.Join(dir, "data")
 	}
 	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), fallbackDir, hex.EncodeToString(sum[:6]), "data")
+	return filepath.Join(fallbackRoot(), hex.EncodeToString(sum[:6]), "data")
 }
 
 func loadOrCreatePassword(path string) (string, error) {
@@ -409,7 +415,7 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *credentia
 	if err := os.MkdirAll(filepath.Dir(s.dataDir), 0o755); err != nil {
 		return fmt.Errorf("create postgres data dir: %w", err)
 	}
-	if fallback := filepath.Join(os.TempDir(), fallbackDir); strings.HasPrefix(s.dataDir, fallback+"/") {
+	if fallback := fallbackRoot(); strings.HasPrefix(s.dataDir, fallback+"/") {
 		for _, p := range []string{fallback, filepath.Dir(s.dataDir)} {
 			if err := os.Chmod(p, 0o755); err != nil {
 				return err

@@ -3,11 +3,11 @@ package capacity
 import (
 	"context"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
@@ -19,10 +19,7 @@ import (
 // asserted (a machine too busy to start the 5 within the step's 4 s is said, not failed).
 func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 	testtier.External(t, "a real PostgreSQL server")
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil { // for the unprivileged server user under root
-		t.Fatal(err)
-	}
+	dir := testpg.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var logs testlog.Buffer
