@@ -3,7 +3,7 @@
 //
 // A Server follows the lifecycle of package lifecycle. Start finds the server binaries,
 // initialises a cluster in a state directory on first use (password auth, a generated
-// password kept beside it), listens on a free port of 127.0.0.1 only, and runs the server
+// password kept beside it; a Fast cluster is a copy of a template, template.go), listens on a free port of 127.0.0.1 only, and runs the server
 // as an unprivileged user when the caller is root, since Postgres refuses to run as root.
 // A server already running on the same state directory is reused instead of started
 // twice; Close then leaves it running.
@@ -54,7 +54,8 @@ type Options struct {
 	// server behind.
 	Detach bool
 	// Fast trades crash safety for speed (fsync and synchronous commit off), for
-	// throwaway test clusters. Without it a commit is acknowledged only once its WAL
+	// throwaway test clusters, which are copies of one template cluster with one
+	// password (template.go). Without it a commit is acknowledged only once its WAL
 	// is on disk, so a writer that counted a batch stored never loses it to a killed
 	// server.
 	Fast bool
@@ -396,7 +397,8 @@ func loadOrCreatePassword(path string) (string, error) {
 	return pw, nil
 }
 
-// initCluster runs initdb unless the data directory holds a cluster already.
+// initCluster makes the cluster unless the data directory holds one already: a copy
+// of the template cluster with Fast (template.go), else an initdb of its own.
 func (s *Server) initCluster(ctx context.Context, binDir string, cred *credential) error {
 	major, err := serverMajor(binDir)
 	if err != nil {
@@ -422,7 +424,24 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *credentia
 			}
 		}
 	}
-	if err := os.Mkdir(s.dataDir, 0o700); err != nil {
+	if s.opts.Fast {
+		// Without a template (another user's directory in the way, say) the cluster
+		// gets an initdb of its own, as without Fast.
+		if data, pw, err := s.template(ctx, binDir, major, cred); err == nil {
+			if err := os.WriteFile(filepath.Join(s.dir, "password"), []byte(pw+"\n"), 0o600); err != nil {
+				return fmt.Errorf("write postgres password: %w", err)
+			}
+			s.password = pw
+			return copyCluster(data, s.dataDir, cred)
+		}
+	}
+	return runInitdb(ctx, binDir, s.dataDir, s.password, cred)
+}
+
+// runInitdb makes a cluster in dataDir (which must not exist) whose superuser has
+// password, owned by cred's user.
+func runInitdb(ctx context.Context, binDir, dataDir, password string, cred *credential) error {
+	if err := os.Mkdir(dataDir, 0o700); err != nil {
 		return fmt.Errorf("create postgres data dir: %w", err)
 	}
 	pwFile, err := os.CreateTemp("", "cfbench-pw-")
@@ -430,7 +449,7 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *credentia
 		return err
 	}
 	defer os.Remove(pwFile.Name())
-	_, err = pwFile.WriteString(s.password + "\n")
+	_, err = pwFile.WriteString(password + "\n")
 	if cerr := pwFile.Close(); err == nil {
 		err = cerr
 	}
@@ -438,19 +457,19 @@ func (s *Server) initCluster(ctx context.Context, binDir string, cred *credentia
 		return err
 	}
 	if cred != nil {
-		for _, p := range []string{s.dataDir, pwFile.Name()} {
+		for _, p := range []string{dataDir, pwFile.Name()} {
 			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
 				return fmt.Errorf("hand %s to the postgres user: %w", p, err)
 			}
 		}
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), "-D", s.dataDir, "-U", Superuser,
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), "-D", dataDir, "-U", Superuser,
 		"--pwfile", pwFile.Name(), "--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-instructions")
 	cmd.SysProcAttr = procAttr(cred)
 	cmd.Dir = os.TempDir()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(s.dataDir)
-		return fmt.Errorf("initdb %s: %w\n%s", s.dataDir, err, tail(out, 2000))
+		os.RemoveAll(dataDir)
+		return fmt.Errorf("initdb %s: %w\n%s", dataDir, err, tail(out, 2000))
 	}
 	return nil
 }

@@ -239,3 +239,38 @@ func startServer(ctx context.Context, opts Options) (*Server, error) {
 	s := New(opts)
 	return s, s.Start(ctx)
 }
+
+// TestFastClustersAreCopiesOfOneTemplate: Fast clusters are copies of one template
+// (one system identifier, one password), made on first use; a cluster without Fast gets
+// an initdb and a password of its own.
+func TestFastClustersAreCopiesOfOneTemplate(t *testing.T) {
+	testtier.External(t, "PostgreSQL server binaries")
+	t.Setenv("TMPDIR", stateDir(t)) // a template of this test's own
+	ctx := context.Background()
+	ident := func(opts Options) (id, password string) {
+		t.Helper()
+		srv, err := startServer(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		pw, err := os.ReadFile(filepath.Join(opts.Dir, "password"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return query(t, srv.DSN("postgres"), `SELECT system_identifier::text FROM pg_control_system()`), strings.TrimSpace(string(pw))
+	}
+	id1, pw1 := ident(Options{Dir: stateDir(t), Fast: true})
+	id2, pw2 := ident(Options{Dir: stateDir(t), Fast: true})
+	id3, pw3 := ident(Options{Dir: stateDir(t)})
+	if id1 != id2 || pw1 != pw2 {
+		t.Errorf("two Fast clusters: system identifiers %s and %s, passwords equal: %v; want copies of one template", id1, id2, pw1 == pw2)
+	}
+	if id3 == id1 || pw3 == pw1 {
+		t.Errorf("a cluster without Fast shares the template's system identifier (%v) or password (%v)", id3 == id1, pw3 == pw1)
+	}
+	entries, err := os.ReadDir(filepath.Dir(templateDir("", nil)))
+	if err != nil || len(entries) != 1 {
+		t.Errorf("template dir holds %v (%v), want the one template and no leftovers", entries, err)
+	}
+}

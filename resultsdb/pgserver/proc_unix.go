@@ -96,3 +96,12 @@ func traversable(dir string, cred *credential) bool {
 		}
 	}
 }
+
+// fileUID is the owner of fi.
+func fileUID(fi os.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
