@@ -7,6 +7,9 @@
 # both and a push of apps/proxy-node is self-contained.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Maven lives seconds: the client compiler alone and the serial collector build with
+# about half the CPU (as scripts/test-apps.sh runs its tests).
+export MAVEN_OPTS="${MAVEN_OPTS:-} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 mvn -B -q -f apps/bulletin-java/pom.xml package -DskipTests
 (cd apps/bulletin-node && npm ci --no-audit --no-fund --loglevel=error)
 mvn -B -q -f apps/proxy-java/pom.xml package -DskipTests
