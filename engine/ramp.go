@@ -245,9 +245,12 @@ func (r *runner) now(ctx context.Context) (t time.Time, err error) {
 const staleAfterOutage = 15 * time.Second
 
 // waitStepDone waits until the step's window is over and every instance that took part
-// has stored its samples; instances that stopped heartbeating are not waited for. An
-// outage of the database holds the wait (the instances keep their samples meanwhile)
-// and extends its bound.
+// has stored its samples; instances that stopped are not waited for. One that went
+// silent is, up to the bound: it may be dead, or only cut off from the database on its
+// own path (a relay or a tunnel that lost it, while ours works), and then it comes back
+// with its samples. Ending the wait at its silence made such a step's figures miss
+// them and failed the run as if it had been taken away. An outage of the database
+// holds the wait (the instances keep their samples meanwhile) and extends its bound.
 func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 	now, err := r.now(ctx)
 	if err != nil {
@@ -273,12 +276,9 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 		if !r.back.IsZero() {
 			deadline = later(deadline, r.back.Add(bound+staleAfterOutage))
 		}
-		if !r.settled(staleAfterOutage) {
-			p.Stale = 0
-		}
-		if p.Joined > 0 && p.Done+p.Stale >= p.Joined {
-			if p.Stale > 0 {
-				r.opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stale", p.Stale)
+		if p.Joined > 0 && p.Done+p.Stopped >= p.Joined {
+			if p.Stopped > 0 {
+				r.opts.Logger.Warn("generator instances stopped during the step; their stored samples count", "variant", st.Variant, "step", st.Index+1, "stopped", p.Stopped)
 			}
 			return nil
 		}

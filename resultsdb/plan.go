@@ -201,8 +201,9 @@ func (s *Store) FinishStep(ctx context.Context, id int32, step int, sent, missed
 // StepProgress is how far the workers of one step are.
 type StepProgress struct {
 	Joined, Done int
-	// Stale counts workers that joined, are not done and sent no heartbeat for 10 s.
-	Stale int
+	// Stopped counts workers that joined, are not done and stopped: they will not store
+	// more of the step's samples.
+	Stopped int
 }
 
 // StepProgress reports how many workers joined step idx of variant and how many stored
@@ -211,9 +212,9 @@ func (s *Store) StepProgress(ctx context.Context, runID, variant string, idx int
 	var p StepProgress
 	err := s.pool.QueryRow(ctx, `
 SELECT count(*), count(ws.done_at),
-       count(*) FILTER (WHERE ws.done_at IS NULL AND (w.stopped_at IS NOT NULL OR w.heartbeat_at < clock_timestamp() - interval '10 seconds'))
+       count(*) FILTER (WHERE ws.done_at IS NULL AND w.stopped_at IS NOT NULL)
 FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id
-WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3`, runID, variant, idx).Scan(&p.Joined, &p.Done, &p.Stale)
+WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3`, runID, variant, idx).Scan(&p.Joined, &p.Done, &p.Stopped)
 	if err != nil {
 		return p, fmt.Errorf("progress of step %d of %s: %w", idx+1, variant, err)
 	}
