@@ -22,6 +22,8 @@ import (
 const (
 	envHelperDSN    = "CFBENCH_TEST_DEADRUN_DSN"
 	envHelperTarget = "CFBENCH_TEST_DEADRUN_TARGET"
+	// The helper's spill dir: killed, it leaves its generator's spill file there.
+	envHelperSpill = "CFBENCH_TEST_DEADRUN_SPILL"
 )
 
 func init() {
@@ -35,7 +37,7 @@ func init() {
 	if err == nil {
 		var store *resultsdb.Store
 		if store, err = resultsdb.Open(context.Background(), dsn); err == nil {
-			_, err = Run(context.Background(), sp, text, Options{Store: store, PollEvery: 200 * time.Millisecond})
+			_, err = Run(context.Background(), sp, text, Options{Store: store, PollEvery: 200 * time.Millisecond, SpillDir: os.Getenv(envHelperSpill)})
 		}
 	}
 	if err != nil {
@@ -57,7 +59,7 @@ func TestKilledRunIsMarkedAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envHelperDSN+"="+dsn, envHelperTarget+"="+target.URL)
+	cmd.Env = append(os.Environ(), envHelperDSN+"="+dsn, envHelperTarget+"="+target.URL, envHelperSpill+"="+t.TempDir())
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

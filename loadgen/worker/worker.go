@@ -252,10 +252,6 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 	if w.cfg.SpillDir != "" {
 		opts.SpillPath = filepath.Join(w.cfg.SpillDir, resultsdb.SpillName(a.RunID, id))
 	}
-	writer, err := w.cfg.Store.NewSampleWriter(id, opts)
-	if err != nil {
-		return nil, err
-	}
 	// Sample times count from the run's epoch, on this host's clock.
 	lookup := w.cfg.LookupEnv
 	if lookup == nil {
@@ -266,11 +262,16 @@ func (w *Worker) join(ctx context.Context, a *resultsdb.Assignment, offset time.
 		return nil, err
 	}
 	cfg.Rate = wl.perInstanceRate(a.Step, a.Live+1)
-	gen, err := loadgen.New(cfg, writer)
+	writer, err := w.cfg.Store.NewSampleWriter(id, opts)
 	if err != nil {
 		return nil, err
 	}
 	writer.Start(context.WithoutCancel(ctx))
+	gen, err := loadgen.New(cfg, writer)
+	if err != nil {
+		// Nothing was recorded: closing removes the spill file it opened.
+		return nil, errors.Join(err, writer.Close(ctx))
+	}
 	reqCtx, abort := context.WithCancel(ctx)
 	m := &membership{w: w, runID: a.RunID, variant: a.Variant, id: id, workload: wl, gen: gen, writer: writer, ctx: reqCtx, abort: abort, last: -1,
 		log: w.cfg.Logger.With("run", a.RunID, "worker", id)}

@@ -3,12 +3,15 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -251,4 +254,22 @@ func TestAnInstanceStoppedInAnOutageCountsWhatItLost(t *testing.T) {
 		t.Fatalf("loss %+v (%v), the instance's final count of sent %d: want all of them lost, exactly", l, lerr, sent)
 	}
 	t.Logf("Close: %v; %s", err, l)
+}
+
+// TestAJoinThatFailsLeavesNoSpillFile: an instance that cannot take part in a run (a
+// header names a variable its environment does not have) leaves no spill file behind.
+func TestAJoinThatFailsLeavesNoSpillFile(t *testing.T) {
+	wl := closedLoop()
+	wl.Requests[0].Headers = map[string]string{"Authorization": "${CFBENCH_TEST_UNSET}"}
+	f := newFixture(t, okServer(t).URL, wl)
+	var logs testlog.Buffer
+	spill := t.TempDir()
+	w := New(Config{Store: f.store, App: f.app, Host: "127.0.0.1", PollEvery: poll, SpillDir: spill,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), LookupEnv: func(string) (string, bool) { return "", false }})
+	w.Start(context.Background())
+	t.Cleanup(func() { w.Close() })
+	f.waitFor("the failed join", func() bool { return strings.Contains(logs.String(), "join run; waiting for the next one") })
+	if files, err := os.ReadDir(spill); err != nil || len(files) != 0 {
+		t.Fatalf("spill dir holds %v (%v), want nothing", files, err)
+	}
 }
