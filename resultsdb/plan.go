@@ -233,9 +233,12 @@ type StepLoad struct {
 
 // StepLoad reports how many instances that joined step idx of variant left before its
 // planned end, and when its load ended if all of them did. An instance left when it
-// stopped; with silent, also when it has sent no heartbeat for 10 s (its last one is
-// when it left: it died, or was killed before it could say so). silent is for a
-// database that has been reachable for a while: during an outage nobody heartbeats.
+// stopped; with silent, also when it has sent no heartbeat for 10 s and has not stored
+// the step's samples (its last heartbeat is when it left: it died, or was killed before
+// it could say so). silent is for a database that has been reachable for a while: during
+// an outage nobody heartbeats. An instance done with the step did not leave it, even
+// when its heartbeats lag: through a relay that lost the database they resumed after
+// its step's samples were stored, and the step was taken as lost.
 func (s *Store) StepLoad(ctx context.Context, runID, variant string, idx int, silent bool) (StepLoad, error) {
 	var (
 		l     StepLoad
@@ -244,7 +247,7 @@ func (s *Store) StepLoad(ctx context.Context, runID, variant string, idx int, si
 	err := s.pool.QueryRow(ctx, `
 WITH gone AS (
   SELECT st.ends_at, least(w.stopped_at,
-           CASE WHEN $4 AND w.heartbeat_at < clock_timestamp() - interval '10 seconds' THEN w.heartbeat_at END) AS at
+           CASE WHEN $4 AND ws.done_at IS NULL AND w.heartbeat_at < clock_timestamp() - interval '10 seconds' THEN w.heartbeat_at END) AS at
   FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id
   JOIN steps st ON st.run_id = w.run_id AND st.variant = w.variant AND st.idx = ws.step
   WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3)

@@ -110,7 +110,8 @@ func TestAGeneratorJoinsOnlyALiveRun(t *testing.T) {
 // TestStepLoadSaysWhenEveryGeneratorLeft: of two instances that joined a step, one
 // stopped before its planned end and one went silent (killed before it could say so).
 // Counting silence, both left and the step's load ended with the later; without (the
-// database just came back and nobody could heartbeat), only the stopped one left.
+// database just came back and nobody could heartbeat), only the stopped one left; and
+// only it once the silent one has stored the step's samples.
 func TestStepLoadSaysWhenEveryGeneratorLeft(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := context.Background()
@@ -149,5 +150,14 @@ func TestStepLoadSaysWhenEveryGeneratorLeft(t *testing.T) {
 	l, err = s.StepLoad(ctx, run.ID, "v", 0, false)
 	if err != nil || l.Joined != 2 || l.Left != 1 || !l.Ended.IsZero() {
 		t.Errorf("not counting silence: %+v, %v; want 2 joined, 1 left, no end", l, err)
+	}
+	// The silent one stored the step's samples after all (through a relay that had lost
+	// the database, its heartbeats lag): it did not leave.
+	if err := s.FinishStep(ctx, ids[1], 0, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.StepLoad(ctx, run.ID, "v", 0, true)
+	if err != nil || l.Joined != 2 || l.Left != 1 || !l.Ended.IsZero() {
+		t.Errorf("counting silence, the silent one done: %+v, %v; want 2 joined, 1 left, no end", l, err)
 	}
 }
