@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"syscall"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
 // errWindows is what Start and Attach return on Windows.
@@ -20,7 +22,7 @@ func (windowsError) Error() string {
 func (windowsError) Unwrap() error { return errors.ErrUnsupported }
 
 // credential is unused on Windows: the server never runs as another user here.
-type credential struct{ Uid, Gid uint32 }
+type credential = osproc.Credential
 
 func supported() error { return errWindows }
 

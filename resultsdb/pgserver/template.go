@@ -3,13 +3,12 @@ package pgserver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/fstree"
 )
 
 // A Fast cluster is a copy of a template cluster that initdb made once per server major
@@ -101,53 +100,12 @@ func ownedByUs(dir string) error {
 	return nil
 }
 
-// copyCluster copies the template's data dir to dst (which must not exist), keeping
-// modes, and gives the copy to cred's user.
+// copyCluster copies the template's data dir to dst (which must not exist) and gives the
+// copy to cred's user.
 func copyCluster(src, dst string, cred *credential) error {
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		case info.Mode().IsRegular():
-			if err := copyFile(path, to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("unexpected file %s in the template cluster", path)
-		}
-		if cred != nil {
-			return os.Lchown(to, int(cred.Uid), int(cred.Gid))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := fstree.Copy(src, dst, cred); err != nil {
 		os.RemoveAll(dst)
 		return fmt.Errorf("copy postgres template cluster: %w", err)
 	}
 	return nil
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
 }
