@@ -82,16 +82,24 @@ func ccAPI(t *testing.T, root string, cf *cfCLI, apiURL string) {
 }
 
 // thesisPool runs examples/thesis/pool.yml (the study's pool question) shortened to a
-// matrix of two pools (5 and 10 connections), 20 users and one step of 3 s: one
+// matrix of two pools (1 and 2 connections), 20 users and one step of 3 s: one
 // manifest pushed as two apps with their own env and routes, each a variant in the
 // results with the configuration it was pushed as; and the report answers the
 // question: each pool, full (more users than connections, every request holding its
 // connection 100 ms), has its pool-exhaustion finding quoting its size.
+//
+// The pools are that small because this run shares the host with the other packages'
+// tests: the bulletin board opens pooled connections as needed, one at a time, and on
+// a starved host a pool of 10 had not opened them all 2 s into its step, so the check
+// rightly took its waits for connections being opened, not for a full pool (CI, stop
+// 40). A pool of 1 is full from the app's start, and while a pool of 2 waits for its
+// second connection the server already has two in use (the other app's and the
+// watcher's own), so neither answer rests on the host's speed.
 func thesisPool(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	t.Helper()
 	file := writeTemp(t, "pool.yml", editedExample(t, root, "thesis/pool.yml", map[string]string{
 		"../../manifests/":                filepath.Join(root, "manifests") + "/",
-		"DB_POOL_SIZE: [30, 60, 90]":      "DB_POOL_SIZE: [5, 10]",
+		"DB_POOL_SIZE: [30, 60, 90]":      "DB_POOL_SIZE: [1, 2]",
 		"users: [150]\n  generators: 3\n": "users: [20]\n  generators: 2\n",
 		"  hold: 15s\n  warmup: 4s\n":     "  hold: 3s\n  warmup: 1s\n",
 	}))
@@ -101,8 +109,8 @@ func thesisPool(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	if code != 0 {
 		t.Fatalf("cf run-benchmark thesis/pool.yml: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"pool-5 runs as bulletin-java-5 (", "pool-10 runs as bulletin-java-10 (", "run " + runID + " completed",
-		"cleanup stop: stopped bulletin-java-5, bulletin-java-10;"} {
+	for _, want := range []string{"pool-1 runs as bulletin-java-1 (", "pool-2 runs as bulletin-java-2 (", "run " + runID + " completed",
+		"cleanup stop: stopped bulletin-java-1, bulletin-java-2;"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("thesis/pool.yml output lacks %q:\n%s", want, out)
 		}
@@ -112,7 +120,7 @@ func thesisPool(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 	for _, v := range readCSV(t, filepath.Join(dir, "variants.csv")) {
 		variants[v["variant"]] = v
 	}
-	for _, size := range []string{"5", "10"} {
+	for _, size := range []string{"1", "2"} {
 		v := variants["pool-"+size]
 		app := "bulletin-java-" + size
 		if v == nil || v["listed"] != "pool" || v["app_name"] != app || v["matrix"] != `{"env.DB_POOL_SIZE": "`+size+`"}` ||
@@ -141,8 +149,8 @@ func thesisPool(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 			steps[m["variant"]]++
 		}
 	}
-	if steps["pool-5"] != 1 || steps["pool-10"] != 1 {
-		t.Errorf("steps with requests per variant %v, want one each of pool-5 and pool-10", steps)
+	if steps["pool-1"] != 1 || steps["pool-2"] != 1 {
+		t.Errorf("steps with requests per variant %v, want one each of pool-1 and pool-2", steps)
 	}
 	// The question's answer: each pool was the limit, and the report says so with its size.
 	rep := cf.mustRun(t, "benchmark-report", runID, "--format", "json")
@@ -167,8 +175,8 @@ func thesisPool(t *testing.T, root string, cf *cfCLI, cl *client.Client) {
 			t.Logf("%s: pool of %v, %.0f%% of the app time waiting for it", f.Variant, size, 100*share)
 		}
 	}
-	if pools["pool-5"] != 5 || pools["pool-10"] != 10 {
-		t.Errorf("pool-exhaustion findings by variant: pool sizes %v, want pool-5: 5 and pool-10: 10\n%s", pools, out)
+	if pools["pool-1"] != 1 || pools["pool-2"] != 2 {
+		t.Errorf("pool-exhaustion findings by variant: pool sizes %v, want pool-1: 1 and pool-2: 2\n%s", pools, out)
 	}
 }
 
