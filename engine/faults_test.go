@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
+	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
@@ -135,6 +136,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 		rep       *stepStarts
 		direct    string
 		spillLeft []os.DirEntry
+		log       *testlog.Buffer // the engine's and the instances' log, shown when the case fails
 	}
 	outs := make([]chan outcome, len(cases))
 	for i, c := range cases {
@@ -168,8 +170,9 @@ func TestFaultsLoseNothing(t *testing.T) {
 				time.Sleep(c.at)
 				faulted <- fault()
 			}()
-			o := outcome{rep: rep, direct: direct}
-			o.res, o.err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill, Backend: backend})
+			o := outcome{rep: rep, direct: direct, log: &testlog.Buffer{}}
+			log := slog.New(slog.NewTextHandler(o.log, nil))
+			o.res, o.err = Run(context.Background(), sp, text, Options{Store: store, Reporter: rep, PollEvery: 200 * time.Millisecond, SpillDir: spill, Backend: backend, Logger: log})
 			if o.err == nil {
 				o.faultErr = <-faulted
 			}
@@ -180,6 +183,11 @@ func TestFaultsLoseNothing(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := <-outs[i]
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("notes: %q\nthe run's log:\n%s", o.rep.notes, o.log)
+				}
+			})
 			res, direct := o.res, o.direct
 			if o.err != nil {
 				t.Fatalf("run: %v", o.err)
