@@ -75,8 +75,9 @@ type Config struct {
 // as canceled, then the samples are stored as on Close). Database errors are logged and
 // retried; they never stop it.
 type Worker struct {
-	cfg  Config
-	life lifecycle.State
+	cfg   Config
+	life  lifecycle.State
+	clock clockOffset // the loop's own
 }
 
 var _ lifecycle.Part = (*Worker)(nil)
@@ -198,8 +199,35 @@ func (w *Worker) poll(ctx context.Context) (*resultsdb.Assignment, time.Duration
 	if err != nil || a == nil {
 		return nil, 0, err
 	}
-	after := time.Now()
-	return a, a.DBNow.Sub(before.Add(after.Sub(before) / 2)), nil
+	rtt := time.Since(before)
+	return a, w.clock.add(a.DBNow.Sub(before.Add(rtt/2)), rtt), nil
+}
+
+// clockOffset estimates the offset of the database's clock over ours from the polls.
+// One poll's estimate assumes its answer was read halfway through its round trip, so
+// it is off by up to half the round trip: a poll that waited seconds (for a busy
+// database, or a relay's connection) put the instance's steps seconds off, and it ran
+// a quarter of a second of a 6 s step (CI, TestFaultsLoseNothing). So, as NTP does,
+// the estimate is that of the poll with the shortest round trip among the recent ones.
+// Clocks drift by parts per million: over clockPolls polls that is nothing.
+type clockOffset struct {
+	recent [clockPolls]struct{ offset, rtt time.Duration }
+	n      int // polls seen
+}
+
+const clockPolls = 64
+
+// add records a poll's estimate and returns the best recent one.
+func (c *clockOffset) add(offset, rtt time.Duration) time.Duration {
+	c.recent[c.n%clockPolls] = struct{ offset, rtt time.Duration }{offset, rtt}
+	c.n++
+	best := c.recent[0]
+	for _, r := range c.recent[1:min(c.n, clockPolls)] {
+		if r.rtt < best.rtt {
+			best = r
+		}
+	}
+	return best.offset
 }
 
 // retryJoin is a join that failed on the way to the database, not on the run's plan:

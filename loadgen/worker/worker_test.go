@@ -273,3 +273,56 @@ func TestAJoinThatFailsLeavesNoSpillFile(t *testing.T) {
 		t.Fatalf("spill dir holds %v (%v), want nothing", files, err)
 	}
 }
+
+// TestASlowPollDoesNotShiftTheSteps: a poll that waited seconds before the database
+// read the plan does not move the instance's step by half that wait, as its own estimate
+// of the database's clock would; the instance keeps that of its quickest recent poll.
+func TestASlowPollDoesNotShiftTheSteps(t *testing.T) {
+	f := newFixture(t, okServer(t).URL, closedLoop())
+	b := &slowPoll{Backend: f.store, arm: make(chan time.Duration, 1), started: make(chan struct{}), joined: make(chan time.Duration, 1)}
+	w := New(Config{Store: b, App: f.app, Host: "127.0.0.1", PollEvery: poll, SpillDir: t.TempDir()})
+	w.Start(context.Background())
+	t.Cleanup(func() { w.Close() })
+	f.live(1)
+	const slow = 3 * time.Second
+	b.arm <- slow
+	<-b.started
+	f.planAhead(0, 2*slow, poll) // read by the slow poll, at its end
+	select {
+	case off := <-b.joined:
+		// The database and this test share the host's clock: the true offset is 0, the
+		// slow poll's own estimate slow/2.
+		if off.Abs() > slow/6 {
+			t.Fatalf("the instance dated its join of the step %v off the database's clock, want about 0: one poll that waited %v moved its step", off, slow)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the instance did not join the step in 30 s")
+	}
+}
+
+// slowPoll is a Backend whose next poll, once armed, waits before the database reads
+// the plan, and which tells how far each join of a step is dated off the host's clock.
+type slowPoll struct {
+	Backend
+	arm     chan time.Duration // the wait of the next poll
+	started chan struct{}      // closed when that poll began
+	joined  chan time.Duration // the first JoinStep's time, less the host's clock then
+}
+
+func (b *slowPoll) Assignment(ctx context.Context, app string) (*resultsdb.Assignment, error) {
+	select {
+	case d := <-b.arm:
+		close(b.started)
+		time.Sleep(d)
+	default:
+	}
+	return b.Backend.Assignment(ctx, app)
+}
+
+func (b *slowPoll) JoinStep(ctx context.Context, id int32, st *resultsdb.Step, joined time.Time, late bool) error {
+	select {
+	case b.joined <- time.Until(joined):
+	default:
+	}
+	return b.Backend.JoinStep(ctx, id, st, joined, late)
+}
