@@ -356,9 +356,11 @@ func (m *membership) begin(ctx context.Context, st resultsdb.Step, offset time.D
 		go func() {
 			joined <- m.retry(ctx, p.stop, "record step start", st.Index, m.joinStep(&st, time.Now().Add(offset), late))
 		}()
+		m.log.Info("step begins", "step", st.Index+1, "late", late, "clock_offset", offset, "left", time.Until(ph.End).Round(time.Millisecond))
 		sent, missed := m.gen.Sent(), m.gen.Missed()
 		m.gen.Run(m.ctx, ph)
 		sent, missed = m.gen.Sent()-sent, m.gen.Missed()-missed
+		m.log.Info("step's load ended", "step", st.Index+1, "sent", sent, "missed", missed)
 		if !<-joined {
 			return
 		}
