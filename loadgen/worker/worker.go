@@ -206,20 +206,22 @@ func (w *Worker) poll(ctx context.Context) (*resultsdb.Assignment, time.Duration
 // clockOffset estimates the offset of the database's clock over ours from the polls.
 // One poll's estimate assumes its answer was read halfway through its round trip, so
 // it is off by up to half the round trip: a poll that waited seconds (for a busy
-// database, or a relay's connection) put the instance's steps seconds off, and it ran
-// a quarter of a second of a 6 s step (CI, TestFaultsLoseNothing). So, as NTP does,
-// the estimate is that of the poll with the shortest round trip among the recent ones.
-// Clocks drift by parts per million: over clockPolls polls that is nothing.
+// database, or a relay's connection) would put the instance's step seconds off. So, as
+// NTP does, the estimate is that of the poll with the shortest round trip among the
+// recent ones. Clocks drift by parts per million: over clockPolls polls that is nothing.
 type clockOffset struct {
-	recent [clockPolls]struct{ offset, rtt time.Duration }
+	recent [clockPolls]clockSample
 	n      int // polls seen
 }
+
+// clockSample is one poll's estimate of the offset and its round trip.
+type clockSample struct{ offset, rtt time.Duration }
 
 const clockPolls = 64
 
 // add records a poll's estimate and returns the best recent one.
 func (c *clockOffset) add(offset, rtt time.Duration) time.Duration {
-	c.recent[c.n%clockPolls] = struct{ offset, rtt time.Duration }{offset, rtt}
+	c.recent[c.n%clockPolls] = clockSample{offset, rtt}
 	c.n++
 	best := c.recent[0]
 	for _, r := range c.recent[1:min(c.n, clockPolls)] {
