@@ -13,25 +13,15 @@ import (
 // app's instances), of the generators (instances, users, rate in all) and how it is
 // written into the run's plan. ramp.go walks the steps.
 
-// planStep writes step idx of variant at level l with a start far enough ahead that
-// every live instance reads it before it begins, so all of them start together; n is
-// the generator instances the step runs (the level's, or more scaled by hand). It
-// returns the plan as stored: after an outage that lost the answer to the first
-// attempt, that attempt's plan is the one the instances follow.
-func (r *runner) planStep(ctx context.Context, variant string, idx, n int, l spec.Level) (resultsdb.Step, error) {
-	store, sp := r.opts.Store, r.sp
-	now, err := r.now(ctx)
-	if err != nil {
-		return resultsdb.Step{}, err
-	}
-	start := now.Add(2*r.opts.PollEvery + 100*time.Millisecond)
-	st := resultsdb.Step{RunID: r.run.ID, Variant: variant, Index: idx, Instances: n, Users: l.Users, Rate: l.Rate, AppInstances: l.AppInstances,
-		Started: start, WarmupUntil: start.Add(sp.Ramp.Warmup), Ends: start.Add(sp.Ramp.Hold)}
+// planStep writes step idx of variant at level l with a start far enough ahead of the
+// write that every live instance reads it before it begins, so all of them start
+// together; n is the generator instances the step runs (the level's, or more scaled by
+// hand). It returns the plan as stored: after an outage that lost the answer to the
+// first attempt, that attempt's plan is the one the instances follow.
+func (r *runner) planStep(ctx context.Context, variant string, idx, n int, l spec.Level) (st resultsdb.Step, err error) {
+	asked := resultsdb.Step{RunID: r.run.ID, Variant: variant, Index: idx, Instances: n, Users: l.Users, Rate: l.Rate, AppInstances: l.AppInstances}
 	err = r.db(ctx, "plan the step", func(ctx context.Context) (err error) {
-		if err := store.StartStep(ctx, st); err != nil {
-			return err
-		}
-		st, err = store.PlannedStep(ctx, r.run.ID, variant, idx)
+		st, err = r.opts.Store.PlanStep(ctx, asked, 2*r.opts.PollEvery+100*time.Millisecond, r.sp.Ramp.Warmup, r.sp.Ramp.Hold)
 		return err
 	})
 	return st, err

@@ -498,3 +498,73 @@ func TestAssignmentFollowsTheLatestRepeat(t *testing.T) {
 		t.Errorf("RunVariants = %+v, %v; want a#2 recorded as repeat 2 of a", vs, err)
 	}
 }
+
+// TestPlanStepTimesTheWindowFromItsWrite: a plan whose write waited (here behind a lock,
+// on a loaded host behind a stalled connection or a retry through an outage) still
+// begins lead after it was stored, not after the caller asked: computed before the
+// wait, a window could be over before any instance could read it.
+func TestPlanStepTimesTheWindowFromItsWrite(t *testing.T) {
+	s, dsn := openStore(t)
+	ctx := context.Background()
+	run, _ := newWorker(t, s)
+	locker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE steps IN SHARE MODE`); err != nil { // holds off every insert
+		t.Fatal(err)
+	}
+	const lead, warmup, hold = 500 * time.Millisecond, time.Second, 4 * time.Second
+	type planned struct {
+		st  Step
+		err error
+	}
+	done := make(chan planned, 1)
+	go func() {
+		st, err := s.PlanStep(ctx, Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 2, Users: 3, Rate: 10}, lead, warmup, hold)
+		done <- planned{st, err}
+	}()
+	// Wait until the plan's write waits for the lock, then hold it 2 s more.
+	for {
+		var waiting bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'steps'::regclass AND NOT granted)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	var released time.Time
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&released); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := <-done
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	st := p.st
+	if st.Started.Before(released.Add(lead)) {
+		t.Errorf("the step begins %v after the write could proceed, want at least the lead %v", st.Started.Sub(released), lead)
+	}
+	if st.WarmupUntil.Sub(st.Started) != warmup || st.Ends.Sub(st.Started) != hold || st.Instances != 2 || st.Users != 3 || st.Rate != 10 {
+		t.Errorf("plan stored %+v, want warm-up %v, hold %v, 2 instances of 3 users at 10 req/s", st, warmup, hold)
+	}
+	// Planned again (an attempt whose answer was lost): the first plan stands.
+	again, err := s.PlanStep(ctx, Step{RunID: run.ID, Variant: "v", Index: 0, Instances: 5, Users: 3}, lead, warmup, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Started.Equal(st.Started) || again.Instances != 2 {
+		t.Errorf("planned again: %+v, want the first plan %+v", again, st)
+	}
+}

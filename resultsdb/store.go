@@ -183,10 +183,28 @@ type Step struct {
 	StopReason  string
 }
 
-// StartStep plans a step: generators that follow the run's plan begin it at st.Started
-// and stop issuing at st.Ends. It is idempotent: when the step is planned already (an
-// earlier attempt whose answer was lost in an outage), the plan stored wins, and
-// PlannedStep reads it back.
+// PlanStep plans a step to begin lead after the database's clock at the moment the plan
+// is written, warm up for warmup and end hold after its start (st's times are not
+// read), and returns the plan as stored. The window is the database's, not the caller's: a
+// write that waited (a stalled connection, a retry through an outage) still leaves
+// instances lead to read the plan before the step begins. It is idempotent: when the
+// step is planned already (an earlier attempt whose answer was lost in an outage), that
+// plan wins, and is the one returned.
+func (s *Store) PlanStep(ctx context.Context, st Step, lead, warmup, hold time.Duration) (Step, error) {
+	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at, rate, app_instances)
+		SELECT $1, $2, $3, $4, $5, t, t + $6::interval, t + $7::interval, nullif($8, 0::float8), nullif($9, 0)
+		FROM (SELECT clock_timestamp() + $10::interval AS t) AS start
+		ON CONFLICT (run_id, variant, idx) DO NOTHING`,
+		st.RunID, st.Variant, st.Index, st.Instances, st.Users, warmup, hold, st.Rate, st.AppInstances, lead)
+	if err != nil {
+		return st, fmt.Errorf("plan step %d of %s: %w", st.Index+1, st.Variant, err)
+	}
+	return s.PlannedStep(ctx, st.RunID, st.Variant, st.Index)
+}
+
+// StartStep records a step at the times st gives (PlanStep plans one ahead of the
+// database's clock): generators that follow the run's plan begin it at st.Started and
+// stop issuing at st.Ends. When the step is recorded already, the row stored wins.
 func (s *Store) StartStep(ctx context.Context, st Step) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at, rate, app_instances)
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,nullif($9, 0::float8),nullif($10, 0))
