@@ -185,11 +185,11 @@ type Step struct {
 
 // PlanStep plans a step to begin lead after the database's clock at the moment the plan
 // is written, warm up for warmup and end hold after its start (st's times are not
-// read), and returns the plan as stored. The window is the database's, not the caller's: a
-// write that waited (a stalled connection, a retry through an outage) still leaves
-// instances lead to read the plan before the step begins. It is idempotent: when the
-// step is planned already (an earlier attempt whose answer was lost in an outage), that
-// plan wins, and is the one returned.
+// read), and returns the plan as stored. The window is the database's, not the
+// caller's: a write that waited (a stalled connection, a retry through an outage) still
+// leaves instances lead to read the plan before the step begins. It is idempotent: when
+// the step is planned already (an earlier attempt whose answer was lost in an outage),
+// that plan wins, and is the one returned.
 func (s *Store) PlanStep(ctx context.Context, st Step, lead, warmup, hold time.Duration) (Step, error) {
 	_, err := s.pool.Exec(ctx, `INSERT INTO steps (run_id, variant, idx, instances, users, started_at, warmup_until, ends_at, rate, app_instances)
 		SELECT $1, $2, $3, $4, $5, t, t + $6::interval, t + $7::interval, nullif($8, 0::float8), nullif($9, 0)
