@@ -24,7 +24,7 @@ import (
 )
 
 // The tests below that need cgroups skip only where Isolation reports none (not root,
-// no writable hierarchy); on the CI machines, root with cgroup v1, they run. The two
+// no writable hierarchy); on the CI machines, root with cgroup v1, they run. Those
 // that measure CPU shares do not run in parallel with the other tests, whose busy
 // instances would compete for the same CPUs.
 
@@ -131,12 +131,8 @@ func TestBusyInstanceUsesOneCPUOfItsCell(t *testing.T) {
 		c.StatsInterval = 250 * time.Millisecond
 	})
 	requireIsolation(t, e.c)
-	// On a shared machine other processes on the same CPU would take part of it, so
-	// this test's cgroup root outweighs them (32 busy processes' worth) while it
-	// measures; shares matter only while something else wants the CPU.
-	if err := e.c.root.SetCPUShares(32 * 1024); err != nil {
-		t.Fatal(err)
-	}
+	// Other processes on the same CPU take little of it: the cells come first
+	// (TestCellsComeBeforeThePlatform).
 	// Two busy loops: unconfined they would take two CPUs, so a reading of about 1.0
 	// shows both the cpuset and the accounting of every process in the container.
 	spec := fixtureSpec("p-spin", 1, nil)
@@ -238,6 +234,59 @@ func TestCPUSharesFollowMemoryUnderContention(t *testing.T) {
 	if si.CPUEntitlement <= 0 || bi.CPUEntitlement <= 0 {
 		t.Fatalf("entitlement used: 200 MB instance %+v, 800 MB instance %+v", si, bi)
 	}
+}
+
+// Not parallel: see the top of the file.
+func TestCellsComeBeforeThePlatform(t *testing.T) {
+	cpu := availableCPUs(t)[0]
+	e := startCells(t, func(c *Config) {
+		c.Cells = []Cell{{"loadgen", []int{cpu}}}
+		c.CellMemoryMB = 1024
+	})
+	requireIsolation(t, e.c)
+	// A generator of 64 MB, the least weight a container gets, and the platform: a
+	// process outside the cells, as the foundation's is, busy on the same CPU.
+	e.c.Desire(busySpec("p-gen", 64, "loadgen"))
+	eventually(t, 10*time.Second, "running", allRunning(e.c, "p-gen", 1))
+	gen := groupOf(t, e.c, e.c.Instances("p-gen")[0].PID)
+	platform := exec.Command("sh", "-c", "while :; do :; done")
+	if err := platform.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { platform.Process.Kill(); platform.Wait() }()
+	var one unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(platform.Process.Pid, &one); err != nil {
+		t.Fatal(err)
+	}
+
+	g0, p0 := cpuUsage(t, gen), processCPU(t, platform.Process.Pid)
+	time.Sleep(2 * time.Second)
+	g, p := cpuUsage(t, gen)-g0, processCPU(t, platform.Process.Pid)-p0
+	t.Logf("a busy 64 MB instance and a busy process outside the cells on CPU %d: %v and %v of CPU in 2s", cpu, g, p)
+	// At the cells' default weight the two got about half each; busy work elsewhere
+	// on the machine takes from both, so the share between them is what counts.
+	if g <= 0 || float64(g) < 0.8*float64(g+p) {
+		t.Errorf("the instance got %v of CPU %d and the process outside the cells %v: want the instance at least 80%% of what they got together", g, cpu, p)
+	}
+}
+
+// processCPU is the CPU time process pid has used, from /proc/<pid>/stat.
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command, which is in parentheses: utime and stime are the
+	// 12th and 13th.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(utime+stime) * (time.Second / clockTicks)
 }
 
 func TestOutOfMemoryCrashes(t *testing.T) {
