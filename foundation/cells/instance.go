@@ -217,11 +217,19 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	if cg != nil {
 		cpus = in.cell.cpus
 	}
+	// The container's age, and its first CPU reading's interval, count from before its
+	// process starts: all the CPU its counters gather comes after. Read after the
+	// start, the clock missed whatever the process ran while this goroutine waited for
+	// a CPU (the cells come first): 84 ms of CPU time in 32 ms of age on one core.
+	began := time.Now()
 	err = startPlaced(cmd, in.spec.Command, cg, cpus)
 	if err != nil {
 		d := "failed to start: " + err.Error()
 		in.cellLog(logw, "%s", d)
 		return in.crash(d), d, time.Time{}
+	}
+	if c.afterStart != nil {
+		c.afterStart()
 	}
 	pid := cmd.Process.Pid
 	c.writeRecord(pid)
@@ -229,8 +237,8 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	c.mu.Lock()
 	in.info.PID = pid
 	in.pgid, in.cg, in.tmpDir, in.killReason = pid, cg, containerDir, ""
-	in.lastCPU, in.lastSample = 0, time.Now()
-	in.started, in.cpuTotal, in.entTotal, in.wait = in.lastSample, 0, 0, waitCounter{}
+	in.lastCPU, in.lastSample = 0, began
+	in.started, in.cpuTotal, in.entTotal, in.wait = began, 0, 0, waitCounter{}
 	c.mu.Unlock()
 
 	exited := make(chan error, 1)

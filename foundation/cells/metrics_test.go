@@ -91,6 +91,30 @@ func TestContainerMetricsCounters(t *testing.T) {
 	}
 }
 
+// A container's age counts from before its process starts, so however long the
+// starter waits for a CPU meanwhile (here 1 s), the container never shows more CPU
+// time than its cores could give over its age.
+func TestContainerAgeCoversItsCPUTime(t *testing.T) {
+	t.Parallel()
+	rec := &metricsRecorder{}
+	cpu := availableCPUs(t)[0]
+	e := startCells(t, func(c *Config) {
+		c.Cells = []Cell{{"apps", []int{cpu}}}
+		c.OnMetrics = rec.add
+	})
+	e.c.afterStart = func() { time.Sleep(time.Second) }
+	e.c.Desire(fixtureSpec("p-late", 1, map[string]string{"BUSY": "1"}))
+	eventually(t, 20*time.Second, "a reading", func() bool { return len(rec.of("p-late")) > 0 })
+	cores := runtime.NumCPU() // without isolation the instance may use them all
+	if isolated, _ := e.c.Isolation(); isolated {
+		cores = 1
+	}
+	m := rec.of("p-late")[0]
+	if limit := time.Duration(cores) * m.Age; m.CPUTime > limit {
+		t.Errorf("first reading: CPU time %v over %d CPU(s) × age %v", m.CPUTime, cores, m.Age)
+	}
+}
+
 func absDuration(d time.Duration) time.Duration {
 	if d < 0 {
 		return -d
