@@ -256,7 +256,7 @@ type Cells struct {
 	// afterStart, if set by a test, runs between an instance's start and its
 	// bookkeeping, as a starter that waits for a CPU does.
 	afterStart func()
-	available     []int // the CPUs Start found available
+	available  []int // the CPUs Start found available
 
 	runners sync.WaitGroup // instance goroutines
 	bg      sync.WaitGroup // stats sampler
