@@ -332,7 +332,9 @@ func (f *Foundation) makeInstanceDirs(context.Context) (err error) {
 // to the Log Cache, as Diego's rep sends them.
 func (f *Foundation) newCells() (lifecycle.Part, error) {
 	cfg, dir := f.cfg, f.cfg.StateDir
-	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
+	// With CPUs of its own the platform shares some with cells (by default the
+	// generators'), and there it waits for them, not they for it.
+	f.cells = cells.New(cells.Config{Name: "f" + hashOf(dir), Cells: cfg.Cells, First: len(cfg.PlatformCPUs) > 0, Host: "127.0.0.1", LogDir: filepath.Join(dir, "instances"),
 		User: InstanceUser, CopyApp: true, RecordDir: filepath.Join(dir, "run"), TmpDir: f.containers,
 		StatsInterval: cfg.StatsInterval, StopGrace: cfg.StopGrace, Logger: cfg.Logger,
 		OnMetrics: func(ms []cells.ContainerMetrics) { f.logs.Put(containerEnvelopes(ms)...) },

@@ -110,6 +110,13 @@ type Config struct {
 	Cells []Cell
 	// NoIsolation runs instances without cgroups even where they are usable.
 	NoIsolation bool
+	// First puts the cells before every process outside them on the CPUs they share
+	// (their cgroup root at the kernel's highest CPU weight): for a platform given CPUs
+	// of its own beside some of the cells, as on Cloud Foundry the platform's machines
+	// never keep a cell's processes waiting. Left off, the cells weigh what one process
+	// does; with it on and no CPUs of its own, the platform would get next to nothing
+	// wherever the cells are busy.
+	First bool
 	// CellMemoryMB is each cell's memory capacity, over which Garden spreads a cell's
 	// CPU to compute CPU entitlement; default the machine's total memory.
 	CellMemoryMB int

@@ -275,15 +275,14 @@ func (c *Cells) setupIsolation() error {
 	for _, p := range root.Cleaned {
 		c.log.Warn("removed a cgroup a crashed run left behind, and its processes", "cgroup", p)
 	}
-	// The cells come first on the CPUs they share with the platform. On Cloud Foundry
-	// the API, the routers and the services' databases are machines of their own and
-	// never keep a cell's processes waiting; here they share CPUs (by default the
-	// generators'). At the default weight all the cells together weighed what the
-	// foundation's process does, that weight split across their CPUs by load, and a
-	// woken generator waited 30 to 130 ms behind the foundation's and the plugin's
-	// bursts: enough to trip the generators' send-lag check on a clean run. At the
-	// highest weight it waits a few ms at most; what the cells leave is the platform's.
-	err = root.SetCPUShares(cgroup.MaxShares)
+	// Config.First: at the default weight all the cells together weighed what the
+	// foundation's process does, that weight split across their CPUs by load, and on
+	// the CPU it shared with the generators a woken generator waited 30 to 130 ms
+	// behind the foundation's and the plugin's bursts, enough to trip the generators'
+	// send-lag check on a clean run. At the highest weight it waits a few ms at most.
+	if c.cfg.First {
+		err = root.SetCPUShares(cgroup.MaxShares)
+	}
 	var mems string
 	if err == nil {
 		mems, err = root.EffectiveMems()
