@@ -39,20 +39,27 @@ func TestHundredInstancesOnTwentyConnections(t *testing.T) {
 	if len(res.Steps) != 2 {
 		t.Fatalf("%d steps recorded, want 2: %+v", len(res.Steps), res.Steps)
 	}
+	// The last step's extra joiners are the instances started by hand: every one that
+	// registered while it ran, at most the 5, each of them late. An instance of the
+	// plan may join late too, when its poll took longer than the step's lead (run 99
+	// of issue 32: 10 of 100 on a busy machine): said, not failed, like the timing.
 	last := res.Steps[len(res.Steps)-1]
-	if last.Late < res.LateInTime || last.Late > 5 {
-		t.Errorf("%d late joins in the last step; want between the %d late instances that registered while it ran and the 5 started", last.Late, res.LateInTime)
+	if byHand := last.Joined - last.Planned; byHand < res.LateInTime || byHand > 5 || last.Late < byHand {
+		t.Errorf("last step: %d joined beyond the %d planned, %d of all late; want between the %d late instances that registered while it ran and the 5 started, each late",
+			byHand, last.Planned, last.Late, res.LateInTime)
 	}
 	if res.LateInTime < 5 {
 		t.Logf("only %d of the 5 late instances registered before the last step ended: the machine was too busy", res.LateInTime)
 	}
 	for i, st := range res.Steps {
-		planned, joined := 50*(i+1), 50*(i+1)
-		if i == 1 {
-			joined += last.Late
+		if planned := 50 * (i + 1); st.Planned != planned || st.Joined < planned || st.Done != st.Joined {
+			t.Errorf("step %d: planned %d, joined %d, done %d; want %d planned, all of them and any late ones joined and done", i+1, st.Planned, st.Joined, st.Done, planned)
 		}
-		if st.Planned != planned || st.Joined != joined || st.Done != joined {
-			t.Errorf("step %d: planned %d, joined %d, done %d; want %d planned, %d joined and done", i+1, st.Planned, st.Joined, st.Done, planned, joined)
+		if i < len(res.Steps)-1 && st.Joined != st.Planned {
+			t.Errorf("step %d: joined %d, want the %d planned (no one starts by hand before the last step)", i+1, st.Joined, st.Planned)
+		}
+		if late := st.Late - (st.Joined - st.Planned); late > 0 {
+			t.Logf("step %d: %d planned instance(s) joined late: the machine was too busy for their polls", i+1, late)
 		}
 	}
 	if res.Sent == 0 || res.Stored != res.Sent || res.Dropped != 0 {
