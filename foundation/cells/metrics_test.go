@@ -42,13 +42,7 @@ func (r *metricsRecorder) of(guid string) []ContainerMetrics {
 // step's CPU.
 func TestContainerMetricsCounters(t *testing.T) {
 	t.Parallel()
-	rec := &metricsRecorder{}
-	cpu := availableCPUs(t)[0]
-	e := startCells(t, func(c *Config) {
-		c.Cells = []Cell{{"apps", []int{cpu}}}
-		c.CellMemoryMB = 1024
-		c.OnMetrics = rec.add
-	})
+	e, rec := startMeteredCell(t)
 	e.c.Desire(fixtureSpec("p-count", 1, map[string]string{"BUSY": "1"}))
 	eventually(t, 10*time.Second, "running", allRunning(e.c, "p-count", 1))
 	eventually(t, 20*time.Second, "five readings with CPU time", func() bool {
@@ -96,12 +90,7 @@ func TestContainerMetricsCounters(t *testing.T) {
 // time than its cores could give over its age.
 func TestContainerAgeCoversItsCPUTime(t *testing.T) {
 	t.Parallel()
-	rec := &metricsRecorder{}
-	cpu := availableCPUs(t)[0]
-	e := startCells(t, func(c *Config) {
-		c.Cells = []Cell{{"apps", []int{cpu}}}
-		c.OnMetrics = rec.add
-	})
+	e, rec := startMeteredCell(t)
 	e.c.afterStart = func() { time.Sleep(time.Second) }
 	e.c.Desire(fixtureSpec("p-late", 1, map[string]string{"BUSY": "1"}))
 	eventually(t, 20*time.Second, "a reading", func() bool { return len(rec.of("p-late")) > 0 })
@@ -113,6 +102,20 @@ func TestContainerAgeCoversItsCPUTime(t *testing.T) {
 	if limit := time.Duration(cores) * m.Age; m.CPUTime > limit {
 		t.Errorf("first reading: CPU time %v over %d CPU(s) × age %v", m.CPUTime, cores, m.Age)
 	}
+}
+
+// startMeteredCell starts cells with one cell, "apps", of one CPU and 1024 MB, whose
+// container metrics go to the returned recorder.
+func startMeteredCell(t *testing.T) (*env, *metricsRecorder) {
+	t.Helper()
+	rec := &metricsRecorder{}
+	cpu := availableCPUs(t)[0]
+	e := startCells(t, func(c *Config) {
+		c.Cells = []Cell{{"apps", []int{cpu}}}
+		c.CellMemoryMB = 1024
+		c.OnMetrics = rec.add
+	})
+	return e, rec
 }
 
 func absDuration(d time.Duration) time.Duration {
@@ -165,12 +168,7 @@ func TestCores(t *testing.T) {
 // else the machine runs. The counters never go backwards.
 func TestContainerMetricsRunQueueWait(t *testing.T) {
 	t.Parallel()
-	rec := &metricsRecorder{}
-	cpu := availableCPUs(t)[0]
-	e := startCells(t, func(c *Config) {
-		c.Cells = []Cell{{"apps", []int{cpu}}}
-		c.OnMetrics = rec.add
-	})
+	e, rec := startMeteredCell(t)
 	requireIsolation(t, e.c)
 	e.c.Desire(fixtureSpec("p-wait", 2, map[string]string{"BUSY": "1"}))
 	eventually(t, 20*time.Second, "running", allRunning(e.c, "p-wait", 2))
