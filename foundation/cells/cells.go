@@ -260,10 +260,10 @@ type Cells struct {
 	root      *cgroup.Root // nil without isolation
 	// cpusAvailable, if set by a test, stands in for the machine's CPUs.
 	cpusAvailable func() ([]int, error)
+	available     []int // the CPUs Start found available
 	// afterStart, if set by a test, runs between an instance's start and its
 	// bookkeeping, as a starter that waits for a CPU does.
 	afterStart func()
-	available  []int // the CPUs Start found available
 
 	runners sync.WaitGroup // instance goroutines
 	bg      sync.WaitGroup // stats sampler
