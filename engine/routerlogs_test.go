@@ -21,15 +21,18 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
-// A run of 20,000 requests: one generator instance, 4 steps of 5 s at 1,000 req/s. Four
-// pages of the source's default 5,000 documents, so a pull is interrupted after three
-// and a quota of a quarter ends on a step boundary. What is proved here is the join
-// and the coverage, not volume: the source's own suite (collectors/routerlogs/elastic)
-// pulls a larger data set in many more ways.
+// A run of 4,000 requests: one generator instance, 4 steps of 5 s at 200 req/s, and
+// 200 documents of another client. Four pages and a bit of 1,000 documents, so a pull
+// is interrupted after three and a quota of a quarter ends on a step boundary. What is
+// proved here is the join and the coverage, not volume: the source's own suite
+// (collectors/routerlogs/elastic) pulls a larger data set in many more ways, and the
+// source's default page size (5,000) is its own tests'.
 const (
-	logRequests  = 20_000
+	logRequests  = 4_000
+	logForeign   = 200
+	logPageSize  = 1_000
 	logSteps     = 4
-	logPerSecond = 1000
+	logPerSecond = 200
 	logTag       = 0x5eed1e55
 	logAppGUID   = "5e0b8f5e-0000-4000-8000-00000000abcd"
 )
@@ -85,7 +88,8 @@ func logRun(t *testing.T) (*resultsdb.Store, *resultsdb.Run) {
 }
 
 // loadRouterLogs indexes one router log document per request of logRun, shaped as CF's
-// Logstash pipeline shapes them, plus 1,000 of another client (no trace id of the run).
+// Logstash pipeline shapes them, plus logForeign of another client (no trace id of the
+// run).
 func loadRouterLogs(t *testing.T, baseURL, index string) {
 	t.Helper()
 	var body bytes.Buffer
@@ -106,7 +110,7 @@ func loadRouterLogs(t *testing.T, baseURL, index string) {
 		body.Reset()
 	}
 	app := logship.AppInfo{Name: "stub", SpaceName: "apps", OrgName: "cfbench"}
-	for i := range logRequests + 1000 {
+	for i := range logRequests + logForeign {
 		id := sample.NewTraceID(logTag, 1, uint64(i+1))
 		if i >= logRequests {
 			id = sample.NewTraceID(logTag+1, 1, uint64(i+1))
@@ -186,7 +190,7 @@ func TestCollectRouterLogsJoinsEveryRequestAndReportsCoverage(t *testing.T) {
 			base := backend.url(t)
 			index := testes.Index("logs-app-cfbench")
 			loadRouterLogs(t, base, index)
-			src, err := elastic.New(elastic.Config{URLs: []string{base}, Index: index})
+			src, err := elastic.New(elastic.Config{URLs: []string{base}, Index: index, PageSize: logPageSize})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,8 +204,8 @@ func TestCollectRouterLogsJoinsEveryRequestAndReportsCoverage(t *testing.T) {
 				}
 				// Every request of the run (and the other client's, the window and app
 				// match) read once; the run's stored once.
-				if p := lc.Pull; p.Retrieved != logRequests+1000 || p.Stored != logRequests || p.Foreign != 1000 || p.BudgetExhausted {
-					t.Fatalf("pull %+v, want %d read, %d stored, 1000 foreign", p, logRequests+1000, logRequests)
+				if p := lc.Pull; p.Retrieved != logRequests+logForeign || p.Stored != logRequests || p.Foreign != logForeign || p.BudgetExhausted {
+					t.Fatalf("pull %+v, want %d read, %d stored, %d foreign", p, logRequests+logForeign, logRequests, logForeign)
 				}
 				sent, found, verdicts, _ := coverageTotal(t, store, run)
 				if sent != logRequests || found != logRequests || verdicts[0] != "complete" {
@@ -247,8 +251,8 @@ func TestCollectRouterLogsJoinsEveryRequestAndReportsCoverage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p := lc.Pull; !lc.Resumed || p.Retrieved != logRequests+1000 || p.Stored != logRequests {
-					t.Fatalf("resumed pull %+v (resumed %t), want %d read in all, %d stored", p, lc.Resumed, logRequests+1000, logRequests)
+				if p := lc.Pull; !lc.Resumed || p.Retrieved != logRequests+logForeign || p.Stored != logRequests {
+					t.Fatalf("resumed pull %+v (resumed %t), want %d read in all, %d stored", p, lc.Resumed, logRequests+logForeign, logRequests)
 				}
 				if sent, found, _, _ := coverageTotal(t, store, run); found != sent {
 					t.Fatalf("coverage %d of %d after resuming", found, sent)
