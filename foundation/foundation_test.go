@@ -151,7 +151,7 @@ func fixtures(t *testing.T, root string) (binary, node, java []byte) {
 
 func start(t *testing.T, dir string) *Foundation {
 	t.Helper()
-	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
+	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second, Throwaway: true})
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

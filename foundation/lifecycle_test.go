@@ -24,7 +24,7 @@ func TestLifecycle(t *testing.T) {
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	dir := testpg.Dir(t)
 	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
-		f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second})
+		f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second, Throwaway: true})
 		return lifecycletest.Subject{Part: f, Fail: func(t *testing.T) { killPostgresForGood(t, f.pg.server()) }}
 	})
 }

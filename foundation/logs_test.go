@@ -35,7 +35,7 @@ func TestRouterLogsReachElasticsearch(t *testing.T) {
 	dir := testpg.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,
+	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second, Throwaway: true,
 		ESURL: es, ESIndex: prefix + "-%{+YYYY.MM.dd}", LogQuota: 5, LogQuotaWindow: time.Hour})
 	if err := f.Start(context.Background()); err != nil { // the foundation outlives ctx's requests
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestPlatformRunsOffTheAppsCPUs(t *testing.T) {
 		t.Skipf("needs 2 CPUs, this process may use %v", own)
 	}
 	apps, platform := own[:1], own[1:]
-	f := New(Config{StateDir: testpg.Dir(t), StatsInterval: time.Second, StopGrace: time.Second,
+	f := New(Config{StateDir: testpg.Dir(t), StatsInterval: time.Second, StopGrace: time.Second, Throwaway: true,
 		Cells: []cells.Cell{{Name: "apps", CPUs: apps}, {Name: "loadgen", CPUs: platform}}, PlatformCPUs: platform})
 	if err := f.Start(t.Context()); err != nil {
 		t.Fatal(err)

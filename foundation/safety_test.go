@@ -155,7 +155,7 @@ func init() {
 	if dir == "" {
 		return
 	}
-	err := Serve(context.Background(), Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second}, func(Info) {})
+	err := Serve(context.Background(), Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second, Throwaway: true}, func(Info) {})
 	fmt.Fprintln(os.Stderr, "serve:", err)
 	os.Exit(1)
 }
@@ -239,7 +239,7 @@ func TestAStartAfterAKillStopsTheOrphans(t *testing.T) {
 	}
 
 	var log testlog.Buffer
-	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second,
+	f := New(Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second, Throwaway: true,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)

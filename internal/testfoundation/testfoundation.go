@@ -24,8 +24,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 
-// Start runs a foundation in a fresh state dir for the test (stats sampled every
-// 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with the test.
+// Start runs a throwaway foundation in a fresh state dir for the test (stats sampled
+// every 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with the test.
 // Each of opts may change the configuration before the start (e.g. a log quota). Under
 // -short (`make check`) it skips t.
 func Start(t testing.TB, opts ...func(*foundation.Config)) (*foundation.Foundation, *client.Client) {
@@ -33,7 +33,7 @@ func Start(t testing.TB, opts ...func(*foundation.Config)) (*foundation.Foundati
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
 	dir := testpg.Dir(t)
 	// The foundation lives until the test's cleanup closes it.
-	fc := foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second}
+	fc := foundation.Config{StateDir: dir, StatsInterval: 200 * time.Millisecond, StopGrace: 2 * time.Second, Throwaway: true}
 	for _, o := range opts {
 		o(&fc)
 	}

@@ -15,8 +15,9 @@ import (
 // version and server user, instead of an initdb of its own: initdb's bootstrap took
 // about 1.3 CPU-s a cluster, and make test makes about 45 of them. The copies share
 // the template's superuser password (kept beside it, private to its owner), which is
-// fine for throwaway clusters that listen on 127.0.0.1 only, and not for a results store:
-// a cluster without Fast always gets an initdb and a password of its own.
+// fine for throwaway clusters that listen on 127.0.0.1 only (the tests' servers, a
+// throwaway foundation's services: foundation.Config.Throwaway), and not for a results
+// store: a cluster without Fast always gets an initdb and a password of its own.
 
 // templateDir is where the template of major lives for cred's user (nil: this process's).
 func templateDir(major string, cred *credential) string {

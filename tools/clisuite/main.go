@@ -75,7 +75,7 @@ func run(ctx context.Context, quick bool, files string, procs int, timeout time.
 		os.Chmod(state, 0o755) // Postgres's unprivileged user enters it when run as root
 		// 256M default app memory, as the cf CLI's CI configures its Cloud Controller and
 		// its specs expect.
-		f := foundation.New(foundation.Config{StateDir: state, StatsInterval: time.Second, StopGrace: 2 * time.Second, DefaultAppMemoryMB: 256})
+		f := foundation.New(foundation.Config{StateDir: state, StatsInterval: time.Second, StopGrace: 2 * time.Second, DefaultAppMemoryMB: 256, Throwaway: true})
 		if err := f.Start(ctx); err != nil {
 			return 2, fmt.Errorf("start the local foundation: %w", err)
 		}
