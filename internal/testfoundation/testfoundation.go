@@ -25,9 +25,9 @@ import (
 )
 
 // Start runs a throwaway foundation in a fresh state dir for the test (stats sampled
-// every 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with the test.
-// Each of opts may change the configuration before the start (e.g. a log quota). Under
-// -short (`make check`) it skips t.
+// every 200 ms, 2 s stop grace) and returns it with a logged-in client. Both end with
+// the test. Each of opts may change the configuration before the start (e.g. a log
+// quota). Under -short (`make check`) it skips t.
 func Start(t testing.TB, opts ...func(*foundation.Config)) (*foundation.Foundation, *client.Client) {
 	t.Helper()
 	testtier.External(t, "the local foundation (a real PostgreSQL server)")
