@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

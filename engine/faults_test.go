@@ -17,6 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
@@ -24,9 +27,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

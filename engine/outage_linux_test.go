@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

@@ -121,7 +121,7 @@ func logQuery(ctx context.Context, store *resultsdb.Store, run *resultsdb.Run) (
 
 // routerRequest converts an entry carrying a trace id of the run tagged tag.
 func routerRequest(e *routerlogs.Entry, tag uint32) (resultsdb.RouterRequest, bool) {
-	return resultsdb.NewRouterRequest(&e.Record, e.AppGUID, e.App, tag)
+	return routerlogs.RouterRequest(&e.Record, e.AppGUID, e.App, tag)
 }
 
 // LogSourceFunc opens the router log source a spec's collectors.router_logs names, for a

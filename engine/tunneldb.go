@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

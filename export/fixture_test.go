@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/exportcheck"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
@@ -37,8 +38,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // Config configures a foundation.

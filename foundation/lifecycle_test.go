@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 // TestLifecycle runs the conformance suite against foundations on one state directory,

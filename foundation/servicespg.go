@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // Restart policy of the services' Postgres: after it exits on its own, up to

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // benchServerEnv makes the test binary a target for the benchmarks instead: it serves

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/h1"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // client sends the requests of one user (closed loop) or one sender (open loop), one

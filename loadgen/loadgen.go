@@ -40,8 +40,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // Recorder receives every finished request. Add is called from many goroutines at once

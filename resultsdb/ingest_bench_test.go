@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 )
 
 // benchRows is the number of samples each iteration ingests.

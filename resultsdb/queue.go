@@ -3,7 +3,7 @@ package resultsdb
 import (
 	"sync"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // chunkSize is the number of samples per queue chunk (128 KiB).

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // What a relay (package relay) needs: many instances' samples stored in one COPY, and

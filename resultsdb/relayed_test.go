@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // TestParseCopy takes apart what CopyStream makes and refuses what a relay must not put

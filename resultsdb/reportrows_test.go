@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // oneStepRun is a run that started a minute ago with one variant v (app "app",

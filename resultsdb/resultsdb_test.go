@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -9,8 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // RouterRequest is one request as the router logged it, keyed by the trace id the
@@ -222,39 +221,6 @@ func (c Coverage) Share() float64 {
 func (s *Store) RouterCoverage(ctx context.Context, runID string) ([]Coverage, error) {
 	ms, err := liveRouterMetrics(ctx, s.pool, runID)
 	return Coverages(ms), err
-}
-
-// NewRouterRequest converts a parsed router line that carries a trace id of the run
-// tagged tag: the B3 trace id gorouter logged, or the vcap_request_id it derived from
-// it. appGUID and appName are the app's as the source knows them (the line's app_id
-// when appGUID is empty). ok is false for a line of another client or run.
-func NewRouterRequest(rec *accesslog.Record, appGUID, appName string, tag uint32) (r RouterRequest, ok bool) {
-	id, err := sample.ParseTraceID(rec.B3TraceID)
-	if err != nil {
-		if id, err = sample.ParseTraceID(rec.VcapRequestID); err != nil {
-			return RouterRequest{}, false
-		}
-	}
-	if t, _, _ := id.Parts(); t != tag {
-		return RouterRequest{}, false
-	}
-	r = RouterRequest{TraceID: id, At: rec.Time, AppGUID: appGUID, AppName: appName, Status: rec.Status, RouterError: rec.RouterError}
-	if r.AppGUID == "" {
-		r.AppGUID = rec.AppID
-	}
-	if rec.Has(accesslog.FieldAppIndex) {
-		idx := rec.AppIndex
-		r.AppIndex = &idx
-	}
-	if rec.Has(accesslog.FieldResponseTime) {
-		d := rec.ResponseTime
-		r.ResponseTime = &d
-	}
-	if rec.Has(accesslog.FieldGorouterTime) {
-		d := rec.GorouterTime
-		r.GorouterTime = &d
-	}
-	return r, true
 }
 
 // AnsweredSamples counts the run's requests that got a response (status other than 0):

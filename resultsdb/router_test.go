@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // routerRun stores 10 s of samples (100 per second, seqs 1..1000) of one worker in step

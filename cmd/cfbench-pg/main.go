@@ -14,7 +14,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 )
 
 const usage = `Usage: cfbench-pg start|status|stop [--state-dir DIR] [--db NAME]

@@ -20,7 +20,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/apps/limitproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 const usage = `Usage: cfbench-proxy --upstream URL [--max-concurrent N] [--max-rps R] [--max-wait D] [--connect-to HOST:PORT] [--listen ADDR]

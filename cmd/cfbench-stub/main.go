@@ -15,7 +15,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/apps/stub"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
 	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 func main() {

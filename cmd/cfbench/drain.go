@@ -35,10 +35,10 @@ import (
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/cfenv"
 )
 
 // runDrain is the drain command; it serves until ctx ends (SIGTERM), then stores what is

@@ -23,8 +23,8 @@ import (
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	cfbversion "github.com/cf-benchmark/cf-benchmark/internal/version"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // version is stamped at build time, as the plugin's is: make build passes

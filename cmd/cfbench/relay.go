@@ -19,11 +19,11 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/cfenv"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
 )
 
 // runRelay is the relay command; it serves until ctx ends (SIGTERM). started, when not nil,

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
 )
 
 const token = "relay-token-0123456789"

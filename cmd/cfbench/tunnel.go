@@ -23,10 +23,10 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/cfenv"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // runTunnel is the tunnel command; it serves until ctx ends (SIGTERM). started, when not nil,

@@ -25,12 +25,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/cfenv"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
 	"github.com/cf-benchmark/cf-benchmark/internal/cli"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/cfenv"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
 )
 
 // runWorker is the worker command; ctx ends on SIGTERM or SIGINT, which stops the worker

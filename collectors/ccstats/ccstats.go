@@ -18,7 +18,7 @@ import (
 
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

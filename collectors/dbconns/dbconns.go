@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

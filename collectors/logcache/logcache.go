@@ -27,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

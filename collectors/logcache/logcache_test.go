@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

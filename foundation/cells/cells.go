@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // Instance states, named as Cloud Controller's process stats name them.

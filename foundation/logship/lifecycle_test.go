@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // TestLifecycle runs the conformance suite against a shipper with lines to ship to a

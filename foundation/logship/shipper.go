@@ -33,8 +33,8 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // AppInfo is what the pipeline knows about an app from the firehose envelope.

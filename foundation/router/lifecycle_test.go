@@ -3,7 +3,7 @@ package router
 import (
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // TestLifecycle runs the conformance suite; the router's own failure is its listener

@@ -31,7 +31,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // App names an app for the hostname org.space.app.

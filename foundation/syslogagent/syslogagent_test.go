@@ -12,7 +12,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 const appGUID = "b7e4c2a9-3f1d-4a6e-9c8b-2d5f7e1a0c3b"

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // Server serves an http.Server on a listener. It follows the lifecycle of package

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 )
 
 func listen(t *testing.T) net.Listener {

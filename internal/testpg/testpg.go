@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // server is a raw TCP server on loopback that answers every request with what its

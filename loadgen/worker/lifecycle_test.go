@@ -3,7 +3,7 @@ package worker
 import (
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // TestLifecycle runs the conformance suite against an instance that joins a running run,

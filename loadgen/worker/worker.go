@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

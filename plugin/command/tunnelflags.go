@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/tunnel"
 )
 
 // tunnelFlags are the flags that reach the results database through the tunnel app

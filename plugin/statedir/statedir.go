@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 )
 
 // Where a run's results database is, as a Record says.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

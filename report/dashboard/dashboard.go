@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

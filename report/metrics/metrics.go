@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/report"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // MaxLinger bounds how long a Prometheus Output waits, when closed, for the scrape of

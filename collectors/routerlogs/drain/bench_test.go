@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
@@ -161,7 +162,7 @@ func BenchmarkDrain(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				row, _ := resultsdb.NewRouterRequest(&rec, appGUID, appName, run.TraceTag)
+				row, _ := routerlogs.RouterRequest(&rec, appGUID, appName, run.TraceTag)
 				rows = append(rows, row)
 			}
 			start := time.Now()

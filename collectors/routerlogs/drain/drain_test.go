@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

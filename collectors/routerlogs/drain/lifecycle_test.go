@@ -3,7 +3,7 @@ package drain
 import (
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // TestLifecycle runs the conformance suite against a receiver; its own failure is its

@@ -15,11 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // Receiver is the drain: listeners, the buffer and the writer. It is a lifecycle.Part:
@@ -366,7 +366,7 @@ func (r *Receiver) message(b []byte) {
 		r.c.unparseable.Add(1)
 		return
 	}
-	row, ok := resultsdb.NewRouterRequest(&rec, m.AppName, name, r.cfg.TraceTag)
+	row, ok := routerlogs.RouterRequest(&rec, m.AppName, name, r.cfg.TraceTag)
 	if !ok {
 		r.c.foreign.Add(1)
 		return

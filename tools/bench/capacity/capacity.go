@@ -24,13 +24,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/apps/stub"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

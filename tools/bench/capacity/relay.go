@@ -9,11 +9,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/relay"
 )
 
 // runningRelay is the simulation's relay, in this process or in one of its own.

@@ -14,8 +14,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/tools/bench/generator"
 	"github.com/cf-benchmark/cf-benchmark/tools/bench/mdreport"
 	"github.com/cf-benchmark/cf-benchmark/tools/bench/measure"

@@ -17,8 +17,8 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
 )
 
 // ServerConfig configures a Server. Every field but KeepAlive and Logger is required.

@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
 )
 
 // TestLifecycle runs the conformance suite against servers on one state directory, one

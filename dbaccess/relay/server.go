@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // journal records what the members of a group were asked to do, in order.

@@ -3,7 +3,7 @@ package tunnel
 import (
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // TestServerLifecycle runs the conformance suite against the server; its own failure is

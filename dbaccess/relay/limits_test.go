@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
-	"github.com/cf-benchmark/cf-benchmark/loadgen/sample"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

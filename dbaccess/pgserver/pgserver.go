@@ -31,7 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // Superuser is the name of the cluster's superuser; the DSNs carry it.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle/lifecycletest"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 )
 
 // loop is the smallest part: a goroutine that runs until it is stopped or fails.

@@ -24,7 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
-	"github.com/cf-benchmark/cf-benchmark/lifecycle"
+	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // ClientConfig configures a Client. Server, Auth, Fingerprint and Remote are required.
