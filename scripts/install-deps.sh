@@ -11,10 +11,12 @@
 #   scripts/install-deps.sh test   what `make test` needs (the default): the demo's, and a
 #                                  JDK, Maven, Node.js, Ruby, nginx, Chromium and Prometheus
 #                                  (Debian packages), the Go modules, OpenTofu and the bosh CLI
-#                                  (built like the cf CLI: about 5 and 2 minutes), and
+#                                  (built like the cf CLI: about 5 and 2 minutes),
 #                                  Elasticsearch's and OpenSearch's integ-test
 #                                  distributions (scripts/install-es.sh,
-#                                  install-opensearch.sh)
+#                                  install-opensearch.sh), and Citus for PostgreSQL 15
+#                                  (scripts/install-citus.sh: the pinned tarball of the
+#                                  shared tools folder, and postgresql-15 15.20 or newer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,3 +82,5 @@ scripts/install-bosh-cli.sh >/dev/null
 scripts/install-es.sh >/dev/null
 # OpenSearch's integ-test distribution, for the OpenSearch tests (Maven Central).
 scripts/install-opensearch.sh >/dev/null
+# Citus, for the distributed-Postgres tests (pgserver.Cluster, testpg.CitusDSN).
+scripts/install-citus.sh

@@ -4,11 +4,18 @@
 # generated password, and runs as an unprivileged user when started as root.
 #
 #   scripts/pg-local.sh start  [--state-dir DIR] [--db NAME]   prints the DSN
+#   scripts/pg-local.sh start  --citus-workers N [--state-dir DIR] [--db NAME]
 #   scripts/pg-local.sh status [--state-dir DIR]
 #   scripts/pg-local.sh stop   [--state-dir DIR]
 #
+# With --citus-workers, a Citus cluster instead (scripts/install-citus.sh installs
+# Citus): a coordinator and N workers in DIR/coordinator, DIR/worker-0 …, one password;
+# it prints the coordinator's DSN of a database distributed over the workers. status
+# and stop know such a state dir by its layout, and start restarts it.
+#
 # A restart (stop, then start) listens on the port the server had, so an exported DSN
-# reaches it again; only a port another process took meanwhile makes it move.
+# reaches it again; only a port another process took meanwhile makes it move (a
+# cluster's nodes do not move: the start fails).
 #
 # Example: export CFBENCH_DB=$(scripts/pg-local.sh start)
 set -euo pipefail

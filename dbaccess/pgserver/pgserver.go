@@ -6,7 +6,8 @@
 // password kept beside it; a Fast cluster is a copy of a template, template.go), listens on a free port of 127.0.0.1 only, and runs the server
 // as an unprivileged user when the caller is root, since Postgres refuses to run as root.
 // A server already running on the same state directory is reused instead of started
-// twice; Close then leaves it running.
+// twice; Close then leaves it running. A Cluster (cluster.go) runs such servers as the
+// coordinator and workers of a Citus cluster.
 package pgserver
 
 import (
@@ -62,6 +63,9 @@ type Options struct {
 	// MaxConnections is the server's max_connections (default 200); a small one plays
 	// a hosted plan's cap (the capacity simulation: 100).
 	MaxConnections int
+	// Citus preloads the Citus extension (a node of a Cluster, cluster.go); Start fails
+	// with ErrNoCitus when it is not installed beside the server binaries.
+	Citus bool
 }
 
 // Server is a PostgreSQL server on 127.0.0.1. Close and the end of Start's context stop
@@ -168,6 +172,11 @@ func (s *Server) start(ctx context.Context) error {
 	binDir, err := FindBinDir()
 	if err != nil {
 		return err
+	}
+	if opts.Citus {
+		if err := citusInstalled(binDir); err != nil {
+			return err
+		}
 	}
 	cred, err := runAs(opts.User)
 	if err != nil {
@@ -482,6 +491,9 @@ func (s *Server) launch(ctx context.Context, binDir string, cred *credential, po
 	if opts.Fast {
 		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off")
 	}
+	if opts.Citus {
+		args = append(args, citusSettings...)
+	}
 	log, err := os.OpenFile(s.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open postgres log: %w", err)
@@ -491,6 +503,10 @@ func (s *Server) launch(ctx context.Context, binDir string, cred *credential, po
 	cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = os.TempDir()
+	// The server's libpq (Citus' connections to the other nodes) reads ~/.postgresql:
+	// the caller's may be root's, closed to the server's user, or hold another
+	// server's certificates.
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Dir(s.dataDir))
 	// Its own process group: a Ctrl-C at the terminal reaches us, not the server, so
 	// the run can still record that it was interrupted before we stop the server.
 	cmd.SysProcAttr = serverAttr(cred, opts.Detach)
