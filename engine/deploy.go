@@ -43,11 +43,13 @@ type Deployment struct {
 	Landscape *platform.Landscape
 	// Access finds the results database again later (status, export).
 	Access Access
-	// Store is the results database, through the tunnel.
-	Store    *resultsdb.Store
-	variants map[string]*deployedVariant
-	order    []string
-	close    func()
+	// Store is the results database, through the tunnel; storeKind says what it is
+	// (one Postgres, or a Citus cluster and its nodes).
+	Store     *resultsdb.Store
+	storeKind string
+	variants  map[string]*deployedVariant
+	order     []string
+	close     func()
 	// pushed is pushed as the run's drain (collectors.router_logs.source drain);
 	// startTimeout bounds the wait for it, and for the instances a ramp of app
 	// instances scales an app under test to, to run.
@@ -187,6 +189,9 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 			d.Close()
 		}
 	}()
+	if d.storeKind, err = storeKind(ctx, store); err != nil {
+		return nil, err
+	}
 	d.secretEnv = sp.Workload.HeaderVars()
 	if sp.UsesRelay() {
 		note(fmt.Sprintf("pushing the relay app %s: the generators reach the results database through it (results_db.relay %s, ramp peak %d generator instance(s))",

@@ -180,7 +180,11 @@ func (s *session) close() {
 
 func (s *session) deploy(ctx context.Context) (bool, error) {
 	if s.sp.Landscape == nil {
-		s.cfg.Reporter.Note("results db: " + s.cfg.StoreName)
+		kind, err := storeKind(ctx, s.store)
+		if err != nil {
+			return false, err
+		}
+		s.cfg.Reporter.Note("results db: " + s.cfg.StoreName + ", " + kind)
 		return false, nil
 	}
 	dep, err := Deploy(ctx, s.sp, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, Pushed: s.cfg.Pushed,
@@ -192,8 +196,21 @@ func (s *session) deploy(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	s.dep, s.store, s.o.Access, s.o.Store = dep, dep.Store, &dep.Access, dep.Store
-	s.cfg.Reporter.Note("results db: " + s.sp.ResultsDB.ServiceInstance + " through the tunnel app " + dep.Access.TunnelApp)
+	s.cfg.Reporter.Note("results db: " + s.sp.ResultsDB.ServiceInstance + " through the tunnel app " + dep.Access.TunnelApp + ", " + dep.storeKind)
 	return true, nil
+}
+
+// storeKind checks that every node of the results database answers (a Citus cluster
+// with a node away is refused before the run starts) and says what kind of store it is.
+func storeKind(ctx context.Context, store *resultsdb.Store) (string, error) {
+	if err := store.CheckNodes(ctx); err != nil {
+		return "", fmt.Errorf("results database: %w", err)
+	}
+	topo, err := store.Topology(ctx)
+	if err != nil {
+		return "", fmt.Errorf("results database: %w", err)
+	}
+	return topo.String(), nil
 }
 
 func (s *session) run(ctx context.Context) (bool, error) {

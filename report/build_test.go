@@ -24,7 +24,13 @@ const (
 // spec, a little faster).
 func fixtureStore(t testing.TB, perStep int) *resultsdb.Store {
 	t.Helper()
-	store, err := resultsdb.Open(context.Background(), testpg.DSN(t))
+	return fixtureStoreAt(t, testpg.DSN(t), perStep)
+}
+
+// fixtureStoreAt is fixtureStore in the database at dsn.
+func fixtureStoreAt(t testing.TB, dsn string, perStep int) *resultsdb.Store {
+	t.Helper()
+	store, err := resultsdb.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,11 +73,12 @@ func (s *Store) StoreAppTimings(ctx context.Context, f *AppTimingFlush, rows []A
 		if err != nil {
 			return fmt.Errorf("store app timings: %w", err)
 		}
-		ct, err := tx.Exec(ctx, `INSERT INTO app_timings SELECT DISTINCT ON (run_id, trace_id) * FROM app_timings_batch ON CONFLICT DO NOTHING`)
+		// Counted from RETURNING, as StoreRouterBatch does.
+		err := tx.QueryRow(ctx, `WITH added AS (INSERT INTO app_timings SELECT DISTINCT ON (run_id, trace_id) * FROM app_timings_batch
+ON CONFLICT DO NOTHING RETURNING 1) SELECT count(*) FROM added`).Scan(&f.Stored)
 		if err != nil {
 			return fmt.Errorf("store app timings: %w", err)
 		}
-		f.Stored = int(ct.RowsAffected())
 	}
 	if err := addFlush(ctx, tx, f); err != nil {
 		return err

@@ -33,11 +33,14 @@ func (l Loss) Any() bool { return l.Samples > 0 || l.SilentSamples > 0 }
 func (s *Store) Loss(ctx context.Context, runID, variant string) (Loss, error) {
 	var l Loss
 	err := s.pool.QueryRow(ctx, `
-WITH w AS (
+WITH stored AS (
+  SELECT s.worker_id, count(*) AS n FROM workers w JOIN samples s ON s.worker_id = w.id
+  WHERE w.run_id = $1 AND w.variant = $2 GROUP BY 1),
+w AS (
   SELECT w.sent, w.stopped_at IS NOT NULL AS stopped,
          w.heartbeat_at < clock_timestamp() - interval '10 seconds' AS silent,
-         (SELECT count(*) FROM samples s WHERE s.worker_id = w.id) AS stored
-  FROM workers w WHERE w.run_id = $1 AND w.variant = $2)
+         coalesce(st.n, 0) AS stored
+  FROM workers w LEFT JOIN stored st ON st.worker_id = w.id WHERE w.run_id = $1 AND w.variant = $2)
 SELECT coalesce(sum(greatest(sent - stored, 0)) FILTER (WHERE stopped), 0)::bigint,
        count(*) FILTER (WHERE stopped AND sent > stored),
        count(*) FILTER (WHERE NOT stopped AND silent),

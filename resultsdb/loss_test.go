@@ -24,9 +24,9 @@ func TestLossCountsWhatWasSentAndNotStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		set := map[string]string{
-			"stopped": `stopped_at = clock_timestamp()`,
-			"silent":  `heartbeat_at = clock_timestamp() - interval '11 seconds'`,
-			"running": `heartbeat_at = clock_timestamp()`,
+			"stopped": `stopped_at = statement_timestamp()`,
+			"silent":  `heartbeat_at = statement_timestamp() - interval '11 seconds'`,
+			"running": `heartbeat_at = statement_timestamp()`,
 		}[state]
 		if _, err := s.pool.Exec(ctx, `UPDATE workers SET sent = $2, `+set+` WHERE id = $1`, id, sent); err != nil {
 			t.Fatal(err)

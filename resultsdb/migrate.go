@@ -64,11 +64,18 @@ func SchemaVersion() int {
 // Migrate applies the embedded migrations that the database has not seen, each in its own
 // transaction, under an advisory lock. It is idempotent and safe to call concurrently.
 // A database newer than this binary is an error: an old binary must not write into it.
+// On a Citus coordinator the new tables are then laid out over the cluster (citus.go); a
+// worker node's database is refused while migrations are pending.
 func Migrate(ctx context.Context, conn *pgx.Conn) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
+	return migrate(ctx, conn, ms)
+}
+
+// migrate applies ms, the migrations in order, as Migrate does.
+func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
 		return fmt.Errorf("lock schema: %w", err)
 	}
@@ -81,8 +88,19 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if latest := ms[len(ms)-1].version; current > latest {
+	latest := ms[len(ms)-1].version
+	if current > latest {
 		return fmt.Errorf("results db schema is version %d, this binary knows up to %d: upgrade cf-benchmark", current, latest)
+	}
+	citus, err := citusVersion(ctx, conn)
+	if err != nil {
+		return err
+	}
+	coordinator := false
+	if citus != "" {
+		if coordinator, err = checkCitus(ctx, conn, citus, current < latest); err != nil {
+			return err
+		}
 	}
 	for _, m := range ms {
 		if m.version <= current {
@@ -98,6 +116,9 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return fmt.Errorf("apply migration %s: %w", m.name, err)
 		}
+	}
+	if coordinator {
+		return distribute(ctx, conn)
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ type WorkerCounters struct {
 
 // Heartbeat marks worker id alive and records its counters.
 func (s *Store) Heartbeat(ctx context.Context, id int32, c WorkerCounters) error {
-	_, err := s.pool.Exec(ctx, `UPDATE workers SET heartbeat_at = clock_timestamp(), sent = $2, stored = $3, spilled = $4, missed = $5, dropped = $6 WHERE id = $1`,
+	_, err := s.pool.Exec(ctx, `UPDATE workers SET heartbeat_at = statement_timestamp(), sent = $2, stored = $3, spilled = $4, missed = $5, dropped = $6 WHERE id = $1`,
 		id, int64(c.Sent), int64(c.Stored), int64(c.Spilled), int64(c.Missed), int64(c.Dropped))
 	if err != nil {
 		return fmt.Errorf("heartbeat of worker %d: %w", id, err)
@@ -190,7 +190,7 @@ func (s *Store) JoinStep(ctx context.Context, id int32, st *Step, joined time.Ti
 
 // FinishStep records that every sample worker id took in step is stored.
 func (s *Store) FinishStep(ctx context.Context, id int32, step int, sent, missed uint64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE worker_steps SET sent = $3, missed = $4, done_at = clock_timestamp() WHERE worker_id = $1 AND step = $2`,
+	_, err := s.pool.Exec(ctx, `UPDATE worker_steps SET sent = $3, missed = $4, done_at = statement_timestamp() WHERE worker_id = $1 AND step = $2`,
 		id, step, int64(sent), int64(missed))
 	if err != nil {
 		return fmt.Errorf("worker %d finishes step %d: %w", id, step+1, err)

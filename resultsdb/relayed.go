@@ -93,7 +93,7 @@ func (s *Store) Heartbeats(ctx context.Context, beats map[int32]WorkerCounters) 
 		sent, stored, spilled = append(sent, int64(c.Sent)), append(stored, int64(c.Stored)), append(spilled, int64(c.Spilled))
 		missed, dropped = append(missed, int64(c.Missed)), append(dropped, int64(c.Dropped))
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE workers w SET heartbeat_at = clock_timestamp(),
+	_, err := s.pool.Exec(ctx, `UPDATE workers w SET heartbeat_at = statement_timestamp(),
 		sent = v.sent, stored = v.stored, spilled = v.spilled, missed = v.missed, dropped = v.dropped
 		FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[]) AS v(id, sent, stored, spilled, missed, dropped)
 		WHERE w.id = v.id AND w.stopped_at IS NULL`, ids, sent, stored, spilled, missed, dropped)

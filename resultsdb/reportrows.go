@@ -364,15 +364,17 @@ func readSeries(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	return nil
 }
 
+// seriesSQL is a variant's series in intervals of $3 µs, by step, in time order.
+var seriesSQL = intervalsSQL(`FROM samples s
+WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))`,
+	column{"s.step::int", "step"}, column{"s.intended_us / $3", "k"}) + `
+ORDER BY mean`
+
 func seriesOf(ctx context.Context, tx pgx.Tx, runID, variant string, width float64) ([]SeriesPoint, error) {
 	if width == 1 {
 		return secondsOf(ctx, tx, runID, variant)
 	}
-	rows, err := tx.Query(ctx, `
-SELECT s.step::int, s.intended_us / $3 AS k, `+intervalSQL+`
-FROM samples s
-WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))
-GROUP BY 1, 2 ORDER BY mean`, variant, runID, int64(width*1e6))
+	rows, err := tx.Query(ctx, seriesSQL, variant, runID, int64(width*1e6))
 	if err != nil {
 		return nil, err
 	}

@@ -104,11 +104,13 @@ func (s *Store) StoreRouterBatch(ctx context.Context, p *LogPull, rows []RouterR
 		if err != nil {
 			return fmt.Errorf("store router requests: %w", err)
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO router_requests SELECT DISTINCT ON (run_id, trace_id) * FROM router_batch ON CONFLICT DO NOTHING`)
+		// Counted from RETURNING, not the command tag: on Citus an INSERT … SELECT
+		// through the coordinator tags the rows it read, not those it inserted.
+		err := tx.QueryRow(ctx, `WITH added AS (INSERT INTO router_requests SELECT DISTINCT ON (run_id, trace_id) * FROM router_batch
+ON CONFLICT DO NOTHING RETURNING 1) SELECT count(*) FROM added`).Scan(&added)
 		if err != nil {
 			return fmt.Errorf("store router requests: %w", err)
 		}
-		added = tag.RowsAffected()
 	}
 	p.Stored += added
 	var counters []byte // NULL: keep what is stored
@@ -119,7 +121,7 @@ func (s *Store) StoreRouterBatch(ctx context.Context, p *LogPull, rows []RouterR
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,coalesce($9::jsonb, '{}'))
 ON CONFLICT (run_id, source) DO UPDATE SET cursor = EXCLUDED.cursor, retrieved = EXCLUDED.retrieved, stored = EXCLUDED.stored,
     unparseable = EXCLUDED.unparseable, foreign_docs = EXCLUDED.foreign_docs, budget_exhausted = EXCLUDED.budget_exhausted,
-    counters = coalesce($9::jsonb, router_log_pulls.counters), updated_at = now()`,
+    counters = coalesce($9::jsonb, router_log_pulls.counters), updated_at = EXCLUDED.updated_at`,
 		p.RunID, p.Source, []byte(p.Cursor), p.Retrieved, p.Stored, p.Unparseable, p.Foreign, p.BudgetExhausted, counters)
 	if err != nil {
 		p.Stored -= added

@@ -27,7 +27,7 @@ var ErrRunNotRunning = fmt.Errorf("run is no longer running")
 // HeartbeatRun marks run id alive. It fails with ErrRunNotRunning when the run is no
 // longer running.
 func (s *Store) HeartbeatRun(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET heartbeat_at = clock_timestamp() WHERE id = $1 AND status = 'running'`, id)
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET heartbeat_at = statement_timestamp() WHERE id = $1 AND status = 'running'`, id)
 	if err != nil {
 		return fmt.Errorf("heartbeat of run %s: %w", id, err)
 	}
@@ -57,7 +57,7 @@ type DeadRun struct {
 // not protect it from each other: their heartbeats are stale.
 const usedByLiveRun = `EXISTS (SELECT 1 FROM run_variants lv JOIN runs l ON l.id = lv.run_id
        WHERE lv.generator_app = rv.generator_app AND l.id <> r.id AND l.status = 'running'
-         AND l.heartbeat_at >= clock_timestamp() - make_interval(secs => $1))`
+         AND l.heartbeat_at >= statement_timestamp() - make_interval(secs => $1))`
 
 // AbortDeadRuns marks aborted every running run whose heartbeat is older than
 // staleAfter (RunStaleAfter when 0) and returns them. Its workers see that at their
@@ -67,27 +67,36 @@ func (s *Store) AbortDeadRuns(ctx context.Context, staleAfter time.Duration) ([]
 	if staleAfter <= 0 {
 		staleAfter = RunStaleAfter
 	}
+	// The dead runs and their apps are read in one snapshot, then each is marked on its
+	// own: Citus does not let an UPDATE of a reference table format a column (to_char)
+	// or return subqueries. A run another process marked meanwhile is not returned.
 	rows, err := s.pool.Query(ctx, `
-UPDATE runs r SET status = 'aborted', ended_at = r.heartbeat_at,
-       reason = 'the run''s process stopped: no heartbeat since ' || to_char(r.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
-WHERE r.status = 'running' AND r.heartbeat_at < clock_timestamp() - make_interval(secs => $1)
-RETURNING r.id, r.heartbeat_at,
+SELECT r.id, r.heartbeat_at,
        ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id AND NOT `+usedByLiveRun+` ORDER BY 1),
-       ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id AND `+usedByLiveRun+` ORDER BY 1)`, staleAfter.Seconds())
+       ARRAY(SELECT DISTINCT rv.generator_app FROM run_variants rv WHERE rv.run_id = r.id AND `+usedByLiveRun+` ORDER BY 1)
+FROM runs r WHERE r.status = 'running' AND r.heartbeat_at < statement_timestamp() - make_interval(secs => $1)
+ORDER BY r.id`, staleAfter.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("abort dead runs: %w", err)
 	}
-	defer rows.Close()
-	var out []DeadRun
-	for rows.Next() {
+	dead, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadRun, error) {
 		var d DeadRun
-		if err := rows.Scan(&d.ID, &d.LastHeartbeat, &d.GeneratorApps, &d.InUse); err != nil {
-			return nil, fmt.Errorf("abort dead runs: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+		return d, r.Scan(&d.ID, &d.LastHeartbeat, &d.GeneratorApps, &d.InUse)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("abort dead runs: %w", err)
+	}
+	var out []DeadRun
+	for _, d := range dead {
+		reason := "the run's process stopped: no heartbeat since " + d.LastHeartbeat.UTC().Format("2006-01-02 15:04:05") + " UTC"
+		tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'aborted', ended_at = heartbeat_at, reason = $3
+WHERE id = $1 AND status = 'running' AND heartbeat_at = $2`, d.ID, d.LastHeartbeat, reason)
+		if err != nil {
+			return out, fmt.Errorf("abort dead run %s: %w", d.ID, err)
+		}
+		if tag.RowsAffected() == 1 {
+			out = append(out, d)
+		}
 	}
 	return out, nil
 }

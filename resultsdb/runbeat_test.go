@@ -27,7 +27,7 @@ func TestDeadRunLeavesALiveRunsGeneratorsAlone(t *testing.T) {
 		return r.ID
 	}
 	stale := func(id string) {
-		if _, err := s.pool.Exec(ctx, `UPDATE runs SET heartbeat_at = clock_timestamp() - interval '1 hour' WHERE id = $1`, id); err != nil {
+		if _, err := s.pool.Exec(ctx, `UPDATE runs SET heartbeat_at = statement_timestamp() - interval '1 hour' WHERE id = $1`, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestAGeneratorJoinsOnlyALiveRun(t *testing.T) {
 	if err := s.FinishRun(ctx, ended, RunCompleted, ""); err != nil {
 		t.Fatal(err)
 	}
-	exec(`UPDATE runs SET heartbeat_at = clock_timestamp() - interval '31 seconds' WHERE id = $1`, dead)
+	exec(`UPDATE runs SET heartbeat_at = statement_timestamp() - interval '31 seconds' WHERE id = $1`, dead)
 	if err := join(live); err != nil {
 		t.Fatalf("join a live run: %v", err)
 	}

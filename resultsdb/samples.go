@@ -314,8 +314,11 @@ func (s *Store) copyStream(ctx context.Context, src func() io.Reader) error {
 	}
 	defer conn.Release()
 	_, err = conn.Conn().PgConn().CopyFrom(ctx, src(), "COPY samples ("+sampleColumns+") FROM STDIN (FORMAT binary)")
+	// A duplicate is 23505 from one server but an internal error (XX000) from a Citus
+	// shard: any error the server answered with takes the deduplicating path, which
+	// fails again, with the same error, when it was not a duplicate.
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+	if err == nil || !errors.As(err, &pgErr) || Transient(err) {
 		if err != nil {
 			return fmt.Errorf("copy samples: %w", err)
 		}

@@ -14,23 +14,28 @@ import (
 // (step_router_metrics). A report then reads a few rows per step instead of scanning the
 // samples; a run recorded before these tables existed is computed live with the same SQL.
 
-// intervalSQL is the figures of an interval of a series, over its samples s: requests
-// (n), those without a response or with a status ≥ 400 (errs), the observed p50 and p99
-// latency and the mean intended time (µs since the epoch). Every series, per second or
-// wider, stored or live, computes them with it.
-const intervalSQL = `count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
-       percentile_disc(0.5) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p50,
-       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p99, avg(s.intended_us)::float8 AS mean`
+// intervalsSQL is the figures of the intervals of a series over the samples s of from
+// (a FROM clause with its WHERE), an interval per distinct value of keys: the keys'
+// columns, then requests (n), those without a response or with a status ≥ 400 (errs),
+// the observed p50 and p99 latency (percentilesSQL) and the mean intended time (µs since
+// the epoch). Every series, per second or wider, stored or live, computes them with it.
+func intervalsSQL(from string, keys ...column) string {
+	exprs, names, ordinals := groupBy(keys)
+	return `SELECT ` + names + `, n, errs, p50::bigint AS p50, p99::bigint AS p99, mean
+FROM (SELECT ` + exprs + `, count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
+             avg(s.intended_us)::float8 AS mean
+      ` + indent(from, "      ") + `
+      GROUP BY ` + ordinals + `) per_interval
+JOIN (` + percentilesSQL(from, keys, "s.latency_us", fraction{"p50", 0.5}, fraction{"p99", 0.99}) + `) latency USING (` + names + `)`
+}
 
 // stepSeriesSQL is one step's requests per second of intended send time, warm-up
-// included: intervalSQL's figures as arrays ordered by second.
-const stepSeriesSQL = `
+// included: intervalsSQL's figures as arrays ordered by second.
+var stepSeriesSQL = `
 SELECT coalesce(array_agg(k ORDER BY k), '{}'), coalesce(array_agg(n ORDER BY k), '{}'), coalesce(array_agg(errs ORDER BY k), '{}'),
        coalesce(array_agg(p50 ORDER BY k), '{}'), coalesce(array_agg(p99 ORDER BY k), '{}'), coalesce(array_agg(mean ORDER BY k), '{}')
-FROM (SELECT s.intended_us / 1000000 AS k, ` + intervalSQL + `
-      FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
-      WHERE w.run_id = $1 AND w.variant = $2
-      GROUP BY 1) per_second`
+FROM (` + intervalsSQL(`FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+WHERE w.run_id = $1 AND w.variant = $2`, column{"s.intended_us / 1000000", "k"}) + `) per_second`
 
 // ComputeStepSeries computes the per-second series of one step from its samples and
 // stores it, replacing any stored before. ComputeStepMetrics calls it; call it directly
@@ -40,7 +45,7 @@ func (s *Store) ComputeStepSeries(ctx context.Context, runID, variant string, id
 INSERT INTO step_series (run_id, variant, step, second, count, errors, p50_us, p99_us, intended_mean_us)
 SELECT $1, $2, $3, x.* FROM (`+stepSeriesSQL+`) x
 ON CONFLICT (run_id, variant, step) DO UPDATE SET second = EXCLUDED.second, count = EXCLUDED.count, errors = EXCLUDED.errors,
-    p50_us = EXCLUDED.p50_us, p99_us = EXCLUDED.p99_us, intended_mean_us = EXCLUDED.intended_mean_us, computed_at = now()`, runID, variant, idx)
+    p50_us = EXCLUDED.p50_us, p99_us = EXCLUDED.p99_us, intended_mean_us = EXCLUDED.intended_mean_us, computed_at = EXCLUDED.computed_at`, runID, variant, idx)
 	if err != nil {
 		return fmt.Errorf("store the series of step %d of %s: %w", idx+1, variant, err)
 	}
@@ -63,7 +68,8 @@ type RouterStepMetrics struct {
 }
 
 // routerStepsSQL joins a run's measured samples (warm-up excluded, as in the steps'
-// figures) to its router requests and app timings, per second and then per step.
+// figures) to its router requests and app timings, per second and then per step. The
+// app timing's seq adds nothing to its trace id but lets Citus join it on one node.
 var routerStepsSQL = strings.ReplaceAll(`
 WITH per_sec AS (
     SELECT w.variant, s.step, s.intended_us / 1000000 AS sec, count(*) AS sent, count(rr.seq) AS found,
@@ -79,7 +85,7 @@ WITH per_sec AS (
     FROM workers w
     JOIN samples s ON s.worker_id = w.id AND NOT s.warmup
     LEFT JOIN router_requests rr ON rr.run_id = w.run_id AND rr.worker_id = s.worker_id AND rr.seq = s.seq
-    LEFT JOIN app_timings a ON a.run_id = w.run_id AND a.trace_id = rr.trace_id
+    LEFT JOIN app_timings a ON a.run_id = w.run_id AND a.trace_id = rr.trace_id AND a.seq = rr.seq
     WHERE w.run_id = $1
     GROUP BY 1, 2, 3)
 SELECT variant, step, sum(sent)::bigint, sum(found)::bigint, sum(no_response)::bigint, count(*)::int,

@@ -192,7 +192,13 @@ func (s *Store) copySpill(ctx context.Context, path string, worker int32) (int, 
 			break
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE workers SET stored = (SELECT count(*) FROM samples WHERE worker_id = $1) WHERE id = $1`, worker); err != nil {
+	// Counted, then written: Citus does not update a reference table (workers) from a
+	// subquery over a distributed one (samples).
+	var stored int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM samples WHERE worker_id = $1`, worker).Scan(&stored); err != nil {
+		return total, fmt.Errorf("recover spill file %s: count the stored samples: %w", path, err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE workers SET stored = $2 WHERE id = $1`, worker, stored); err != nil {
 		return total, fmt.Errorf("recover spill file %s: count the stored samples: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil {

@@ -26,20 +26,35 @@ import (
 // and flushing app timings after the planned end do not dilute the throughput.
 const windowSQL = `least(coalesce(st.ended_at, now()), coalesce(st.ends_at, st.ended_at, now()))`
 
+// measuredSQL is the measured requests (warm-up excluded) of the steps summarySQL
+// summarises.
+const measuredSQL = `FROM steps st
+JOIN workers w ON w.run_id = st.run_id AND w.variant = st.variant
+JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
+WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3)`
+
+// stepColumns are what summarySQL's percentiles are computed per.
+var stepColumns = []column{{"st.variant", "variant"}, {"st.idx", "idx"}}
+
 // summarySQL computes the client-side figures of steps from the raw rows; percentiles
-// are observed values (percentile_disc), as latency histograms report them.
+// are observed values (percentilesSQL: percentile_disc's), as latency histograms
+// report them. They are computed once for all the steps (MATERIALIZED) and looked up
+// per step; a step without measured requests has none, and 0s.
 var summarySQL = `
+WITH latency AS MATERIALIZED (` + percentilesSQL(measuredSQL, stepColumns, "s.latency_us",
+	fraction{"p50", 0.5}, fraction{"p90", 0.9}, fraction{"p99", 0.99}, fraction{"p999", 0.999}) + `),
+start_delay AS MATERIALIZED (` + percentilesSQL(measuredSQL, stepColumns, "s.start_delay_us", fraction{"p99", 0.99}) + `)
 SELECT st.variant, st.idx, st.instances, coalesce(st.instances_seen, st.instances), st.users,
        st.warmup_until, ` + windowSQL + `,
        count(s.seq),
        count(s.seq) FILTER (WHERE s.error <> 0 OR s.status >= 400),
        coalesce(sum(s.bytes), 0)::bigint,
        coalesce(avg(s.latency_us), 0)::float8,
-       coalesce(percentile_disc(ARRAY[0.5, 0.9, 0.99, 0.999]) WITHIN GROUP (ORDER BY s.latency_us), '{0,0,0,0}')::bigint[],
+       coalesce((SELECT ARRAY[l.p50, l.p90, l.p99, l.p999] FROM latency l WHERE l.variant = st.variant AND l.idx = st.idx), '{0,0,0,0}')::bigint[],
        coalesce(min(s.latency_us), 0)::bigint,
        coalesce(max(s.latency_us), 0)::bigint,
        coalesce(avg(s.start_delay_us), 0)::float8,
-       coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY s.start_delay_us), 0)::bigint,
+       coalesce((SELECT d.p99 FROM start_delay d WHERE d.variant = st.variant AND d.idx = st.idx), 0)::bigint,
        (SELECT coalesce(sum(ws.missed), 0) FROM worker_steps ws JOIN workers w2 ON w2.id = ws.worker_id
          WHERE w2.run_id = st.run_id AND w2.variant = st.variant AND ws.step = st.idx)::bigint,
        coalesce(rv.workload, '{}'::jsonb), st.rate

@@ -299,7 +299,7 @@ func (s *Store) insertWorker(ctx context.Context, w Worker, insert string, more 
 
 // StopWorker marks a worker stopped with its final counters.
 func (s *Store) StopWorker(ctx context.Context, id int32, c WorkerCounters) error {
-	_, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = clock_timestamp(), heartbeat_at = clock_timestamp(),
+	_, err := s.pool.Exec(ctx, `UPDATE workers SET stopped_at = statement_timestamp(), heartbeat_at = statement_timestamp(),
 		sent = $2, stored = $3, spilled = $4, missed = $5, dropped = $6 WHERE id = $1`,
 		id, int64(c.Sent), int64(c.Stored), int64(c.Spilled), int64(c.Missed), int64(c.Dropped))
 	if err != nil {

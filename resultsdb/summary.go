@@ -119,7 +119,7 @@ ON CONFLICT (run_id, variant, step) DO UPDATE SET seconds = EXCLUDED.seconds, co
     send_lag_p99_us = EXCLUDED.send_lag_p99_us, stalled_ms = EXCLUDED.stalled_ms, omitted = EXCLUDED.omitted,
     app_timed = EXCLUDED.app_timed, app_total_us = EXCLUDED.app_total_us, app_pool_wait_us = EXCLUDED.app_pool_wait_us,
     app_query_us = EXCLUDED.app_query_us, db_connections = EXCLUDED.db_connections,
-    db_max_connections = EXCLUDED.db_max_connections, computed_at = now()`
+    db_max_connections = EXCLUDED.db_max_connections, computed_at = EXCLUDED.computed_at`
 
 const insertAppStepSQL = `
 INSERT INTO step_app_metrics (run_id, variant, step, app_name, role, instances, cpu_source, cpu_points, cpu_covered,

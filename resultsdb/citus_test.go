@@ -1,0 +1,147 @@
+package resultsdb
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+)
+
+func TestOlder(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"13.2-1", "11.0", false},
+		{"11.0-4", "11.0", false},
+		{"11.0", "11.0", false},
+		{"10.2-5", "11.0", true},
+		{"9.5", "11.0", true},
+		{"11", "11.0", true},
+		{"12.1-1", "12.10", true},
+	} {
+		if got := older(c.a, c.b); got != c.want {
+			t.Errorf("older(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// placements reads where every table of the public schema is on a Citus cluster:
+// "reference", "coordinator", "distributed by COL (colocation N)", or "" for a table
+// Citus does not know.
+func placements(t *testing.T, conn *pgx.Conn) map[string]string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+SELECT c.relname, CASE WHEN p.partmethod = 'h' THEN 'distributed by ' || column_to_column_name(p.logicalrelid, p.partkey)
+                       WHEN p.repmodel = 't' THEN 'reference'
+                       WHEN p.logicalrelid IS NOT NULL THEN 'coordinator' ELSE '' END,
+       coalesce(p.colocationid, 0)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
+WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	colocation := map[string]int{}
+	for rows.Next() {
+		var table, where string
+		var group int
+		if err := rows.Scan(&table, &where, &group); err != nil {
+			t.Fatal(err)
+		}
+		out[table], colocation[table] = where, group
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if colocation["router_requests"] != colocation["samples"] || colocation["app_timings"] != colocation["samples"] {
+		t.Errorf("colocation groups %v: router_requests and app_timings must be co-located with samples", colocation)
+	}
+	return out
+}
+
+// TestCitusLayout: on a Citus cluster every table of the schema lands where layout
+// says, the layout survives a second Open, and a migration written after the schema
+// was distributed applies to it.
+func TestCitusLayout(t *testing.T) {
+	ctx := context.Background()
+	dsn := testpg.CitusDSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All but the newest migration, laid out; then the newest on the laid out schema.
+	if err := migrate(ctx, conn, ms[:len(ms)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, conn); err != nil {
+		t.Fatalf("the newest migration on a distributed schema: %v", err)
+	}
+	want := map[string]string{}
+	for _, l := range layout {
+		want[l.table] = map[placement]string{reference: "reference", coordinator: "coordinator", distributed: "distributed by seq"}[l.kind]
+	}
+	got := placements(t, conn)
+	for table, where := range got {
+		if want[table] != where {
+			t.Errorf("table %s is %q on the cluster, want %q (every table of the schema needs its place in layout)", table, where, want[table])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d tables on the cluster, layout names %d", len(got), len(want))
+	}
+
+	store, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	topo, err := store.Topology(ctx)
+	if err != nil || topo.Citus == "" || len(topo.Nodes) != 2 {
+		t.Fatalf("topology %+v, %v: want Citus with 2 nodes holding shards", topo, err)
+	}
+	if err := store.CheckNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlainPostgresIsAsBefore: without the citus extension nothing of the layout
+// applies, and the store says it is one server.
+func TestPlainPostgresIsAsBefore(t *testing.T) {
+	ctx := context.Background()
+	srv := testpg.Server(t) // one server also when CFBENCH_TEST_STORE=citus
+	name := fmt.Sprintf("plain_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if err := srv.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	store, err := Open(ctx, srv.DSN(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	topo, err := store.Topology(ctx)
+	if err != nil || topo.Citus != "" || topo.String() != "one PostgreSQL server" {
+		t.Fatalf("topology %+v (%q), %v: want one PostgreSQL server", topo, topo, err)
+	}
+	if err := store.CheckNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var pk string
+	if err := store.pool.QueryRow(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'router_requests_pkey'`).Scan(&pk); err != nil {
+		t.Fatal(err)
+	}
+	if pk != "PRIMARY KEY (run_id, trace_id)" {
+		t.Errorf("router_requests key on one server: %s, want the migrations' PRIMARY KEY (run_id, trace_id)", pk)
+	}
+}
