@@ -192,6 +192,9 @@ type runner struct {
 	// run's goroutine touches them.
 	back time.Time
 	away bool
+	// nodeAway is since when a node of a Citus results database has not answered
+	// (zero: every node answers; watchNodes).
+	nodeAway time.Time
 }
 
 // variants runs every variant's ramp, each with its own fleet, and stops the fleets

@@ -137,6 +137,10 @@ func TestFaultsLoseNothing(t *testing.T) {
 		// it must be waited for, not taken as gone (CI: its load "ended 6.9s into the
 		// step" when a loaded host timed the fault late in the case above).
 		{name: "relay loses the database 10s across the step's end", max: 1, hold: 6 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "proxy", spillMust: true, relay: true},
+		// A Citus worker node stops: every batch touching one of its shards fails as a
+		// whole, the writers wait and spill as for any outage, and the engine's own
+		// write at the step's end (steps, a reference table) meets it too and names it.
+		{name: "a Citus worker stops 10s across the step's end", max: 1, hold: 6 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "citus", spillMust: true, relay: true},
 	}
 	// Every case is set up here, then all run at once: as parallel subtests only
 	// GOMAXPROCS of them would run together, and they mostly wait.
@@ -219,6 +223,9 @@ func TestFaultsLoseNothing(t *testing.T) {
 			if c.for_ >= 10*time.Second && c.mode == "proxy" && !c.relay && c.at+c.for_ > c.hold && !o.rep.said("results database back after") {
 				t.Errorf("the outage across the boundary was not seen by the engine: notes %q", o.rep.notes)
 			}
+			if c.mode == "citus" {
+				citusCaseHeld(t, direct, res.Run.ID, o.rep)
+			}
 			if n := query[int64](t, direct, `SELECT count(*) FROM steps WHERE run_id = $1 AND ended_at IS NOT NULL`, res.Run.ID); n != int64(c.max) {
 				t.Errorf("%d steps ended, want %d", n, c.max)
 			}
@@ -296,6 +303,25 @@ func relayed(t *testing.T, dsn string) func(int) worker.Backend {
 func faultSetup(t *testing.T, mode string, d time.Duration) (direct, run string, fault func() error) {
 	t.Helper()
 	switch mode {
+	case "citus":
+		// A cluster of its own: the shared one serves other tests' databases.
+		c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
+		ctx := context.Background()
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.CreateDatabase(ctx, "results"); err != nil {
+			t.Fatal(err)
+		}
+		dsn := c.DSN("results")
+		return dsn, dsn, func() error {
+			if err := c.StopWorker(1); err != nil {
+				return err
+			}
+			time.Sleep(d)
+			return c.StartWorker(ctx, 1)
+		}
 	case "restart":
 		testtier.External(t, "PostgreSQL server binaries")
 		dir := testpg.Dir(t)
@@ -374,6 +400,26 @@ func faultSetup(t *testing.T, mode string, d time.Duration) (direct, run string,
 			return fmt.Errorf("the cut broke %d connections: the run held none to the database", killed)
 		}
 		return err
+	}
+}
+
+// citusCaseHeld checks a run on a Citus cluster whose second worker stopped: its
+// samples are on both workers, and a note named the node that was away.
+func citusCaseHeld(t *testing.T, dsn, runID string, rep *stepStarts) {
+	t.Helper()
+	nodes := query[int64](t, dsn, `SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'samples'::regclass`)
+	rows := query[int64](t, dsn, `SELECT count(*) FROM samples s JOIN workers w ON w.id = s.worker_id WHERE w.run_id = $1`, runID)
+	var onEach []int64
+	for _, node := range []int{0, 1} {
+		onEach = append(onEach, query[int64](t, dsn, `SELECT coalesce(sum(result::bigint), 0) FROM run_command_on_placements('samples', 'SELECT count(*) FROM %s')
+WHERE nodeport = (SELECT nodeport FROM pg_dist_node WHERE groupid > 0 ORDER BY groupid OFFSET $1 LIMIT 1)`, node))
+	}
+	if nodes != 2 || onEach[0] == 0 || onEach[1] == 0 || onEach[0]+onEach[1] != rows {
+		t.Errorf("samples on %d nodes, %v per worker of %d: want the run's rows spread over both workers", nodes, onEach, rows)
+	}
+	port := query[int64](t, dsn, `SELECT nodeport FROM pg_dist_node WHERE groupid > 0 ORDER BY groupid OFFSET 1 LIMIT 1`)
+	if !rep.said(fmt.Sprintf("127.0.0.1:%d", port)) {
+		t.Errorf("no note names the worker that was away (127.0.0.1:%d): %q", port, rep.notes)
 	}
 }
 

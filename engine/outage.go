@@ -66,6 +66,28 @@ func (r *runner) db(ctx context.Context, what string, op func(context.Context) e
 	}
 }
 
+// nodeCheckTimeout bounds a look at the nodes of a Citus results database: a node that
+// says nothing is not named, but it does not hold the step's watch either.
+const nodeCheckTimeout = 2 * time.Second
+
+// watchNodes says once when a node of a Citus results database stops answering, and
+// when every node answers again. The generators' batches touching its shards wait for
+// it (they fail as a whole), while the engine's reads go on: nothing else would say
+// why the samples are late. On plain Postgres it does nothing.
+func (r *runner) watchNodes(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, nodeCheckTimeout)
+	err := r.opts.Store.CheckNodes(cctx)
+	cancel()
+	switch {
+	case errors.Is(err, resultsdb.ErrNodeAway) && r.nodeAway.IsZero():
+		r.nodeAway = time.Now()
+		r.opts.Reporter.Note(fmt.Sprintf("results database: %v; the generators keep their samples until it is back", err))
+	case err == nil && !r.nodeAway.IsZero():
+		r.opts.Reporter.Note(fmt.Sprintf("results database: every Citus node answers again, after %s", time.Since(r.nodeAway).Round(100*time.Millisecond)))
+		r.nodeAway = time.Time{}
+	}
+}
+
 // settled reports whether the results database has been reachable for at least d since
 // it last came back: before that, a generator instance's old heartbeat says nothing
 // about it (it could not write one either).

@@ -214,6 +214,7 @@ func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, 
 			r.away = r.away || resultsdb.Transient(err)
 			r.opts.Logger.Warn("count live generator instances", "err", err)
 		}
+		r.watchNodes(ctx)
 		if d, err := fleet.Desired(ctx); err == nil && d != last {
 			msg := fmt.Sprintf("%s: generator instances changed by hand from %d to %d during step %d", st.Variant, last, d, st.Index+1)
 			r.opts.Reporter.Note(msg)
@@ -261,6 +262,7 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 	}
 	bound := r.sp.Workload.Timeout + 15*time.Second
 	deadline := time.Now().Add(bound)
+	var looked time.Time // when watchNodes last looked
 	for {
 		var p resultsdb.StepProgress
 		err := r.db(ctx, "read the step's progress", func(ctx context.Context) (err error) {
@@ -275,6 +277,10 @@ func (r *runner) waitStepDone(ctx context.Context, st resultsdb.Step) error {
 		}
 		if !r.back.IsZero() {
 			deadline = later(deadline, r.back.Add(bound+staleAfterOutage))
+		}
+		if time.Since(looked) >= time.Second {
+			r.watchNodes(ctx)
+			looked = time.Now()
 		}
 		if p.Joined > 0 && p.Done+p.Stopped >= p.Joined {
 			if p.Stopped > 0 {

@@ -93,12 +93,13 @@ func seedRun(t testing.TB, store *resultsdb.Store, perWorker int) *resultsdb.Run
 	}
 	for i := range 100 {
 		tid := sample.NewTraceID(run.TraceTag, 1, uint64(i+1)).String()
-		if _, err := store.Pool().Exec(ctx, `INSERT INTO router_requests (run_id, trace_id, at, app_guid, app_index, status, response_time_us, gorouter_time_us)
-			VALUES ($1, $2::uuid, $3, '@guid', 0, 200, 1500, -2)`, run.ID, tid, epoch); err != nil {
+		// worker_id and seq decoded from the trace id, as the store's writers keep them.
+		if _, err := store.Pool().Exec(ctx, `INSERT INTO router_requests (run_id, trace_id, at, app_guid, app_index, status, response_time_us, gorouter_time_us, worker_id, seq)
+			VALUES ($1, $2::uuid, $3, '@guid', 0, 200, 1500, -2, 1, $4)`, run.ID, tid, epoch, i+1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Pool().Exec(ctx, `INSERT INTO app_timings (run_id, trace_id, app_name, instance_index, at, pool_wait_us, query_us, total_us)
-			VALUES ($1, $2::uuid, 'app', 0, $3, 5, 700, 900)`, run.ID, tid, epoch); err != nil {
+		if _, err := store.Pool().Exec(ctx, `INSERT INTO app_timings (run_id, trace_id, app_name, instance_index, at, pool_wait_us, query_us, total_us, worker_id, seq)
+			VALUES ($1, $2::uuid, 'app', 0, $3, 5, 700, 900, 1, $4)`, run.ID, tid, epoch, i+1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -122,10 +122,9 @@ func citusVersion(ctx context.Context, db queryer) (string, error) {
 	return v, nil
 }
 
-// checkCitus refuses a Citus older than MinCitusVersion, and a worker node when the
-// schema must change (pending is true): DDL goes through the coordinator. It reports
-// whether db is the coordinator's.
-func checkCitus(ctx context.Context, db queryer, version string, pending bool) (coordinator bool, err error) {
+// checkCitus refuses a Citus older than MinCitusVersion and reports whether db is the
+// coordinator's database.
+func checkCitus(ctx context.Context, db queryer, version string) (coordinator bool, err error) {
 	if older(version, MinCitusVersion) {
 		return false, fmt.Errorf("the database runs Citus %s; the results schema needs %s or newer: upgrade the extension (ALTER EXTENSION citus UPDATE) on every node", version, MinCitusVersion)
 	}
@@ -133,10 +132,32 @@ func checkCitus(ctx context.Context, db queryer, version string, pending bool) (
 	if err := db.QueryRow(ctx, `SELECT groupid FROM pg_dist_local_group`).Scan(&group); err != nil {
 		return false, fmt.Errorf("read the Citus node group: %w", err)
 	}
-	if group != 0 && pending {
-		return false, fmt.Errorf("the database is %w (group %d): give the coordinator's URL, which applies the schema to the cluster", ErrNotCoordinator, group)
-	}
 	return group == 0, nil
+}
+
+// checkWorkerSchema accepts a worker node's database (Citus 11+ writes through any
+// node) only when the coordinator has laid out the schema of this binary: DDL goes
+// through the coordinator.
+func checkWorkerSchema(ctx context.Context, db queryer, latest int) error {
+	refuse := fmt.Errorf("the database is %w and the results schema is not there yet: give the coordinator's URL, which applies it to the cluster", ErrNotCoordinator)
+	var laidOut bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&laidOut); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if !laidOut {
+		return refuse
+	}
+	var current int
+	if err := db.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case current > latest:
+		return fmt.Errorf("results db schema is version %d, this binary knows up to %d: upgrade cf-benchmark", current, latest)
+	case current < latest:
+		return refuse
+	}
+	return nil
 }
 
 // older reports whether version a ("13.2-1") is older than b ("11.0"), comparing the
@@ -232,11 +253,10 @@ func distribute(ctx context.Context, conn *pgx.Conn) error {
 // Topology says what kind of database the store writes to: one Postgres server, or a
 // Citus cluster and its nodes that hold shards.
 func (s *Store) Topology(ctx context.Context) (Topology, error) {
-	v, err := citusVersion(ctx, s.pool)
-	if err != nil || v == "" {
-		return Topology{}, err
+	if s.citus == "" {
+		return Topology{}, nil
 	}
-	t := Topology{Citus: v}
+	t := Topology{Citus: s.citus}
 	rows, err := s.pool.Query(ctx, `SELECT n.nodename || ':' || n.nodeport FROM pg_dist_node n
 WHERE n.noderole = 'primary' AND EXISTS (SELECT 1 FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
     WHERE s.logicalrelid = 'samples'::regclass AND p.groupid = n.groupid)
@@ -254,11 +274,12 @@ ORDER BY n.groupid`)
 var ErrNodeAway = errors.New("a Citus node does not answer")
 
 // CheckNodes asks every worker node of a Citus cluster for an answer, so that a run
-// does not start with a node missing; on plain Postgres it does nothing. The error
-// names every node that did not answer.
+// does not start with a node missing, and so that it can say which node the writers
+// wait for; on plain Postgres it does nothing. The error names every node that did
+// not answer (ErrNodeAway); a node that says nothing holds it up to ctx's end.
 func (s *Store) CheckNodes(ctx context.Context) error {
-	if v, err := citusVersion(ctx, s.pool); err != nil || v == "" {
-		return err
+	if s.citus == "" {
+		return nil
 	}
 	rows, err := s.pool.Query(ctx, `SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers('SELECT 1') ORDER BY 1`)
 	if err != nil {
@@ -283,6 +304,22 @@ func (s *Store) CheckNodes(ctx context.Context) error {
 	}
 	if len(away) > 0 {
 		return fmt.Errorf("%w: %s: start it, or remove it from the cluster (citus_remove_node) if it is gone for good", ErrNodeAway, strings.Join(away, "; "))
+	}
+	return nil
+}
+
+// settle finishes the two-phase commits that a node's absence left prepared on it. A
+// batch whose commit reached the coordinator but not a worker that went away is
+// committed there only by recovery, which Citus runs every citus.recover_2pc_interval
+// (60 s); until then its rows on that worker are invisible, so the figures of a step
+// computed at once would miss rows a writer was told are stored. On plain Postgres it
+// does nothing; with a node still away it fails as any write would.
+func (s *Store) settle(ctx context.Context) error {
+	if s.citus == "" {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT recover_prepared_transactions()`); err != nil {
+		return fmt.Errorf("finish the two-phase commits of the Citus nodes: %w", err)
 	}
 	return nil
 }

@@ -2,13 +2,16 @@ package resultsdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 )
 
@@ -143,5 +146,48 @@ func TestPlainPostgresIsAsBefore(t *testing.T) {
 	}
 	if pk != "PRIMARY KEY (run_id, trace_id)" {
 		t.Errorf("router_requests key on one server: %s, want the migrations' PRIMARY KEY (run_id, trace_id)", pk)
+	}
+}
+
+// TestCitusRefusals: a worker node's URL is refused while the schema needs migrating,
+// and a node that does not answer is named before a run starts.
+func TestCitusRefusals(t *testing.T) {
+	ctx := context.Background()
+	c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.CreateDatabase(ctx, "results"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, c.WorkerDSNs("results")[0]); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("open a worker's database before the schema: %v, want ErrNotCoordinator", err)
+	}
+	store, err := Open(ctx, c.DSN("results"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// Once the schema is there, a worker's URL is a way in (Citus 11+ writes through any node).
+	viaWorker, err := Open(ctx, c.WorkerDSNs("results")[1])
+	if err != nil {
+		t.Fatalf("open a worker's database once the schema is there: %v", err)
+	}
+	viaWorker.Close()
+
+	if err := c.StopWorker(1); err != nil {
+		t.Fatal(err)
+	}
+	port := c.Worker(1).Port()
+	err = store.CheckNodes(ctx)
+	if !errors.Is(err, ErrNodeAway) || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", port)) {
+		t.Fatalf("check the nodes with worker 127.0.0.1:%d stopped: %v, want ErrNodeAway naming it", port, err)
+	}
+	if err := c.StartWorker(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CheckNodes(ctx); err != nil {
+		t.Fatalf("check the nodes once the worker is back: %v", err)
 	}
 }

@@ -80,6 +80,22 @@ func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) error {
 		return fmt.Errorf("lock schema: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock) //nolint:errcheck // the session ends soon anyway
+	latest := ms[len(ms)-1].version
+	citus, err := citusVersion(ctx, conn)
+	if err != nil {
+		return err
+	}
+	coordinator := false
+	if citus != "" {
+		// Before anything is created: a table made on a worker node would be its own,
+		// in the way of the coordinator's.
+		if coordinator, err = checkCitus(ctx, conn, citus); err != nil {
+			return err
+		}
+		if !coordinator {
+			return checkWorkerSchema(ctx, conn, latest)
+		}
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
@@ -88,19 +104,8 @@ func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) error {
 	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	latest := ms[len(ms)-1].version
 	if current > latest {
 		return fmt.Errorf("results db schema is version %d, this binary knows up to %d: upgrade cf-benchmark", current, latest)
-	}
-	citus, err := citusVersion(ctx, conn)
-	if err != nil {
-		return err
-	}
-	coordinator := false
-	if citus != "" {
-		if coordinator, err = checkCitus(ctx, conn, citus, current < latest); err != nil {
-			return err
-		}
 	}
 	for _, m := range ms {
 		if m.version <= current {

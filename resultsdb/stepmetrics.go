@@ -237,6 +237,9 @@ func durationUS(d time.Duration) int64 { return d.Microseconds() }
 // them: the client-side figures, stalls, and the container metrics of apps over the
 // measured window. It is what every later reader of the step sees.
 func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, idx int, apps []AppRole) (StepSummary, error) {
+	if err := s.settle(ctx); err != nil {
+		return StepSummary{}, err
+	}
 	live, err := liveSummaries(ctx, s.pool, runID, variant, idx)
 	if err != nil {
 		return StepSummary{}, err

@@ -21,6 +21,8 @@ import (
 // Store is a connection pool to a migrated results database. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// citus is the citus extension's version, "" on plain Postgres (read at Open).
+	citus string
 }
 
 // Open connects to the results database at dsn and applies pending migrations. Every
@@ -47,6 +49,10 @@ func OpenPool(ctx context.Context, dsn string, maxConns int) (*Store, error) {
 	}
 	s := &Store{pool: pool}
 	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("results db at %s: %w", addr, err)
+	}
+	if s.citus, err = citusVersion(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("results db at %s: %w", addr, err)
 	}
