@@ -187,8 +187,9 @@ GROUP BY 1, 2 ORDER BY mean`
 )
 
 // TestStepFiguresAreAsWithPercentileDisc reads the figures and series of the steps of a
-// random run (randomRun) with the store's queries and with those of percentile_disc:
-// the same rows, of the same types, value for value.
+// random run (randomRun) with the store's queries, of both dialects, and with those of
+// percentile_disc as the store had them: the same rows, of the same types, value for
+// value.
 func TestStepFiguresAreAsWithPercentileDisc(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := context.Background()
@@ -208,17 +209,20 @@ func TestStepFiguresAreAsWithPercentileDisc(t *testing.T) {
 		}
 		return len(got.rows)
 	}
-	if n := same("summaries", summarySQL, discSummarySQL, runID, "", -1); n != steps["a"]+steps["b"] {
-		t.Errorf("%d step summaries, want %d", n, steps["a"]+steps["b"])
-	}
-	same("summaries of a", summarySQL, discSummarySQL, runID, "a", -1)
-	for v, n := range steps {
-		for i := range n {
-			same("summary", summarySQL, discSummarySQL, runID, v, i)
-			same("step series", stepSeriesSQL, discStepSeriesSQL, runID, v, i)
+	// Both dialects' SQL: the counting one runs on one server as well.
+	for _, d := range dialects {
+		if n := same("summaries", summarySQL[d], discSummarySQL, runID, "", -1); n != steps["a"]+steps["b"] {
+			t.Errorf("%d step summaries, want %d", n, steps["a"]+steps["b"])
 		}
-		for _, width := range []int64{1e6, 2_500_000, 7e6, 1e9} {
-			same("series", seriesSQL, discSeriesSQL, v, runID, width)
+		same("summaries of a", summarySQL[d], discSummarySQL, runID, "a", -1)
+		for v, n := range steps {
+			for i := range n {
+				same("summary", summarySQL[d], discSummarySQL, runID, v, i)
+				same("step series", stepSeriesSQL[d], discStepSeriesSQL, runID, v, i)
+			}
+			for _, width := range []int64{1e6, 2_500_000, 7e6, 1e9} {
+				same("series", seriesSQL[d], discSeriesSQL, v, runID, width)
+			}
 		}
 	}
 }

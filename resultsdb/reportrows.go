@@ -16,8 +16,10 @@ import (
 // which reproduces every figure below exactly as the SQL here defines it. Indexes (Idx)
 // are 0-based steps, as the tables store them.
 type ReportRows struct {
-	Run  Run
-	Spec string // the spec text the run was started with
+	// dialect is the SQL of the database the rows are read from.
+	dialect dialect
+	Run     Run
+	Spec    string // the spec text the run was started with
 	// Variants in the order their ramps started (variants without steps last), then by
 	// name; Repeats tells whether any variant of the run is a repeat beyond the first.
 	Variants []ReportVariant
@@ -171,7 +173,7 @@ func (s *Store) readRun(ctx context.Context, id string, width func(spanS float64
 	if _, err := tx.Exec(ctx, `SET LOCAL work_mem = '256MB'; SET LOCAL jit = off`); err != nil {
 		return nil, fmt.Errorf("report on run %s: %w", id, err)
 	}
-	r := &ReportRows{Run: *run}
+	r := &ReportRows{Run: *run, dialect: s.dialect()}
 	if r.Spec, err = runSpec(ctx, tx, id); err != nil {
 		return nil, err
 	}
@@ -268,7 +270,7 @@ func liveSteps(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 		if st.HasMetrics {
 			continue
 		}
-		sums, err := liveSummaries(ctx, tx, r.Run.ID, st.Variant, st.Idx)
+		sums, err := liveSummaries(ctx, tx, r.dialect, r.Run.ID, st.Variant, st.Idx)
 		if err != nil {
 			return err
 		}
@@ -355,7 +357,7 @@ func readPulls(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 func readSeries(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 	r.Series = map[string][]SeriesPoint{}
 	for _, v := range r.Variants {
-		pts, err := seriesOf(ctx, tx, r.Run.ID, v.Name, r.IntervalS)
+		pts, err := seriesOf(ctx, tx, r.dialect, r.Run.ID, v.Name, r.IntervalS)
 		if err != nil {
 			return fmt.Errorf("read the time series of %s: %w", v.Name, err)
 		}
@@ -365,16 +367,20 @@ func readSeries(ctx context.Context, tx pgx.Tx, r *ReportRows) error {
 }
 
 // seriesSQL is a variant's series in intervals of $3 µs, by step, in time order.
-var seriesSQL = intervalsSQL(`FROM samples s
-WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))`,
-	column{"s.step::int", "step"}, column{"s.intended_us / $3", "k"}) + `
-ORDER BY mean`
+var seriesSQL = [...]string{onePostgres: seriesQuery(onePostgres), citusSQL: seriesQuery(citusSQL)}
 
-func seriesOf(ctx context.Context, tx pgx.Tx, runID, variant string, width float64) ([]SeriesPoint, error) {
+func seriesQuery(d dialect) string {
+	return intervalsSQL(d, `FROM samples s
+WHERE s.worker_id = ANY(ARRAY(SELECT id FROM workers WHERE run_id = $2 AND variant = $1))`,
+		column{"s.step::int", "step"}, column{"s.intended_us / $3", "k"}) + `
+ORDER BY mean`
+}
+
+func seriesOf(ctx context.Context, tx pgx.Tx, d dialect, runID, variant string, width float64) ([]SeriesPoint, error) {
 	if width == 1 {
-		return secondsOf(ctx, tx, runID, variant)
+		return secondsOf(ctx, tx, d, runID, variant)
 	}
-	rows, err := tx.Query(ctx, seriesSQL, variant, runID, int64(width*1e6))
+	rows, err := tx.Query(ctx, seriesSQL[d], variant, runID, int64(width*1e6))
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +397,7 @@ func scanSeriesPoint(row pgx.CollectableRow) (SeriesPoint, error) {
 // for a step without one (it is still running, or its run was recorded before they were
 // stored) or whose stored one has no p50 (stored before schema v16) the same series
 // computed from its samples (stepSeriesSQL); in time order.
-func secondsOf(ctx context.Context, tx pgx.Tx, runID, variant string) ([]SeriesPoint, error) {
+func secondsOf(ctx context.Context, tx pgx.Tx, d dialect, runID, variant string) ([]SeriesPoint, error) {
 	rows, err := tx.Query(ctx, `
 SELECT ss.step::int, x.k, x.n, x.errs, x.p50, x.p99, x.mean
 FROM step_series ss
@@ -419,7 +425,7 @@ WHERE ss.run_id = $1 AND ss.variant = $2 AND ss.p50_us IS NOT NULL`, runID, vari
 			ks, ns, es, p50s, p99s []int64
 			ms                     []float64
 		)
-		if err := tx.QueryRow(ctx, stepSeriesSQL, runID, variant, idx).Scan(&ks, &ns, &es, &p50s, &p99s, &ms); err != nil {
+		if err := tx.QueryRow(ctx, stepSeriesSQL[d], runID, variant, idx).Scan(&ks, &ns, &es, &p50s, &p99s, &ms); err != nil {
 			return nil, fmt.Errorf("step %d: %w", idx+1, err)
 		}
 		for i := range ks {

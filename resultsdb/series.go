@@ -19,8 +19,15 @@ import (
 // columns, then requests (n), those without a response or with a status ≥ 400 (errs),
 // the observed p50 and p99 latency (percentilesSQL) and the mean intended time (µs since
 // the epoch). Every series, per second or wider, stored or live, computes them with it.
-func intervalsSQL(from string, keys ...column) string {
+func intervalsSQL(d dialect, from string, keys ...column) string {
 	exprs, names, ordinals := groupBy(keys)
+	if d == onePostgres {
+		return `SELECT ` + exprs + `, count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
+       percentile_disc(0.5) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p50,
+       percentile_disc(0.99) WITHIN GROUP (ORDER BY s.latency_us)::bigint AS p99, avg(s.intended_us)::float8 AS mean
+` + from + `
+GROUP BY ` + ordinals
+	}
 	return `SELECT ` + names + `, n, errs, p50::bigint AS p50, p99::bigint AS p99, mean
 FROM (SELECT ` + exprs + `, count(*) AS n, count(*) FILTER (WHERE s.error <> 0 OR s.status >= 400) AS errs,
              avg(s.intended_us)::float8 AS mean
@@ -31,11 +38,15 @@ JOIN (` + percentilesSQL(from, keys, "s.latency_us", fraction{"p50", 0.5}, fract
 
 // stepSeriesSQL is one step's requests per second of intended send time, warm-up
 // included: intervalsSQL's figures as arrays ordered by second.
-var stepSeriesSQL = `
+var stepSeriesSQL = [...]string{onePostgres: stepSeriesQuery(onePostgres), citusSQL: stepSeriesQuery(citusSQL)}
+
+func stepSeriesQuery(d dialect) string {
+	return `
 SELECT coalesce(array_agg(k ORDER BY k), '{}'), coalesce(array_agg(n ORDER BY k), '{}'), coalesce(array_agg(errs ORDER BY k), '{}'),
        coalesce(array_agg(p50 ORDER BY k), '{}'), coalesce(array_agg(p99 ORDER BY k), '{}'), coalesce(array_agg(mean ORDER BY k), '{}')
-FROM (` + intervalsSQL(`FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+FROM (` + intervalsSQL(d, `FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
 WHERE w.run_id = $1 AND w.variant = $2`, column{"s.intended_us / 1000000", "k"}) + `) per_second`
+}
 
 // ComputeStepSeries computes the per-second series of one step from its samples and
 // stores it, replacing any stored before. ComputeStepMetrics calls it; call it directly
@@ -43,7 +54,7 @@ WHERE w.run_id = $1 AND w.variant = $2`, column{"s.intended_us / 1000000", "k"})
 func (s *Store) ComputeStepSeries(ctx context.Context, runID, variant string, idx int) error {
 	_, err := s.pool.Exec(ctx, `
 INSERT INTO step_series (run_id, variant, step, second, count, errors, p50_us, p99_us, intended_mean_us)
-SELECT $1, $2, $3, x.* FROM (`+stepSeriesSQL+`) x
+SELECT $1, $2, $3, x.* FROM (`+stepSeriesSQL[s.dialect()]+`) x
 ON CONFLICT (run_id, variant, step) DO UPDATE SET second = EXCLUDED.second, count = EXCLUDED.count, errors = EXCLUDED.errors,
     p50_us = EXCLUDED.p50_us, p99_us = EXCLUDED.p99_us, intended_mean_us = EXCLUDED.intended_mean_us, computed_at = EXCLUDED.computed_at`, runID, variant, idx)
 	if err != nil {

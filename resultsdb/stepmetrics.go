@@ -36,25 +36,34 @@ WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3
 // stepColumns are what summarySQL's percentiles are computed per.
 var stepColumns = []column{{"st.variant", "variant"}, {"st.idx", "idx"}}
 
-// summarySQL computes the client-side figures of steps from the raw rows; percentiles
-// are observed values (percentilesSQL: percentile_disc's), as latency histograms
-// report them. They are computed once for all the steps (MATERIALIZED) and looked up
-// per step; a step without measured requests has none, and 0s.
-var summarySQL = `
+// summarySQL computes the client-side figures of steps from the raw rows, in each
+// dialect; percentiles are observed values (percentile_disc's), as latency histograms
+// report them. On Citus they are counted (percentilesSQL) once for all the steps
+// (MATERIALIZED) and looked up per step; a step without measured requests has none,
+// and 0s.
+var summarySQL = [...]string{onePostgres: summaryQuery(`
+       coalesce(percentile_disc(ARRAY[0.5, 0.9, 0.99, 0.999]) WITHIN GROUP (ORDER BY s.latency_us), '{0,0,0,0}')::bigint[]`, `
+       coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY s.start_delay_us), 0)::bigint`),
+	citusSQL: `
 WITH latency AS MATERIALIZED (` + percentilesSQL(measuredSQL, stepColumns, "s.latency_us",
-	fraction{"p50", 0.5}, fraction{"p90", 0.9}, fraction{"p99", 0.99}, fraction{"p999", 0.999}) + `),
-start_delay AS MATERIALIZED (` + percentilesSQL(measuredSQL, stepColumns, "s.start_delay_us", fraction{"p99", 0.99}) + `)
+		fraction{"p50", 0.5}, fraction{"p90", 0.9}, fraction{"p99", 0.99}, fraction{"p999", 0.999}) + `),
+start_delay AS MATERIALIZED (` + percentilesSQL(measuredSQL, stepColumns, "s.start_delay_us", fraction{"p99", 0.99}) + `)` + summaryQuery(`
+       coalesce((SELECT ARRAY[l.p50, l.p90, l.p99, l.p999] FROM latency l WHERE l.variant = st.variant AND l.idx = st.idx), '{0,0,0,0}')::bigint[]`, `
+       coalesce((SELECT d.p99 FROM start_delay d WHERE d.variant = st.variant AND d.idx = st.idx), 0)::bigint`)}
+
+// summaryQuery is summarySQL around its latency percentiles (an array of p50, p90, p99
+// and p99.9) and its p99 start delay.
+func summaryQuery(latency, startDelay string) string {
+	return `
 SELECT st.variant, st.idx, st.instances, coalesce(st.instances_seen, st.instances), st.users,
        st.warmup_until, ` + windowSQL + `,
        count(s.seq),
        count(s.seq) FILTER (WHERE s.error <> 0 OR s.status >= 400),
        coalesce(sum(s.bytes), 0)::bigint,
-       coalesce(avg(s.latency_us), 0)::float8,
-       coalesce((SELECT ARRAY[l.p50, l.p90, l.p99, l.p999] FROM latency l WHERE l.variant = st.variant AND l.idx = st.idx), '{0,0,0,0}')::bigint[],
+       coalesce(avg(s.latency_us), 0)::float8,` + latency + `,
        coalesce(min(s.latency_us), 0)::bigint,
        coalesce(max(s.latency_us), 0)::bigint,
-       coalesce(avg(s.start_delay_us), 0)::float8,
-       coalesce((SELECT d.p99 FROM start_delay d WHERE d.variant = st.variant AND d.idx = st.idx), 0)::bigint,
+       coalesce(avg(s.start_delay_us), 0)::float8,` + startDelay + `,
        (SELECT coalesce(sum(ws.missed), 0) FROM worker_steps ws JOIN workers w2 ON w2.id = ws.worker_id
          WHERE w2.run_id = st.run_id AND w2.variant = st.variant AND ws.step = st.idx)::bigint,
        coalesce(rv.workload, '{}'::jsonb), st.rate
@@ -65,6 +74,7 @@ LEFT JOIN samples s ON s.worker_id = w.id AND s.step = st.idx AND NOT s.warmup
 WHERE st.run_id = $1 AND ($2 = '' OR st.variant = $2) AND ($3 < 0 OR st.idx = $3)
 GROUP BY st.run_id, st.variant, st.idx, rv.workload, st.rate
 ORDER BY st.started_at, st.variant, st.idx`
+}
 
 // errorClassesSQL counts the failed requests of steps by class: a transport error class,
 // or the HTTP status of an error response.
@@ -123,7 +133,7 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 			out = append(out, stored[i])
 			continue
 		}
-		live, err := liveSummaries(ctx, s.pool, runID, k.variant, k.idx)
+		live, err := liveSummaries(ctx, s.pool, s.dialect(), runID, k.variant, k.idx)
 		if err != nil {
 			return nil, err
 		}
@@ -134,8 +144,8 @@ func (s *Store) summaries(ctx context.Context, runID, variant string, idx int) (
 
 // liveSummaries computes the client-side figures of steps from the raw rows, read
 // through db (the pool, or a transaction's snapshot).
-func liveSummaries(ctx context.Context, db queryer, runID, variant string, idx int) ([]StepSummary, error) {
-	rows, err := db.Query(ctx, summarySQL, runID, variant, idx)
+func liveSummaries(ctx context.Context, db queryer, d dialect, runID, variant string, idx int) ([]StepSummary, error) {
+	rows, err := db.Query(ctx, summarySQL[d], runID, variant, idx)
 	if err != nil {
 		return nil, fmt.Errorf("summarise run %s: %w", runID, err)
 	}
@@ -240,7 +250,7 @@ func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, i
 	if err := s.settle(ctx); err != nil {
 		return StepSummary{}, err
 	}
-	live, err := liveSummaries(ctx, s.pool, runID, variant, idx)
+	live, err := liveSummaries(ctx, s.pool, s.dialect(), runID, variant, idx)
 	if err != nil {
 		return StepSummary{}, err
 	}

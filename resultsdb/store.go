@@ -71,6 +71,14 @@ func (s *Store) migrate(ctx context.Context) error {
 	return Migrate(ctx, conn.Conn())
 }
 
+// dialect is the SQL the store's database takes.
+func (s *Store) dialect() dialect {
+	if s.citus != "" {
+		return citusSQL
+	}
+	return onePostgres
+}
+
 // Close releases all connections.
 func (s *Store) Close() { s.pool.Close() }
 
