@@ -3,6 +3,11 @@
 # same run, written as Markdown to stdout and to BENCH_GO_OUT:
 #   - sample ingestion: the sample writer's binary COPY vs psql's \copy of the same rows
 #     (resultsdb BenchmarkIngest; goal: at least 80% of psql's rate);
+#   - ingestion on Citus: 4 writers' COPYs into one Postgres server vs Citus clusters of
+#     1 and 2 workers (and 1 worker with Citus' default of 1 cached connection per
+#     worker), fsync on: rows/s, each node's CPU-seconds per million rows, WAL and table
+#     bytes per row (resultsdb BenchmarkIngestCitus; BENCHMARKS.md projects them to
+#     1,000,000 rows/s);
 #   - export: rows/s of a run's samples through a chisel tunnel on loopback vs psql's
 #     \copy (select …) to a file straight from the database (export/
 #     BenchmarkExport; goal: at least 80% of psql's rate);
@@ -30,7 +35,11 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
 echo "bench-go: ingestion (resultsdb BenchmarkIngest, $COUNT runs)" >&2
-CGO_ENABLED=0 $GO test -run '^$' -bench 'Ingest' -benchtime 3x -count "$COUNT" ./resultsdb >>"$raw"
+CGO_ENABLED=0 $GO test -run '^$' -bench '^BenchmarkIngest$' -benchtime 3x -count "$COUNT" ./resultsdb >>"$raw"
+# Two iterations a run, after a first that warms the clusters' connections: 1 Mi rows
+# each, about 7 s on a Citus cluster of 2 cores; some 80 s a run in all.
+echo "bench-go: ingestion on Citus (resultsdb BenchmarkIngestCitus, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench '^BenchmarkIngestCitus$' -benchtime 2x -count "$COUNT" ./resultsdb >>"$raw"
 echo "bench-go: export (export/ BenchmarkExport, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench 'Export' -benchtime 3x -count "$COUNT" ./export >>"$raw"
 if [ -d foundation/router ]; then
@@ -101,6 +110,42 @@ report() {
 	echo "| storing what the report reads, s, 1,000,000 requests (8 step series at step ends + router figures after the pull) | $(awk -v x="${a4:-0}" 'BEGIN{printf "%.2f", x / 1e9}') | $(awk -v x="${c4:-0}" 'BEGIN{printf "%.2f", x / 1e9}') (COPY of its samples) | $(ratio "$a4" "$c4") | spread over the run, not in the report |"
 	echo "| report of a run recorded before schema 8 (from the samples), s, 1,000,000 requests | $(awk -v x="${l4:-0}" 'BEGIN{printf "%.2f", x / 1e9}') | $(awk -v x="${c4:-0}" 'BEGIN{printf "%.2f", x / 1e9}') (COPY) | $(ratio "$l4" "$c4") | linear |"
 }
+
+# cell NAME UNIT DIGITS: median NAME UNIT with DIGITS decimals, "–" when NAME has none.
+cell() {
+	local v
+	v=$(median "$1" "$2") || v="" # none: grep found no line
+	if [ -n "$v" ]; then printf "%.${3}f" "$v"; else echo "–"; fi
+}
+
+# citus_table: BenchmarkIngestCitus as a table, a row per store.
+citus_table() {
+	local plain
+	plain=$(median 'IngestCitus/plain' 'rows/s') || plain=""
+	echo
+	echo "## Ingestion on Citus"
+	echo
+	echo "resultsdb BenchmarkIngestCitus: 4 sample writers COPY 1 Mi rows at once (batches of 32,768) into a server or cluster of its own, fsync on; every node on this one machine. CPU-s: the node's postmaster and its children, per million rows. Medians of $COUNT runs."
+	echo
+	echo "| store | rows/s | vs plain | coordinator CPU-s / 1M rows | worker 0 CPU-s / 1M rows | worker 1 CPU-s / 1M rows | all workers CPU-s / 1M rows | all nodes CPU-s / 1M rows | WAL bytes / row (all nodes) | table + index bytes / row | sessions started / 1M rows |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	local name label r b
+	for name in plain citus-1worker citus-2workers citus-1worker-defaults; do
+		case $name in
+		plain) label="one PostgreSQL server" ;;
+		citus-1worker) label="Citus, coordinator + 1 worker" ;;
+		citus-2workers) label="Citus, coordinator + 2 workers" ;;
+		citus-1worker-defaults) label="Citus, coordinator + 1 worker, Citus' default of 1 cached connection per worker" ;;
+		esac
+		r=$(median "IngestCitus/$name" 'rows/s') || continue # not run
+		b="IngestCitus/$name"
+		echo "| $label | $(printf '%.0f' "$r") | $(ratio "$r" "$plain") | $(cell "$b" coord-cpu-s/Mrows 2) | $(cell "$b" w0-cpu-s/Mrows 2) | $(cell "$b" w1-cpu-s/Mrows 2) | $(cell "$b" workers-cpu-s/Mrows 2) | $(cell "$b" cpu-s/Mrows 2) | $(cell "$b" wal-B/row 1) | $(cell "$b" disk-B/row 1) | $(cell "$b" sessions/Mrows 0) |"
+	done
+}
+
 mkdir -p "$(dirname "$OUT")"
-report | tee "$OUT.tmp"
+{
+	report
+	citus_table
+} | tee "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
