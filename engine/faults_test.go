@@ -138,8 +138,8 @@ func TestFaultsLoseNothing(t *testing.T) {
 		// step" when a loaded host timed the fault late in the case above).
 		{name: "relay loses the database 10s across the step's end", max: 1, hold: 6 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "proxy", spillMust: true, relay: true},
 		// A Citus worker node stops: every batch touching one of its shards fails as a
-		// whole, the writers wait and spill as for any outage, and the engine's own
-		// write at the step's end (steps, a reference table) meets it too and names it.
+		// whole and the writers wait and spill as for any outage, while the engine's
+		// reads go on; it must say which node is away (watchNodes).
 		{name: "a Citus worker stops 10s across the step's end", max: 1, hold: 6 * time.Second, at: time.Second, for_: 10 * time.Second, mode: "citus", spillMust: true, relay: true},
 	}
 	// Every case is set up here, then all run at once: as parallel subtests only
