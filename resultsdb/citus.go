@@ -139,7 +139,7 @@ func checkCitus(ctx context.Context, db queryer, version string) (coordinator bo
 // node) only when the coordinator has laid out the schema of this binary: DDL goes
 // through the coordinator.
 func checkWorkerSchema(ctx context.Context, db queryer, latest int) error {
-	refuse := fmt.Errorf("the database is %w and the results schema is not there yet: give the coordinator's URL, which applies it to the cluster", ErrNotCoordinator)
+	refuse := fmt.Errorf("the database is %w, and the results schema is not there yet: give the coordinator's URL, which lays it out over the cluster", ErrNotCoordinator)
 	var laidOut bool
 	if err := db.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&laidOut); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
