@@ -460,3 +460,21 @@ func TestErrorsAreCCShaped(t *testing.T) {
 		})
 	}
 }
+
+// A manifest's services: binds a user-provided instance with its own credentials, as
+// cf bind-service does, not with credentials a broker would make up.
+func TestManifestBindsAUserProvidedInstanceWithItsCredentials(t *testing.T) {
+	e := newEnv(t, t.TempDir())
+	space := e.space("apps")
+	e.must(201, "POST", "/v3/service_instances", map[string]any{"type": "user-provided", "name": "db",
+		"credentials":   map[string]any{"uri": "postgres://u:p@127.0.0.1:5433/results"},
+		"relationships": map[string]any{"space": map[string]any{"data": map[string]any{"guid": space}}}})
+	app := e.push(space, webManifest)
+	var vcap map[string][]map[string]any
+	if err := json.Unmarshal([]byte(e.rt.specs[app].Env["VCAP_SERVICES"]), &vcap); err != nil || len(vcap["user-provided"]) != 1 {
+		t.Fatalf("VCAP_SERVICES %s: %v", e.rt.specs[app].Env["VCAP_SERVICES"], err)
+	}
+	if uri := get(vcap["user-provided"][0], "credentials", "uri"); uri != "postgres://u:p@127.0.0.1:5433/results" {
+		t.Errorf("the manifest's binding carries uri %v, want the user-provided instance's", uri)
+	}
+}

@@ -399,16 +399,27 @@ func (st *State) splitRoute(url string) (host string, d *Domain, ok bool) {
 // bindAll makes the bindings a manifest asked for.
 func (s *Server) bindAll(c *call, binds []pendingBinding) error {
 	for _, b := range binds {
-		if s.cfg.Broker == nil {
-			return unprocessable("No service broker")
-		}
+		// A user-provided instance's binding carries its own credentials, as
+		// createBinding gives it: there is no broker to ask.
+		var creds map[string]any
+		userProvided := false
+		s.st.read(func(st *State) {
+			if si := st.ServiceInstances[b.instance]; si != nil && si.UserProvided {
+				userProvided, creds = true, si.Credentials
+			}
+		})
 		guid := newGUID()
-		creds, err := s.cfg.Broker.Bind(c.r.Context(), b.instance, guid)
-		if err != nil {
-			return unprocessable("Service broker error: %v", err)
+		if !userProvided {
+			if s.cfg.Broker == nil {
+				return unprocessable("No service broker")
+			}
+			var err error
+			if creds, err = s.cfg.Broker.Bind(c.r.Context(), b.instance, guid); err != nil {
+				return unprocessable("Service broker error: %v", err)
+			}
 		}
 		now := time.Now().UTC()
-		err = s.st.update(func(st *State) error {
+		err := s.st.update(func(st *State) error {
 			st.Bindings[guid] = &Binding{GUID: guid, Name: b.name, AppGUID: b.app, InstanceGUID: b.instance, Credentials: creds, Created: now, Updated: now}
 			return nil
 		})
