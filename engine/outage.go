@@ -48,7 +48,7 @@ func (r *runner) db(ctx context.Context, what string, op func(context.Context) e
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !resultsdb.Transient(err) {
+		if !r.opts.Store.Retryable(ctx, err) {
 			return err
 		}
 		if since.IsZero() {

@@ -211,7 +211,7 @@ func (r *runner) watchStep(ctx context.Context, st resultsdb.Step, fleet Fleet, 
 			}
 		} else if ctx.Err() == nil {
 			// The instances go on; the step's end waits for them once it is back.
-			r.away = r.away || resultsdb.Transient(err)
+			r.away = r.away || store.Retryable(ctx, err)
 			r.opts.Logger.Warn("count live generator instances", "err", err)
 		}
 		r.watchNodes(ctx)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // On a Citus cluster (a database with the citus extension) the schema is laid out so that
@@ -322,4 +324,26 @@ func (s *Store) settle(ctx context.Context) error {
 		return fmt.Errorf("finish the two-phase commits of the Citus nodes: %w", err)
 	}
 	return nil
+}
+
+// awayCheckTimeout bounds Retryable's look at the nodes.
+const awayCheckTimeout = 2 * time.Second
+
+// Retryable reports whether the call that failed with err can succeed later: err is
+// Transient, or, on a Citus cluster, a statement failed while one of its nodes does not
+// answer. Citus reports some of those as an internal error (a write to a reference
+// table: "failure on connection marked as essential", SQLSTATE XX000), so the store
+// asks the nodes rather than read the message. Callers that retry what the database
+// refused for now use it instead of Transient.
+func (s *Store) Retryable(ctx context.Context, err error) bool {
+	if Transient(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if s.citus == "" || !errors.As(err, &pgErr) {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), awayCheckTimeout)
+	defer cancel()
+	return errors.Is(s.CheckNodes(cctx), ErrNodeAway)
 }

@@ -21,20 +21,20 @@ type submission struct {
 func (s *Server) samples(w http.ResponseWriter, r *http.Request) {
 	id, err := workerID(r)
 	if err != nil {
-		fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	// Read into one buffer of the announced size (bounded by the handler's limit) rather
 	// than one that doubles as it fills.
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), s.cfg.MaxBody)+bytes.MinRead))
 	if _, err := buf.ReadFrom(r.Body); err != nil {
-		fail(w, fmt.Errorf("%w: read samples: %w", errBadRequest, err))
+		s.fail(w, r, fmt.Errorf("%w: read samples: %w", errBadRequest, err))
 		return
 	}
 	body := buf.Bytes()
 	rows, n, err := resultsdb.ParseCopy(body, id)
 	if err != nil {
-		fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	if n == 0 {
@@ -57,7 +57,7 @@ func (s *Server) samples(w http.ResponseWriter, r *http.Request) {
 		// deduplicated by the COPY's fallback.
 		return
 	}
-	done(w, err)
+	s.done(w, r, err)
 }
 
 // commit stores what was posted, one COPY of everything waiting at a time: while a
@@ -114,7 +114,7 @@ func (s *Server) store(ctx context.Context, batch []*submission) {
 	if err == nil {
 		s.copiedRows.Add(int64(rows))
 	}
-	if err != nil && !resultsdb.Transient(err) && len(batch) > 1 {
+	if err != nil && !s.cfg.Store.Retryable(ctx, err) && len(batch) > 1 {
 		for _, b := range batch {
 			s.store(ctx, []*submission{b})
 		}

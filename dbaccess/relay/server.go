@@ -230,14 +230,14 @@ func (s *Server) handler() http.Handler {
 	})
 }
 
-// fail answers err: 503 when the database is away, 413 for a body over its bound, 400
-// for another bad request, else 500.
-func fail(w http.ResponseWriter, err error) {
+// fail answers err to r: 503 when the database (or a node of it) is away, 413 for a
+// body over its bound, 400 for another bad request, else 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {
 	case httplimit.TooLarge(err):
 		code = http.StatusRequestEntityTooLarge
-	case resultsdb.Transient(err):
+	case s.cfg.Store.Retryable(r.Context(), err):
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, resultsdb.ErrBadCopy):
 		code = http.StatusBadRequest
@@ -275,7 +275,7 @@ type plan struct {
 func (s *Server) assignment(w http.ResponseWriter, r *http.Request) {
 	app := r.URL.Query().Get("app")
 	if app == "" {
-		fail(w, fmt.Errorf("%w: no app", errBadRequest))
+		s.fail(w, r, fmt.Errorf("%w: no app", errBadRequest))
 		return
 	}
 	s.polls.Add(1)
@@ -287,7 +287,7 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) {
 		s.planQueries.Add(1)
 		if err != nil {
 			p.mu.Unlock()
-			fail(w, err)
+			s.fail(w, r, err)
 			return
 		}
 		p.a, p.fetched = a, time.Now()
@@ -307,13 +307,13 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) {
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	var in resultsdb.Worker
 	if err := decode(r, &in); err != nil {
-		fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.forwarded.Add(1)
 	id, err := s.cfg.Store.JoinRun(r.Context(), in)
 	if err != nil {
-		fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	json.NewEncoder(w).Encode(map[string]int32{"id": id})
@@ -326,7 +326,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		err = decode(r, &c)
 	}
 	if err != nil {
-		fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.beatsReceived.Add(1)
@@ -413,7 +413,7 @@ func (s *Server) joinStep(w http.ResponseWriter, r *http.Request) {
 		s.forwarded.Add(1)
 		err = s.cfg.Store.JoinStep(r.Context(), id, &in.Step, in.Joined, in.Late)
 	}
-	done(w, err)
+	s.done(w, r, err)
 }
 
 type finishBody struct {
@@ -435,7 +435,7 @@ func (s *Server) finishStep(w http.ResponseWriter, r *http.Request) {
 		s.forwarded.Add(1)
 		err = s.cfg.Store.FinishStep(r.Context(), id, idx, in.Sent, in.Missed)
 	}
-	done(w, err)
+	s.done(w, r, err)
 }
 
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
@@ -451,7 +451,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 		s.forwarded.Add(1)
 		err = s.cfg.Store.StopWorker(r.Context(), id, c)
 	}
-	if err != nil && resultsdb.Transient(err) {
+	if err != nil && s.cfg.Store.Retryable(r.Context(), err) {
 		// The instance is on its way out (SIGTERM, a few seconds): the relay keeps its
 		// final counters for the database, so the run learns exactly what it stored.
 		s.beatMu.Lock()
@@ -460,12 +460,12 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	done(w, err)
+	s.done(w, r, err)
 }
 
-func done(w http.ResponseWriter, err error) {
+func (s *Server) done(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
-		fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
