@@ -45,7 +45,8 @@ import (
 //   - rows inserted by INSERT … SELECT are counted with RETURNING: through the
 //     coordinator the command tag counts the rows read;
 //   - joins of the per-request tables include seq = seq;
-//   - percentiles count values (percentile.go).
+//   - a reference table is not updated from a subquery over a distributed one;
+//   - percentiles count values (percentile.go, the citusSQL dialect).
 
 // MinCitusVersion is the oldest Citus the layout needs: since 11.0 every node has the
 // metadata (writes may go through any node) and every multi-shard write commits with
@@ -186,8 +187,9 @@ func versionParts(v string) []int {
 	return out
 }
 
-// distribute puts every table where layout says, skipping those already there. It runs after the migrations of a Citus coordinator's database; on a laid
-// out schema it costs one query.
+// distribute puts every table where layout says, skipping those already there. It
+// runs after the migrations of a Citus coordinator's database; on a laid out schema it
+// costs one query.
 func distribute(ctx context.Context, conn *pgx.Conn) error {
 	rows, err := conn.Query(ctx, `SELECT logicalrelid::text, partmethod, repmodel FROM pg_dist_partition`)
 	if err != nil {
