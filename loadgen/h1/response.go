@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"io"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/decimal"
 )
 
 // ErrMalformed is wrapped by every error about a response that is not valid HTTP/1.x
@@ -147,7 +149,7 @@ func readHead(br *bufio.Reader, first bool) (header, error) {
 		name, value := line[:colon], trim(line[colon+1:])
 		switch {
 		case equalFold(name, "content-length"):
-			n, ok := parseDecimal(value)
+			n, ok := decimal.Parse(value)
 			if !ok || h.contentLength >= 0 && h.contentLength != n {
 				return h, errContentLength
 			}
@@ -340,20 +342,6 @@ func discard(br *bufio.Reader, n int64) (int64, error) {
 		}
 	}
 	return done, nil
-}
-
-func parseDecimal(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 func trim(b []byte) []byte {

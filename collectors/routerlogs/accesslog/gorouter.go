@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/decimal"
 )
 
 // requiredKeys are the keyed fields every gorouter since cf-release v250 writes.
@@ -170,7 +172,7 @@ func status(l *lexer) (int, error) {
 	}
 	start := l.pos
 	tok := l.token()
-	if n, ok := digits(tok); ok && len(tok) == 3 {
+	if n, ok := decimal.Parse(tok); ok && len(tok) == 3 {
 		return int(n), nil
 	}
 	if string(tok) == "-" {
@@ -189,7 +191,7 @@ func byteCount(l *lexer, what string) (int64, error) {
 	if string(tok) == "-" || string(tok) == `"-"` {
 		return 0, nil
 	}
-	n, ok := digits(tok)
+	n, ok := decimal.Parse(tok)
 	if !ok {
 		return 0, l.errAt(start, what+" (digits)")
 	}
@@ -363,7 +365,7 @@ func (r *Record) set(f Field, val string) (expected string) {
 		if val == "-" {
 			return ""
 		}
-		n, ok := digits([]byte(val))
+		n, ok := decimal.Parse([]byte(val))
 		if !ok || n > 1<<31-1 {
 			return `a whole number or "-"`
 		}

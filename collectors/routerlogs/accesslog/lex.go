@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/decimal"
 )
 
 // lexer walks a line left to right; every failure is a *ParseError at its position.
@@ -194,21 +196,6 @@ func hexValue(b []byte, n int) (uint32, bool) {
 	return v, true
 }
 
-// digits parses a non-negative decimal integer of at most 18 digits.
-func digits(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
 // seconds parses gorouter's "0.004512" (digits, an optional fraction) exactly, without
 // a detour through float64.
 func seconds(b []byte) (time.Duration, bool) {
@@ -220,7 +207,7 @@ func seconds(b []byte) (time.Duration, bool) {
 	if len(intPart) > 0 {
 		var ok bool
 		// 9,223,372,036 s is the largest whole number of seconds a Duration holds.
-		if whole, ok = digits(intPart); !ok || whole > 9_000_000_000 {
+		if whole, ok = decimal.Parse(intPart); !ok || whole > 9_000_000_000 {
 			return 0, false
 		}
 	}
