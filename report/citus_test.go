@@ -18,7 +18,7 @@ import (
 
 // TestCitusGivesTheSameReport stores the same fixture runs in one Postgres server and
 // in a Citus cluster of a coordinator and two workers, and gets byte-identical reports
-// (JSON and text, every case TestReportFromExportDirIsTheSame builds) and CSV exports.
+// (JSON and text, every case of reportCases) and CSV exports.
 // On the cluster, aggregation on the coordinator is switched off: a query that would
 // pull every row there (percentile_disc and the like) fails instead of passing slowly.
 func TestCitusGivesTheSameReport(t *testing.T) {
@@ -44,20 +44,7 @@ func TestCitusGivesTheSameReport(t *testing.T) {
 		t.Fatalf("percentile_disc over the samples ran on the coordinator (p50 %d): the test would not see a query that pulls every row there", p50)
 	}
 
-	th, err := ParseThresholds("capacity=-10%,p99=+20%,throughput=-25%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		ids  []string
-		opts Options
-	}{
-		{"baseline and thresholds", []string{fixtureRun}, Options{Baseline: fixtureBaseline, FailOn: th}},
-		{"legacy run (series from the rows)", []string{legacyRun}, Options{}},
-		{"bare run (a step's figures from the rows)", []string{bareRun}, Options{}},
-		{"wide intervals", []string{fixtureRun, legacyRun}, Options{MaxPoints: 17, Baseline: bareRun}},
-	} {
+	for _, c := range reportCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			var want, got [2]bytes.Buffer
 			for i, store := range []*resultsdb.Store{plain, cluster} {

@@ -59,21 +59,7 @@ func exportedFixture(t *testing.T, perStep int) (*resultsdb.Store, map[string]st
 // series in intervals wider than a second.
 func TestReportFromExportDirIsTheSame(t *testing.T) {
 	store, dirs := exportedFixture(t, 500)
-	th, err := ParseThresholds("capacity=-10%,p99=+20%,throughput=-25%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		ids  []string
-		opts Options
-	}{
-		{"baseline and thresholds", []string{fixtureRun}, Options{Baseline: fixtureBaseline, FailOn: th}},
-		{"two runs side by side", []string{fixtureRun, fixtureBaseline}, Options{}},
-		{"legacy run", []string{legacyRun}, Options{}},
-		{"bare run", []string{bareRun}, Options{}},
-		{"wide intervals", []string{fixtureRun, legacyRun}, Options{MaxPoints: 17, Baseline: bareRun}},
-	} {
+	for _, c := range reportCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			fromDB, err := Build(ctx, store, c.ids, c.opts)
@@ -129,6 +115,32 @@ func TestReportFromExportDirIsTheSame(t *testing.T) {
 	r := rep.Runs[0]
 	if len(r.Findings) == 0 || len(r.Coverage) == 0 || r.Variants[0].Memory == nil || r.Variants[0].Steps[3].Decomposition == nil || len(r.Flushes) == 0 {
 		t.Errorf("the full run lacks findings, coverage, memory, a decomposition or flushes: %+v", r)
+	}
+}
+
+// reportCase is a report of fixture runs that two readers of the same rows must give
+// alike.
+type reportCase struct {
+	name string
+	ids  []string
+	opts Options
+}
+
+// reportCases are the reports of exportedFixture's runs that the comparisons build: a
+// run against a baseline under thresholds, two runs side by side, a legacy run, a bare
+// run, and series in intervals wider than a second.
+func reportCases(t *testing.T) []reportCase {
+	t.Helper()
+	th, err := ParseThresholds("capacity=-10%,p99=+20%,throughput=-25%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []reportCase{
+		{"baseline and thresholds", []string{fixtureRun}, Options{Baseline: fixtureBaseline, FailOn: th}},
+		{"two runs side by side", []string{fixtureRun, fixtureBaseline}, Options{}},
+		{"legacy run", []string{legacyRun}, Options{}},
+		{"bare run", []string{bareRun}, Options{}},
+		{"wide intervals", []string{fixtureRun, legacyRun}, Options{MaxPoints: 17, Baseline: bareRun}},
 	}
 }
 
