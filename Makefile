@@ -74,7 +74,7 @@ LINT_PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 lint:
 	printf '%s\n' $(LINT_PLATFORMS) | xargs -P 2 -n 1 sh -c 'echo "go vet $$0"; GOOS=$${0%/*} GOARCH=$${0#*/} $(GO) vet ./... || { echo "go vet failed for $$0"; exit 1; }'
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: the files above need formatting'; exit 1; }
-	! git grep -nE 'http\.DefaultClient[.)]|http\.(Get|Post|Head|PostForm)\(' -- '*_test.go' 'internal/test*' || { echo 'lint: tests use testhttp.Client, not http.DefaultClient (internal/testhttp says why)'; exit 1; }
+	! git grep -nE 'http\.DefaultClient[.)]|http\.(Get|Post|Head|PostForm)\(' -- '*_test.go' 'internal/test*' 'dbaccess/testpg' 'foundation/testfoundation' || { echo 'lint: tests use testhttp.Client, not http.DefaultClient (internal/testhttp says why)'; exit 1; }
 
 # Everything, as CI runs it (.ci/run): the stages and why are in scripts/test.sh.
 test: deps build apps lint

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/exportcheck"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/foundation"
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 )
 
 // providerCase is one resource of the official provider (with what it needs), as

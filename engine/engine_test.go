@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 	"github.com/cf-benchmark/cf-benchmark/internal/testos"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"

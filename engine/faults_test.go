@@ -19,10 +19,10 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"

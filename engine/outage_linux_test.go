@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"

@@ -11,12 +11,12 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/elastic"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testos"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

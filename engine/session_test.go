@@ -14,7 +14,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/file"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

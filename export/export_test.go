@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"

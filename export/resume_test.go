@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/jackc/pgx/v5"
 )

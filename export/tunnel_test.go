@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testrace"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

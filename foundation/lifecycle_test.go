@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 

@@ -14,9 +14,9 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/config"
 	"github.com/cloudfoundry/go-cfclient/v3/operation"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testes"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 )
 
 func TestMain(m *testing.M) { testes.Main(m) }

@@ -17,7 +17,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 )
 
 // TestCF runs the run engine's operations against one local foundation: services,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"

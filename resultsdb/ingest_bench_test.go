@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/procstat"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 )
 
 // A run stored before schema v15 keeps a meaning: its cores_available came only from the

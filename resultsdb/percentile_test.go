@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 )
 
 // pctGroup is a group of values for TestPercentilesAreThoseOfPercentileDisc.

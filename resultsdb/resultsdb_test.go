@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testtier"
 	"github.com/jackc/pgx/v5"
 )

@@ -15,10 +15,10 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

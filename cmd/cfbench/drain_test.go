@@ -10,10 +10,10 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

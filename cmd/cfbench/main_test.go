@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 )
 
 // stderrCopy receives what chisel's forked loggers print: they write to os.Stderr,

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 )
 
 const token = "relay-token-0123456789"

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/plugin/command"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

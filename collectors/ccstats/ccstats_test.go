@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testfoundation"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

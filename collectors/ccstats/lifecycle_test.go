@@ -7,8 +7,8 @@ import (
 
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/faultproxy"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle/lifecycletest"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/loadgen/worker"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 	"github.com/cf-benchmark/cf-benchmark/internal/testlog"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 	"github.com/jackc/pgx/v5"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 )
 
 // routerLike answers like an app and writes a gorouter access-log line per request,

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/report/metrics"
 	"github.com/cf-benchmark/cf-benchmark/report/metrics/metricstest"

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
 	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
-	"github.com/cf-benchmark/cf-benchmark/internal/testpg"
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
