@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
@@ -126,16 +127,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.ln = ln
-	srv := s.cfg.Timeouts.Server(s.handler())
+	srv := httpserver.New(s.cfg.Timeouts.Server(s.handler()), ln, 5*time.Second)
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { s.poll(work) })
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	_ = srv.Start(context.WithoutCancel(ctx)) // a new server starts; the end of ctx stops it below, with its grace
+	served := make(chan struct{})
+	go func() { srv.Wait(); close(served) }()
 	go func() {
-		var err error
 		select {
-		case err = <-served: // the listener died
+		case <-served: // the listener died
 		case <-s.life.Stopping():
 		case <-ctx.Done():
 		}
@@ -144,15 +145,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.finish(nil, "the run's process stopped before its report was made")
 		// The streams end once they sent the final event; a page that does not read
 		// is cut off.
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if srv.Shutdown(sctx) != nil {
-			srv.Close()
-		}
-		cancel()
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.life.Stopped(err)
+		s.life.Stopped(srv.Close())
 	}()
 	return nil
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/listenaddr"
 )
@@ -62,26 +62,18 @@ func (p *Prometheus) Start(ctx context.Context) error {
 	reg.MustRegister(collector{p})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := httplimit.Timeouts{}.Server(listenaddr.SelfOnly(ln, mux))
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	srv := httpserver.New(httplimit.Timeouts{}.Server(listenaddr.SelfOnly(ln, mux)), ln, 5*time.Second)
+	_ = srv.Start(context.WithoutCancel(ctx)) // a new server starts; the end of ctx stops it below, with its grace
+	served := make(chan struct{})
+	go func() { srv.Wait(); close(served) }()
 	go func() {
-		var err error
 		select {
-		case err = <-served: // the listener died
+		case <-served: // the listener died
 		case <-p.life.Stopping():
 			p.linger(ctx)
 		case <-ctx.Done():
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if srv.Shutdown(sctx) != nil {
-			srv.Close()
-		}
-		cancel()
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		p.life.Stopped(err)
+		p.life.Stopped(srv.Close())
 	}()
 	return nil
 }
