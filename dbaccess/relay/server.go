@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -82,8 +83,9 @@ type Stats struct {
 }
 
 // Server is a relay. It follows the lifecycle of package lifecycle: Close stops taking
-// requests, lets those in flight finish (their samples committed), writes the last
-// heartbeats and returns.
+// requests, lets those in flight finish (their samples committed) for up to 30 s, writes
+// the last heartbeats and returns; the end of Start's ctx cuts the requests in flight
+// at once (rows already posted are still committed; a retry of them is deduplicated).
 type Server struct {
 	cfg  Config
 	life lifecycle.State
@@ -151,34 +153,25 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.ln = ln
-	srv := s.cfg.Timeouts.Server(s.handler())
+	srv := httpserver.New(s.cfg.Timeouts.Server(s.handler()), ln, 30*time.Second)
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	for range s.cfg.Committers {
 		bg.Go(func() { s.commit(work) })
 	}
 	bg.Go(func() { s.writeBeats(work) })
+	srv.Start(ctx) // a new server: it starts
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Wait() }()
 	go func() {
-		var err error
 		select {
-		case err = <-served: // the listener died
+		case <-served: // the listener died
 		case <-s.life.Stopping():
 		case <-ctx.Done():
 		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if ctx.Err() != nil {
-			cancel()
-			sctx, cancel = context.WithTimeout(context.Background(), time.Second)
-		}
-		srv.Shutdown(sctx) // waits for the posts in flight, whose rows the committers store
-		cancel()
+		err := srv.Close() // waits for the posts in flight, whose rows the committers store
 		stopWork()
 		bg.Wait()
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
 		s.life.Stopped(err)
 	}()
 	return nil

@@ -17,7 +17,8 @@ import (
 // Server serves an http.Server on a listener. It follows the lifecycle of package
 // lifecycle: Close shuts the server down, giving requests in flight the grace to finish
 // before their connections are cut (reported by Wait); the end of Start's ctx cuts them
-// at once. It stops by itself when its listener fails, and Wait says why.
+// at once. It stops by itself when its listener fails (shutting down as by Close), and
+// Wait says why.
 type Server struct {
 	srv   *http.Server
 	ln    net.Listener
@@ -44,8 +45,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		var err error
 		select {
-		case err = <-served: // the listener failed
-			s.life.Stopped(fmt.Errorf("http server on %s: %w", s.ln.Addr(), err))
+		case err = <-served: // the listener failed; the requests in flight get the grace
+			s.life.Stopped(errors.Join(fmt.Errorf("http server on %s: %w", s.ln.Addr(), err), s.shutdown()))
 			return
 		case <-stopping:
 			err = s.shutdown()

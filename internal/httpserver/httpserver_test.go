@@ -36,37 +36,58 @@ func TestLifecycle(t *testing.T) {
 	})
 }
 
-// TestCloseLetsARequestInFlightFinish: a request in flight when Close comes gets its
-// answer, and Close then reports a clean stop.
-func TestCloseLetsARequestInFlightFinish(t *testing.T) {
-	arrived, shutdown := make(chan struct{}), make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
-		<-shutdown // answers only once Close is shutting the server down
-		io.WriteString(w, "done")
-	})}
-	srv.RegisterOnShutdown(func() { close(shutdown) })
-	s := New(srv, listen(t), time.Minute)
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	answer := make(chan string, 1)
-	go func() {
-		res, err := testhttp.Client.Get("http://" + s.Addr().String())
-		if err != nil {
-			answer <- err.Error()
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		answer <- string(b)
-	}()
-	<-arrived
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close: %v, want nil", err)
-	}
-	if got := <-answer; got != "done" {
-		t.Fatalf("the request in flight got %q, want its answer", got)
+// TestStopLetsARequestInFlightFinish: a request in flight when Close comes, or when the
+// listener fails, gets its answer; Wait then reports a clean stop, or the failure.
+func TestStopLetsARequestInFlightFinish(t *testing.T) {
+	for name, stop := range map[string]func(t *testing.T, s *Server, ln net.Listener) error{
+		"Close": func(_ *testing.T, s *Server, _ net.Listener) error { return s.Close() },
+		"a failed listener": func(t *testing.T, s *Server, ln net.Listener) error {
+			if err := ln.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Wait(); !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("Wait after the listener failed: %v, want net.ErrClosed", err)
+			}
+			return nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			arrived, shutdown := make(chan struct{}), make(chan struct{})
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				close(arrived)
+				<-shutdown // answers only once the server is shutting down
+				io.WriteString(w, "done")
+			})}
+			srv.RegisterOnShutdown(func() { close(shutdown) })
+			ln := listen(t)
+			s := New(srv, ln, time.Minute)
+			if err := s.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			answer := make(chan string, 1)
+			go func() {
+				res, err := testhttp.Client.Get("http://" + s.Addr().String())
+				if err != nil {
+					answer <- err.Error()
+					return
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				answer <- string(b)
+			}()
+			<-arrived
+			if err := stop(t, s, ln); err != nil {
+				t.Fatalf("%s: %v, want nil", name, err)
+			}
+			select {
+			case got := <-answer:
+				if got != "done" {
+					t.Fatalf("the request in flight got %q, want its answer", got)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the request in flight got no answer")
+			}
+		})
 	}
 }
 

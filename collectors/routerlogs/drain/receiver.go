@@ -19,12 +19,14 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
 	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/rfc5424"
 	"github.com/cf-benchmark/cf-benchmark/internal/httplimit"
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
 // Receiver is the drain: listeners, the buffer and the writer. It is a lifecycle.Part:
-// Close stops taking messages and then goes on storing what is buffered for
-// Config.Grace; the end of Start's ctx skips that grace.
+// Close stops taking messages (HTTP requests in flight get Config.Grace to finish; Wait
+// reports those cut) and then goes on storing what is buffered for Config.Grace; the
+// end of Start's ctx skips that grace.
 type Receiver struct {
 	cfg Config
 	log *slog.Logger
@@ -43,7 +45,7 @@ type Receiver struct {
 	accepted int64 // syslog connections so far: their order, for eviction
 	closed   bool
 	wg       sync.WaitGroup // accept loop and connections
-	srv      *http.Server
+	httpSrv  *httpserver.Server
 }
 
 var _ lifecycle.Part = (*Receiver)(nil)
@@ -54,10 +56,7 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	cfg.Apps = maps.Clone(cfg.Apps) // read by every connection: the caller's may change
-	r := &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(cfg.Apps), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]*syslogConn{}}
-	r.srv = cfg.Timeouts.Server(r)
-	r.srv.ErrorLog = slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)
-	return r, nil
+	return &Receiver{cfg: cfg, log: cfg.Logger, c: newCounters(cfg.Apps), buf: newBuffer(cfg.MaxBuffered), conns: map[net.Conn]*syslogConn{}}, nil
 }
 
 // Counters returns what the receiver got so far.
@@ -120,11 +119,13 @@ func (r *Receiver) Start(ctx context.Context) error {
 
 	failed := make(chan error, 2)
 	if httpLn != nil {
-		r.wg.Add(1)
+		srv := r.cfg.Timeouts.Server(r)
+		srv.ErrorLog = slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)
+		r.httpSrv = httpserver.New(srv, httpLn, r.cfg.Grace)
+		r.httpSrv.Start(ctx) // a new server: it starts
 		go func() {
-			defer r.wg.Done()
-			if err := r.srv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
-				failed <- fmt.Errorf("drain: http: %w", err)
+			if err := r.httpSrv.Wait(); err != nil {
+				failed <- fmt.Errorf("drain: %w", err)
 			}
 		}()
 	}
@@ -163,15 +164,15 @@ func (r *Receiver) supervise(ctx context.Context, failed <-chan error, stopWrite
 		c.Close()
 	}
 	r.mu.Unlock()
+	if r.httpSrv != nil { // its requests in flight get the grace, unless ctx ended
+		if err := r.httpSrv.Close(); err != nil && failure == nil {
+			failure = fmt.Errorf("drain: %w", err)
+		}
+	}
 	grace := r.cfg.Grace
 	if ctx.Err() != nil {
 		grace = 0
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	if err := r.srv.Shutdown(sctx); err != nil {
-		r.srv.Close()
-	}
-	cancel()
 	r.wg.Wait()
 	r.buf.close()
 	select {
