@@ -24,9 +24,6 @@ const (
 	citusSQL                   // counting values
 )
 
-// dialects are both, for the queries built once for each.
-var dialects = [...]dialect{onePostgres, citusSQL}
-
 // A column is an expression over the rows and the name the query gives it.
 type column struct{ expr, name string }
 
