@@ -59,12 +59,12 @@ func run(ctx context.Context, out io.Writer, verb, dir, db string, workers int) 
 	switch verb {
 	case "start":
 		if workers == 0 && !cluster {
-			return startServer(ctx, out, dir, db)
+			return start(ctx, out, pgserver.New(pgserver.Options{Dir: dir, Detach: true}), db)
 		}
 		if workers == 0 {
 			workers = len(workerDirs)
 		}
-		return startCluster(ctx, out, dir, db, workers)
+		return start(ctx, out, pgserver.NewCluster(pgserver.Options{Dir: dir, Detach: true}, workers), db)
 	case "status":
 		if cluster {
 			return clusterStatus(out, dir, db, append([]string{coordinator}, workerDirs...))
@@ -89,28 +89,23 @@ func run(ctx context.Context, out io.Writer, verb, dir, db string, workers int) 
 	return 2, fmt.Errorf("unknown command %q\n%s", verb, usage)
 }
 
-func startServer(ctx context.Context, out io.Writer, dir, db string) (int, error) {
-	// Detached, the server outlives this process, which exits without Close.
-	srv := pgserver.New(pgserver.Options{Dir: dir, Detach: true})
-	if err := srv.Start(ctx); err != nil {
-		return 1, err
-	}
-	if err := srv.CreateDatabase(ctx, db); err != nil {
-		return 1, err
-	}
-	fmt.Fprintln(out, srv.DSN(db))
-	return 0, nil
+// database is a server or a cluster: what start does with either.
+type database interface {
+	Start(ctx context.Context) error
+	CreateDatabase(ctx context.Context, name string) error
+	DSN(db string) string
 }
 
-func startCluster(ctx context.Context, out io.Writer, dir, db string, workers int) (int, error) {
-	c := pgserver.NewCluster(pgserver.Options{Dir: dir, Detach: true}, workers)
-	if err := c.Start(ctx); err != nil {
+// start starts d, detached (it outlives this process, which exits without Close),
+// creates the database db and prints its DSN.
+func start(ctx context.Context, out io.Writer, d database, db string) (int, error) {
+	if err := d.Start(ctx); err != nil {
 		return 1, err
 	}
-	if err := c.CreateDatabase(ctx, db); err != nil {
+	if err := d.CreateDatabase(ctx, db); err != nil {
 		return 1, err
 	}
-	fmt.Fprintln(out, c.DSN(db))
+	fmt.Fprintln(out, d.DSN(db))
 	return 0, nil
 }
 
