@@ -72,6 +72,7 @@ func (d *decoder) spec(v value) *Spec {
 	if ok {
 		s.File, s.pos = d.file, d.pos
 		d.errs = append(d.errs, levelRules(s, func(path string) bool { _, ok := d.pos[path]; return ok })...)
+		d.errs = append(d.errs, faultRules(s)...)
 	}
 	return s
 }
@@ -427,6 +428,7 @@ func (d *decoder) ramp(r *Ramp) func(value) {
 			required("hold", d.duration(&r.Hold, time.Second)),
 			optional("warmup", d.duration(&r.Warmup, 0)),
 			optional("stop", d.stop(&r.Stop)),
+			optional("faults", d.faults(&r.Faults)),
 		)
 		if !ok {
 			return

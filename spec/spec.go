@@ -255,6 +255,8 @@ type Ramp struct {
 	// Warmup is the beginning of each step whose samples are tagged warm-up; < Hold.
 	Warmup time.Duration
 	Stop   StopConditions
+	// Faults are the faults scheduled in the steps (spec/faults.go); nil for none.
+	Faults []Fault
 }
 
 // Steps returns the number of generator instances in each step of a ramp of
