@@ -149,9 +149,10 @@ func stage(ctx context.Context, req Request, appDir string, log io.Writer) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	if err := makeCommandExecutable(appDir, res.StartCommand); err != nil {
-		return Result{}, err
-	}
+	// The app's files keep the modes their zip gave them. No buildpack makes a start
+	// program executable (the binary buildpack runs the command as given), so a zip
+	// whose program lacks the bit (one made on Windows by a tool other than the cf
+	// CLI) fails to start here as on Cloud Foundry: "Permission denied", status 126.
 	res.BuildpackVersion = BuildpackVersion
 	for typ, cmd := range types {
 		if typ != "web" {
@@ -252,59 +253,6 @@ func procfile(appDir string) map[string]string {
 		}
 	}
 	return out
-}
-
-// makeCommandExecutable sets the execute bits on the command's program when it is a
-// file of the app: zips made without Unix modes (or by tools that drop them) would
-// otherwise leave `./server` unrunnable. Leading VAR=value words are skipped.
-func makeCommandExecutable(appDir, command string) error {
-	var prog string
-	for _, w := range strings.Fields(command) {
-		if k, _, ok := strings.Cut(w, "="); ok && isEnvName(k) {
-			continue
-		}
-		if w == "exec" {
-			continue
-		}
-		prog = strings.Trim(w, `"'`)
-		break
-	}
-	if prog == "" || strings.ContainsAny(prog, "$`*?[") || !filepath.IsLocal(prog) {
-		return nil
-	}
-	p := filepath.Join(appDir, prog)
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil // a program on PATH, or a shell builtin
-	}
-	if fi.Mode().Type() == os.ModeSymlink {
-		// extract verified every link resolves inside the app.
-		if p, err = filepath.EvalSymlinks(p); err != nil {
-			return nil
-		}
-		if fi, err = os.Stat(p); err != nil {
-			return nil
-		}
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0o111 {
-		return nil
-	}
-	if err := os.Chmod(p, fi.Mode().Perm()|0o111); err != nil {
-		return fmt.Errorf("make %s executable: %w", prog, err)
-	}
-	return nil
-}
-
-func isEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func fileExists(p string) bool {
