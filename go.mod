@@ -11,6 +11,7 @@ require (
 	github.com/jpillora/chisel v1.12.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/common v0.66.1
+	github.com/sabhiram/go-gitignore v0.0.0-20171017070213-362f9845770f
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0

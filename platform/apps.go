@@ -132,7 +132,7 @@ func others(stats []resource.ProcessStat) string {
 		}
 		d := fmt.Sprintf("#%d %s", s.Index, s.State)
 		if s.Details != nil && *s.Details != "" {
-			d += " (" + *s.Details + ")"
+			d += " (" + *s.Details + exitHint(*s.Details) + ")"
 		}
 		out = append(out, d)
 	}
@@ -204,4 +204,16 @@ func (c *CF) StopApp(ctx context.Context, appGUID string) error {
 		return fmt.Errorf("stop app %s: %w", appGUID, err)
 	}
 	return nil
+}
+
+// exitHint explains the shell's exit statuses that a start command meets before the
+// app runs at all, from an instance's crash details.
+func exitHint(details string) string {
+	switch {
+	case strings.HasSuffix(details, "status 126"):
+		return ": the start command's program is not executable; give it the execute bit (chmod +x) before pushing"
+	case strings.HasSuffix(details, "status 127"):
+		return ": the start command's program was not found in the app"
+	}
+	return ""
 }

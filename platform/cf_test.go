@@ -18,6 +18,7 @@ import (
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/wait"
 )
 
 // TestCF runs the run engine's operations against one local foundation: services,
@@ -404,6 +405,37 @@ func TestCF(t *testing.T) {
 		for _, name := range []string{"one", "bad", "unbound", "script", "hc"} {
 			if a, err := c.FindApp(ctx, space.GUID, name); a != nil || err != nil {
 				t.Errorf("app %s exists after a refused push: %+v, %v", name, a, err)
+			}
+		}
+	})
+
+	t.Run("start program not executable", func(t *testing.T) {
+		ctx := within(t)
+		// A start script without the execute bit (a zip from a Windows tool other
+		// than the cf CLI, or a Linux file never chmodded) stages, then cannot start:
+		// the binary buildpack adds no bit, so the instance crashes with status 126,
+		// and the wait says what that means.
+		dir := t.TempDir()
+		writeFile(t, dir, "app/start.sh", "#!/bin/sh\nexec ./cfbench-stub\n")
+		copyFile(t, bin, filepath.Join(dir, "app", "cfbench-stub"))
+		m := writeFile(t, dir, "manifest.yml", "applications:\n- name: noexec\n  path: app\n  memory: 64M\n  buildpacks: [binary_buildpack]\n  command: ./start.sh\n  no-route: true\n")
+		a, err := c.PushManifest(ctx, "cfbench", "apps", m, "", Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, stats, err := c.Instances(ctx, a.ProcessGUID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(stats) == 1 && stats[0].State == "CRASHED" {
+				if got := others(stats); !strings.HasSuffix(got, "status 126: the start command's program is not executable; give it the execute bit (chmod +x) before pushing)") {
+					t.Fatalf("instances: %s, want #0 crashed with status 126, explained", got)
+				}
+				return
+			}
+			if !wait.For(ctx, 100*time.Millisecond) {
+				t.Fatalf("instance 0 never seen CRASHED: %+v", stats)
 			}
 		}
 	})

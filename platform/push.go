@@ -13,11 +13,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
+	gitignore "github.com/sabhiram/go-gitignore"
 	"gopkg.in/yaml.v3"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/bytesize"
@@ -35,10 +37,9 @@ type App struct {
 // memory, disk_quota, instances, buildpacks, command, env, routes, no-route,
 // random-route, health-check-type, stack, services, processes) into org/space, changed
 // by o (see Overrides and ResolveManifest). path is resolved against the manifest's
-// directory (default: that directory); a directory is zipped with its file modes, so
-// executables stay executable (without what the cf CLI always leaves out: .git,
-// manifest.yml, …; .cfignore is not read), and a zip file (.zip, .jar, .war) is
-// uploaded as is. Manifest services are bound: they must exist in the space. Without
+// directory (default: that directory); a directory is zipped as the cf CLI zips it
+// (appBits: its .cfignore and the names it always leaves out, file modes as it sets
+// them), and a zip file (.zip, .jar, .war) is uploaded as is. Manifest services are bound: they must exist in the space. Without
 // routes, no-route or random-route the app gets its default route, as with cf push.
 //
 // It returns once the app is staged and started: its instances may not run yet (see
@@ -343,11 +344,17 @@ func (a *manifestApp) binaryStarted(dir string) string {
 	return p
 }
 
-// ignored are the names the cf CLI never uploads.
-var ignored = []string{".cfignore", ".DS_Store", ".git", ".gitignore", ".hg", ".svn", "_darcs", "manifest.yaml", "manifest.yml"}
+// ignoredAlways are the cf CLI's ignore lines for every push, before a .cfignore's.
+var ignoredAlways = []string{".cfignore", ".DS_Store", ".git", ".gitignore", ".hg", ".svn", "_darcs", "manifest.yaml", "manifest.yml"}
 
 // appBits is what a push uploads from src: a directory zipped, or a zip file as is.
-func appBits(src string) ([]byte, error) {
+func appBits(src string) ([]byte, error) { return appBitsFrom(src, runtime.GOOS) }
+
+// appBitsFrom is appBits as the cf CLI on goos does it. A directory's files are
+// matched as the cf CLI matches them (gitignore patterns: ignoredAlways and the
+// directory's .cfignore, CRLF lines too), get modes as it gives them (zipMode), and a
+// symlink is stored as a link with its target in slashes.
+func appBitsFrom(src, goos string) ([]byte, error) {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return nil, fmt.Errorf("app path: %w", err)
@@ -362,6 +369,10 @@ func appBits(src string) ([]byte, error) {
 		}
 		return b, nil
 	}
+	ignore, err := cfIgnore(src)
+	if err != nil {
+		return nil, err
+	}
 	var entries []zipEntry
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -370,21 +381,18 @@ func appBits(src string) ([]byte, error) {
 		if p == src {
 			return nil
 		}
-		if slices.Contains(ignored, d.Name()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
 		rel, err := filepath.Rel(src, p)
 		if err != nil {
 			return err
+		}
+		if ignore.MatchesPath(rel) {
+			return nil // as the cf CLI: a directory's files are matched one by one
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		e := zipEntry{name: filepath.ToSlash(rel), mode: info.Mode()}
+		e := zipEntry{name: filepath.ToSlash(rel), mode: zipMode(goos, info.Mode())}
 		switch {
 		case d.IsDir():
 			e.name += "/"
@@ -393,7 +401,7 @@ func appBits(src string) ([]byte, error) {
 			if err != nil {
 				return err
 			}
-			e.body = []byte(target)
+			e.body = []byte(filepath.ToSlash(target))
 		case info.Mode().IsRegular():
 			if e.body, err = os.ReadFile(p); err != nil {
 				return err
@@ -411,6 +419,20 @@ func appBits(src string) ([]byte, error) {
 		return nil, fmt.Errorf("app path %s has no files to push", src)
 	}
 	return zipFiles(entries...)
+}
+
+// cfIgnore is the matcher of what a push of dir leaves out: ignoredAlways and, as the
+// cf CLI reads it, dir's .cfignore.
+func cfIgnore(dir string) (*gitignore.GitIgnore, error) {
+	f := filepath.Join(dir, ".cfignore")
+	if _, err := os.Stat(f); err != nil {
+		return gitignore.CompileIgnoreLines(ignoredAlways...)
+	}
+	g, err := gitignore.CompileIgnoreFileAndLines(f, ignoredAlways...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f, err)
+	}
+	return g, nil
 }
 
 type zipEntry struct {
