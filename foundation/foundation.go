@@ -315,7 +315,7 @@ func (f *Foundation) releaseStateDir() error {
 	if f.apiLn != nil {
 		f.apiLn.Close()
 	}
-	return f.lock.Close()
+	return unlockStateDir(f.lock)
 }
 
 func (f *Foundation) newServicesPG() (lifecycle.Part, error) {

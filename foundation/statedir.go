@@ -88,6 +88,13 @@ func lockStateDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
+// unlockStateDir gives the state directory's lock back at once, so that a start
+// right after (a retry) may take it, and closes lock.
+func unlockStateDir(lock *os.File) error {
+	err := osproc.UnlockFile(lock)
+	return errors.Join(err, lock.Close())
+}
+
 // pidToken is what the pid file holds: the pid and the process's start time, so that
 // a pid file left by a killed foundation never makes Stop signal the unrelated process
 // that got its pid since.

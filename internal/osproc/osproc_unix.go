@@ -45,5 +45,9 @@ func LockFile(f *os.File) error {
 	return err
 }
 
+// UnlockFile releases LockFile's lock at once. Closing f alone may not: a child
+// forked by another goroutine holds a copy of f until it execs, and with it the lock.
+func UnlockFile(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
 // NoFollow is the open flag that refuses to open a symbolic link (O_NOFOLLOW).
 const NoFollow = syscall.O_NOFOLLOW

@@ -59,5 +59,11 @@ func LockFile(f *os.File) error {
 	return err
 }
 
+// UnlockFile releases LockFile's lock at once.
+func UnlockFile(f *os.File) error {
+	var ol windows.Overlapped
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
+}
+
 // NoFollow is 0: Windows' open has no such flag.
 const NoFollow = 0
