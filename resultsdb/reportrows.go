@@ -41,6 +41,7 @@ type ReportRows struct {
 	Memory            map[string][]MemoryPoint
 	Findings          []ReportFinding // run_events of kind check at level warn or fail, by id
 	Flushes           []FlushSum      // by variant, step
+	Faults            []Fault         // the injected faults, in order, with the requests around them
 }
 
 // ReportVariant is a variant of the run as its run_variants row says (empty fields for a
@@ -193,7 +194,7 @@ func (s *Store) readRun(ctx context.Context, id string, width func(spanS float64
 		}
 	}
 	r.IntervalS = width(StepsSpan(r.Steps))
-	for _, read := range []func(context.Context, pgx.Tx, *ReportRows) error{readSeries, readMemory, readFindings, readFlushes} {
+	for _, read := range []func(context.Context, pgx.Tx, *ReportRows) error{readSeries, readMemory, readFindings, readFlushes, readRunFaults} {
 		if err := read(ctx, tx, r); err != nil {
 			return nil, fmt.Errorf("report on run %s: %w", id, err)
 		}

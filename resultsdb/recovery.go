@@ -1,0 +1,299 @@
+package resultsdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Faults on purpose: the engine records each fault it injected as a run event of kind
+// FaultEventKind (its evidence: the action, the instance it hit, how long until that
+// ran again); FaultRecovery measures the requests of its step around it, and
+// FaultRecovery.Back judges when the latency was back.
+
+// FaultEventKind is the run_events kind of an injected fault.
+const FaultEventKind = "fault"
+
+// The rule of "back" (docs/spec.md, "Faults"): the step's latency is back at the start
+// of the first RecoveryWindow consecutive seconds after the fault's first disturbed
+// second in which every second is good: it has requests, its p99 is at most the
+// pre-fault p99 × RecoveryP99Factor or + RecoveryP99Floor (whichever is higher: a
+// fast app's p99 doubles from a millisecond without anyone noticing), and its share of
+// failed requests is at most the pre-fault share + RecoveryErrorShare.
+const (
+	RecoveryWindow     = 3
+	RecoveryP99Factor  = 1.2
+	RecoveryP99Floor   = 5 * time.Millisecond
+	RecoveryErrorShare = 0.01
+)
+
+// FaultPhase is the figures of the requests of a part of a step: how many were sent
+// (by intended time), how many failed (no response, or a status ≥ 400), their p99.
+type FaultPhase struct {
+	Count, Errors int64
+	P99           time.Duration
+}
+
+// ErrorShare is the share of the requests that failed, 0 without requests.
+func (p FaultPhase) ErrorShare() float64 {
+	if p.Count == 0 {
+		return 0
+	}
+	return float64(p.Errors) / float64(p.Count)
+}
+
+// Fault is an injected fault as the run recorded it, with the requests of its step
+// around it (FaultRecovery).
+type Fault struct {
+	Variant string
+	Idx     int       // the step, 0-based
+	At      time.Time // when it was applied, on the database's clock
+	Level   string    // info when applied, warn when it could not be
+	Message string
+	// Action and the rest are the event's evidence: App is "app" or "generator",
+	// Instances the guids it hit, RunningAgain how long after it the instances it hit
+	// ran again (nil: not within the step, or it hit none), Error why it was not
+	// applied.
+	Action       string
+	App          string
+	Index        int
+	Cell         string
+	Instances    []string
+	RunningAgain *time.Duration
+	Error        string
+	Recovery     FaultRecovery
+}
+
+// FaultRecovery is the requests of a step around a fault at At: Before from the end of
+// the warm-up to the fault, After from the fault to the step's end; Seconds the second
+// by second figures after the fault (the last may be partial); ErrorsByClass the failed
+// requests after the fault by class (a transport error's class, else http_NNN, as a
+// step's errors_by_class).
+type FaultRecovery struct {
+	Before, After FaultPhase
+	Seconds       []FaultPhase
+	ErrorsByClass map[string]int64
+}
+
+// RecoveryState is what Back found.
+type RecoveryState string
+
+const (
+	// RecoveryNoBaseline: the step has no request between its warm-up and the fault.
+	RecoveryNoBaseline RecoveryState = "no_baseline"
+	// RecoveryUndisturbed: no second after the fault was bad.
+	RecoveryUndisturbed RecoveryState = "undisturbed"
+	// RecoveryBack: the latency was back within the step.
+	RecoveryBack RecoveryState = "back"
+	// RecoveryNotBack: not recovered within the step.
+	RecoveryNotBack RecoveryState = "not_back"
+)
+
+// Limit is the p99 a second after the fault may have to count as good.
+func (r FaultRecovery) Limit() time.Duration {
+	return max(time.Duration(float64(r.Before.P99)*RecoveryP99Factor), r.Before.P99+RecoveryP99Floor)
+}
+
+// Good says whether second i after the fault is within the pre-fault level.
+func (r FaultRecovery) Good(i int) bool {
+	s := r.Seconds[i]
+	return s.Count > 0 && s.P99 <= r.Limit() && s.ErrorShare() <= r.Before.ErrorShare()+RecoveryErrorShare
+}
+
+// Back is how long after the fault its step's latency was back within the pre-fault
+// level, by the rule above, and what it found.
+func (r FaultRecovery) Back() (time.Duration, RecoveryState) {
+	if r.Before.Count == 0 {
+		return 0, RecoveryNoBaseline
+	}
+	first := -1
+	for i := range r.Seconds {
+		if !r.Good(i) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return 0, RecoveryUndisturbed
+	}
+	run := 0
+	for i := first + 1; i < len(r.Seconds); i++ {
+		if !r.Good(i) {
+			run = 0
+			continue
+		}
+		if run++; run == RecoveryWindow {
+			return time.Duration(i-RecoveryWindow+1) * time.Second, RecoveryBack
+		}
+	}
+	return 0, RecoveryNotBack
+}
+
+// Disturbed is how many seconds after the fault were not good.
+func (r FaultRecovery) Disturbed() int {
+	n := 0
+	for i := range r.Seconds {
+		if !r.Good(i) {
+			n++
+		}
+	}
+	return n
+}
+
+// Faults returns the run's injected faults in the order they were recorded, each with
+// the requests around it.
+func (s *Store) Faults(ctx context.Context, runID string) ([]Fault, error) {
+	return readFaults(ctx, s.pool, s.dialect(), runID)
+}
+
+// FaultRecovery measures the requests of step idx of variant around a fault at at (on
+// the database's clock, as the step's times).
+func (s *Store) FaultRecovery(ctx context.Context, runID, variant string, idx int, at time.Time) (FaultRecovery, error) {
+	return faultRecovery(ctx, s.pool, s.dialect(), runID, variant, idx, at)
+}
+
+func readFaults(ctx context.Context, db queryer, d dialect, runID string) ([]Fault, error) {
+	rows, err := db.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), level, message, evidence
+FROM run_events WHERE run_id = $1 AND kind = $2 ORDER BY id`, runID, FaultEventKind)
+	if err != nil {
+		return nil, fmt.Errorf("read the faults of run %s: %w", runID, err)
+	}
+	type row struct {
+		f        Fault
+		evidence []byte
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.f.At, &x.f.Variant, &x.f.Idx, &x.f.Level, &x.f.Message, &x.evidence)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the faults of run %s: %w", runID, err)
+	}
+	var out []Fault // nil without faults, as an export directory gives
+	for _, x := range got {
+		f := x.f
+		var ev struct {
+			Action       string   `json:"action"`
+			App          string   `json:"app"`
+			Index        int      `json:"index"`
+			Cell         string   `json:"cell"`
+			Instances    []string `json:"instance_guids"`
+			RunningAgain *int64   `json:"running_again_ms"`
+			Error        string   `json:"error"`
+		}
+		if len(x.evidence) > 0 {
+			if err := json.Unmarshal(x.evidence, &ev); err != nil {
+				return nil, fmt.Errorf("read the faults of run %s: evidence: %w", runID, err)
+			}
+		}
+		f.Action, f.App, f.Index, f.Cell, f.Instances, f.Error = ev.Action, ev.App, ev.Index, ev.Cell, ev.Instances, ev.Error
+		if ev.RunningAgain != nil {
+			d := time.Duration(*ev.RunningAgain) * time.Millisecond
+			f.RunningAgain = &d
+		}
+		if f.Idx >= 0 && f.Error == "" {
+			if f.Recovery, err = faultRecovery(ctx, db, d, runID, f.Variant, f.Idx, f.At); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// faultSamples are the samples of the step that count: after its warm-up ($1 run, $2
+// variant, $3 step).
+const faultSamples = `FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup`
+
+func faultRecovery(ctx context.Context, db queryer, d dialect, runID, variant string, idx int, at time.Time) (FaultRecovery, error) {
+	fail := func(err error) (FaultRecovery, error) {
+		return FaultRecovery{}, fmt.Errorf("measure the recovery from the fault in step %d of %s: %w", idx+1, variant, err)
+	}
+	// The fault and the step's end in µs since the run's epoch, as samples count.
+	var atUS, endUS int64
+	if err := db.QueryRow(ctx, `SELECT (extract(epoch FROM $4::timestamptz - r.epoch) * 1e6)::bigint,
+       (extract(epoch FROM coalesce(st.ended_at, st.ends_at, now()) - r.epoch) * 1e6)::bigint
+FROM runs r JOIN steps st ON st.run_id = r.id AND st.variant = $2 AND st.idx = $3 WHERE r.id = $1`,
+		runID, variant, idx, at).Scan(&atUS, &endUS); err != nil {
+		return fail(err)
+	}
+	r := FaultRecovery{ErrorsByClass: map[string]int64{}}
+	var mean float64
+	// Before and after the fault.
+	rows, err := db.Query(ctx, intervalsSQL(d, faultSamples, column{"s.intended_us >= $4::bigint", "after"}), runID, variant, idx, atUS)
+	if err != nil {
+		return fail(err)
+	}
+	for rows.Next() {
+		var after bool
+		var p FaultPhase
+		var p50, p99 int64
+		if err := rows.Scan(&after, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		p.P99 = us(p99)
+		if after {
+			r.After = p
+		} else {
+			r.Before = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	// Second by second after it, to the step's end.
+	n := max(int(math.Ceil(float64(endUS-atUS)/1e6)), 0)
+	r.Seconds = make([]FaultPhase, n)
+	rows, err = db.Query(ctx, intervalsSQL(d, faultSamples+` AND s.intended_us >= $4::bigint`, column{"(s.intended_us - $4::bigint) / 1000000", "k"}),
+		runID, variant, idx, atUS)
+	if err != nil {
+		return fail(err)
+	}
+	for rows.Next() {
+		var k, p50, p99 int64
+		var p FaultPhase
+		if err := rows.Scan(&k, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		p.P99 = us(p99)
+		if k >= 0 && k < int64(n) {
+			r.Seconds[k] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	// The failed requests after it, by class.
+	rows, err = db.Query(ctx, `SELECT s.error, s.status, count(*) `+faultSamples+`
+  AND s.intended_us >= $4::bigint AND (s.error <> 0 OR s.status >= 400) GROUP BY 1, 2`, runID, variant, idx, atUS)
+	if err != nil {
+		return fail(err)
+	}
+	for rows.Next() {
+		var class, status int16
+		var c int64
+		if err := rows.Scan(&class, &status, &c); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		r.ErrorsByClass[errorClass(class, status)] += c
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return r, nil
+}
+
+// readRunFaults reads the run's faults into r, for a report.
+func readRunFaults(ctx context.Context, tx pgx.Tx, r *ReportRows) (err error) {
+	r.Faults, err = readFaults(ctx, tx, r.dialect, r.Run.ID)
+	return err
+}
