@@ -132,6 +132,7 @@ type rootInfo struct {
 	logCache  string             // Log Cache's URL; "" when the foundation has none
 	cellCores map[string]float64 // the local foundation's cores per segment; empty on a real CF
 	hostCores map[string]float64 // the same per host its cells' instances report; empty on a real CF
+	chaos     string             // the local foundation's chaos API (chaos.go); "" on a real CF
 }
 
 // root reads the API's root document, once.
@@ -156,6 +157,7 @@ func (c *CF) root(ctx context.Context) (*rootInfo, error) {
 	var root struct {
 		Links struct {
 			Router   *link `json:"cfbench_router"`
+			Chaos    *link `json:"cfbench_chaos"`
 			LogCache *link `json:"log_cache"`
 			Cells    map[string]struct {
 				Cores float64  `json:"cores"`
@@ -180,6 +182,9 @@ func (c *CF) root(ctx context.Context) (*rootInfo, error) {
 			return nil, fmt.Errorf("the API root's log_cache link %q is not a URL", l.Href)
 		}
 		info.logCache = strings.TrimRight(l.Href, "/")
+	}
+	if l := root.Links.Chaos; l != nil {
+		info.chaos = l.Href
 	}
 	for name, cell := range root.Links.Cells {
 		if cell.Cores > 0 {
