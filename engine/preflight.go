@@ -39,6 +39,7 @@ func Preflight(ctx context.Context, sp *spec.Spec, lookupEnv func(string) (strin
 			}
 		}
 	}
+	errs = append(errs, faultErrors(ctx, sp, quotas)...)
 	plan := PlanOf(sp)
 	var qs []platform.Quota
 	if onCF && quotas != nil {

@@ -54,6 +54,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		}
 		r.opts.Reporter.Note(fmt.Sprintf("%s: step %d/%d starts: %s, for %s (the first %s warm-up)",
 			name, idx+1, len(steps), levelNote(sp, level, want), sp.Ramp.Hold, sp.Ramp.Warmup))
+		faultsDone := r.injectFaults(ctx, leg, st)
 		seen, err := r.watchStep(ctx, st, fleet, want)
 		if err != nil {
 			return err
@@ -61,6 +62,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 		if err := r.waitStepDone(ctx, st); err != nil {
 			return err
 		}
+		faultsDone()
 		ended := time.Now()
 		final := context.WithoutCancel(ctx)
 		var load resultsdb.StepLoad
