@@ -111,9 +111,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (limitpr
 	}
 	cfg.Upstream = u
 	if *listen == "" {
-		*listen = "127.0.0.1:8080"
-		if p := getenv("PORT"); p != "" {
-			*listen = "0.0.0.0:" + p
+		if *listen, err = cli.ListenAddr(getenv("PORT"), "127.0.0.1:8080"); err != nil {
+			return cfg, "", err
 		}
 	}
 	return cfg, *listen, nil

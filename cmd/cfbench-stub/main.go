@@ -47,9 +47,10 @@ func main() {
 		os.Exit(2)
 	}
 	if *listen == "" {
-		*listen = "127.0.0.1:8080"
-		if p := os.Getenv("PORT"); p != "" {
-			*listen = "0.0.0.0:" + p
+		var err error
+		if *listen, err = cli.ListenAddr(os.Getenv("PORT"), "127.0.0.1:8080"); err != nil {
+			fmt.Fprintln(os.Stderr, "cfbench-stub:", err)
+			os.Exit(2)
 		}
 	}
 	cli.Main(func(ctx context.Context) int {

@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 
@@ -62,11 +61,14 @@ func runDrain(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fail := cli.Failer(fs)
 	cfg := drain.Config{RunID: getenv("CFBENCH_DRAIN_RUN"), Logger: slog.New(slog.NewTextHandler(stderr, nil))}
-	if *port != "" {
-		cfg.HTTPAddr = net.JoinHostPort("0.0.0.0", *port)
-	}
-	if *syslogPort != "" {
-		cfg.SyslogAddr = net.JoinHostPort("0.0.0.0", *syslogPort)
+	for _, l := range []struct{ port, addr *string }{{port, &cfg.HTTPAddr}, {syslogPort, &cfg.SyslogAddr}} {
+		if *l.port == "" {
+			continue // that one is off
+		}
+		var err error
+		if *l.addr, err = cli.ListenAddr(*l.port, ""); err != nil {
+			return fail(err)
+		}
 	}
 	if *syslogPort != "" {
 		if *certFile == "" || *keyFile == "" || *clientCA == "" {

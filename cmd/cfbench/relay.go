@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/relay"
@@ -42,9 +41,10 @@ func runRelay(ctx context.Context, args []string, getenv func(string) string, st
 		return code
 	}
 	fail := cli.Failer(fs)
+	addr, err := cli.ListenAddr(*port, "")
 	switch {
-	case *port == "":
-		return fail(errors.New("no port: PORT is not set (Cloud Foundry sets it) and --port is not given"))
+	case err != nil:
+		return fail(err)
 	case *conns < 1:
 		return fail(fmt.Errorf("--conns %d: want at least 1", *conns))
 	case len(getenv("CFBENCH_RELAY_TOKEN")) < 16:
@@ -60,7 +60,7 @@ func runRelay(ctx context.Context, args []string, getenv func(string) string, st
 		return 0 // stopped while waiting
 	}
 	defer store.Close()
-	srv := relay.New(relay.Config{Store: store, Addr: net.JoinHostPort("", *port), Token: getenv("CFBENCH_RELAY_TOKEN"), Logger: logger})
+	srv := relay.New(relay.Config{Store: store, Addr: addr, Token: getenv("CFBENCH_RELAY_TOKEN"), Logger: logger})
 	code := serve(ctx, fail, func() {
 		logger.Info("relaying", "port", *port, "conns", *conns)
 		if started != nil {

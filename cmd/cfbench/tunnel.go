@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"strconv"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/cfenv"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
@@ -44,11 +42,9 @@ func runTunnel(ctx context.Context, args []string, getenv func(string) string, s
 		return code
 	}
 	fail := cli.Failer(fs)
-	if *port == "" {
-		return fail(errors.New("no port: PORT is not set (Cloud Foundry sets it) and --port is not given"))
-	}
-	if n, err := strconv.Atoi(*port); err != nil || n < 1 || n > 65535 {
-		return fail(fmt.Errorf("port %q is not a port number", *port))
+	addr, err := cli.ListenAddr(*port, "")
+	if err != nil {
+		return fail(err)
 	}
 	auth, key := getenv("CFBENCH_TUNNEL_AUTH"), getenv("CFBENCH_TUNNEL_KEY")
 	if auth == "" {
@@ -66,7 +62,7 @@ func runTunnel(ctx context.Context, args []string, getenv func(string) string, s
 		return fail(err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := tunnel.NewServer(tunnel.ServerConfig{Addr: net.JoinHostPort("0.0.0.0", *port), Remote: remote, Auth: auth, Key: key, Logger: logger})
+	srv, err := tunnel.NewServer(tunnel.ServerConfig{Addr: addr, Remote: remote, Auth: auth, Key: key, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}

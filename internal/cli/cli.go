@@ -8,7 +8,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"os/signal"
 	"syscall"
 )
@@ -43,4 +45,21 @@ func Failer(fs *flag.FlagSet) func(error) int {
 		fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
 		return 1
 	}
+}
+
+// ListenAddr is where a command that serves listens: on every interface at port (the
+// --port flag, whose default is $PORT, as Cloud Foundry sets it for an app), or at
+// fallback when port is "" (fallback "" makes a port required). A port is a number from
+// 0 (any free port) to 65535.
+func ListenAddr(port, fallback string) (string, error) {
+	if port == "" {
+		if fallback == "" {
+			return "", errors.New("no port: PORT is not set (Cloud Foundry sets it) and --port is not given")
+		}
+		return fallback, nil
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("port %q is not a port number (0-65535)", port)
+	}
+	return net.JoinHostPort("0.0.0.0", port), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +27,23 @@ func TestParseAndFail(t *testing.T) {
 	fs.SetOutput(&out)
 	if code := Failer(fs)(errors.New("no port")); code != 1 || out.String() != "cfbench-x: no port\n" {
 		t.Errorf("Failer: code %d, printed %q", code, out.String())
+	}
+}
+
+func TestListenAddr(t *testing.T) {
+	for _, tc := range []struct{ port, fallback, want, err string }{
+		{"8080", "", "0.0.0.0:8080", ""},
+		{"8080", "127.0.0.1:9", "0.0.0.0:8080", ""},
+		{"", "127.0.0.1:8080", "127.0.0.1:8080", ""},
+		{"", "", "", "no port: PORT is not set"},
+		{"http", "", "", `port "http" is not a port number`},
+		{"0", "", "0.0.0.0:0", ""},
+		{"-1", "", "", `port "-1" is not a port number`},
+		{"65536", "x", "", `port "65536" is not a port number`},
+	} {
+		got, err := ListenAddr(tc.port, tc.fallback)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ListenAddr(%q, %q) = %q, %v; want %q, %q", tc.port, tc.fallback, got, err, tc.want, tc.err)
+		}
 	}
 }
