@@ -3,6 +3,7 @@ package resultsdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -69,12 +70,13 @@ type Fault struct {
 }
 
 // FaultRecovery is the requests of a step around a fault at At: Before from the end of
-// the warm-up to the fault, After from the fault to the step's end; Seconds the second
-// by second figures after the fault (the last may be partial); ErrorsByClass the failed
-// requests after the fault by class (a transport error's class, else http_NNN, as a
-// step's errors_by_class).
+// the warm-up to the fault, After from the fault to the step's end, During from the
+// fault until the latency was back (Back; to the step's end when it was not, and After
+// when no second was disturbed); Seconds the second by second figures after the fault
+// (the last may be partial); ErrorsByClass the failed requests after the fault by class
+// (a transport error's class, else http_NNN, as a step's errors_by_class).
 type FaultRecovery struct {
-	Before, After FaultPhase
+	Before, After, During FaultPhase
 	Seconds       []FaultPhase
 	ErrorsByClass map[string]int64
 }
@@ -270,6 +272,22 @@ FROM runs r JOIN steps st ON st.run_id = r.id AND st.variant = $2 AND st.idx = $
 	}
 	if err := rows.Err(); err != nil {
 		return fail(err)
+	}
+	// From it until the latency was back.
+	r.During = r.After
+	if back, state := r.Back(); state == RecoveryBack || state == RecoveryNotBack {
+		until := endUS + 1
+		if state == RecoveryBack {
+			until = atUS + back.Microseconds()
+		}
+		var p99 int64
+		r.During = FaultPhase{}
+		err := db.QueryRow(ctx, intervalsSQL(d, faultSamples+` AND s.intended_us >= $4::bigint AND s.intended_us < $5::bigint`, column{"1", "one"}),
+			runID, variant, idx, atUS, until).Scan(new(int32), &r.During.Count, &r.During.Errors, new(int64), &p99, &mean)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fail(err)
+		}
+		r.During.P99 = us(p99)
 	}
 	// The failed requests after it, by class.
 	rows, err = db.Query(ctx, `SELECT s.error, s.status, count(*) `+faultSamples+`

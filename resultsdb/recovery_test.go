@@ -56,6 +56,10 @@ func TestFaultRecovery(t *testing.T) {
 	if back, state := r.Back(); state != RecoveryBack || back != 3*time.Second {
 		t.Errorf("back %s %s, want 3s back", back, state)
 	}
+	// From the fault until back: 10 s to 13 s.
+	if want := (FaultPhase{Count: 300, Errors: 100, P99: 50 * time.Millisecond}); r.During != want {
+		t.Errorf("during %+v, want %+v", r.During, want)
+	}
 	if r.Disturbed() != 3 {
 		t.Errorf("disturbed %d seconds, want 3", r.Disturbed())
 	}
