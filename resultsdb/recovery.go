@@ -77,8 +77,8 @@ type Fault struct {
 // (a transport error's class, else http_NNN, as a step's errors_by_class).
 type FaultRecovery struct {
 	Before, After, During FaultPhase
-	Seconds       []FaultPhase
-	ErrorsByClass map[string]int64
+	Seconds               []FaultPhase
+	ErrorsByClass         map[string]int64
 }
 
 // RecoveryState is what Back found.
