@@ -78,6 +78,7 @@ func (r *runner) ramp(ctx context.Context, leg spec.Leg, fleet Fleet) error {
 			ended = load.Ended
 		}
 		r.flushTimings(final, leg, idx)
+		r.checkInstances(final, &st)
 		if err := r.db(final, "record the instances seen", func(ctx context.Context) error {
 			return store.SetInstancesSeen(ctx, r.run.ID, name, idx, seen)
 		}); err != nil {

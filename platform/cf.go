@@ -2,9 +2,11 @@ package platform
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
+	"github.com/cloudfoundry/go-cfclient/v3/config"
 	"github.com/cloudfoundry/go-cfclient/v3/resource"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
@@ -24,6 +27,10 @@ import (
 type CF struct {
 	cl *client.Client
 
+	tokens  *Tokens      // nil when go-cfclient holds the token (New)
+	limiter *RateLimiter // nil when New
+	auth    *AuthClient
+
 	rootMu  sync.Mutex
 	rootDoc *rootInfo // nil until read
 
@@ -31,8 +38,11 @@ type CF struct {
 	zips  map[binaryKey][]byte // binaryBits' packages
 }
 
-// New wraps a logged-in go-cfclient.
-func New(cl *client.Client) *CF { return &CF{cl: cl} }
+// New wraps a logged-in go-cfclient, which keeps and renews its token itself; the run
+// uses Connect.
+func New(cl *client.Client) *CF {
+	return &CF{cl: cl, auth: &AuthClient{Client: cl.HTTPAuthClient()}}
+}
 
 // Client is the go-cfclient the CF uses, for calls this package does not wrap.
 func (c *CF) Client() *client.Client { return c.cl }
@@ -239,4 +249,183 @@ func (c *CF) HostCores(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	return maps.Clone(r.hostCores), nil
+}
+
+// Login is how Connect reaches a Cloud Foundry: its API and the user's tokens as the cf
+// CLI holds them.
+type Login struct {
+	API   string
+	Token Token
+	// Fresh, when set, is asked first for a renewed access token: the cf CLI's plugin
+	// RPC AccessToken, which renews a token under a minute from its expiry and saves
+	// it in the cf CLI's config as the cf CLI does. When it gives back the token being
+	// renewed (one rejected before its expiry), UAA's refresh grant follows.
+	Fresh func(ctx context.Context) (string, error)
+	// UAA is UAA's base URL; default the API root's links.uaa.
+	UAA string
+	// ClientID and ClientSecret are the OAuth client the tokens were issued to; default
+	// the cf CLI's, "cf" with an empty secret.
+	ClientID, ClientSecret string
+	// ClientCredentials renews with the client_credentials grant (a client logged in
+	// with cf auth --client-credentials) rather than the refresh token.
+	ClientCredentials bool
+	SkipTLS           bool
+	Logger            *slog.Logger
+	// Clock and Sleep default to time.Now and a wait ending with its context; tests
+	// set them.
+	Clock func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) bool
+}
+
+// Connect returns a CF for l whose every request carries one shared access token,
+// renewed before it expires (under a minute left, as the cf CLI) and when the CC
+// rejects it (401, then the request is sent once more); whose CC requests are counted
+// and kept under the CC's rate limit (RateLimiter); and whose AuthClient sends other
+// requests (Log Cache's) with the same token. Renewed tokens stay in memory: the cf
+// CLI's config is left as it is, or renewed by the cf CLI itself through l.Fresh.
+func Connect(ctx context.Context, l Login) (*CF, error) {
+	api := strings.TrimRight(l.API, "/")
+	u, err := url.Parse(api)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("the API %q is not a URL", l.API)
+	}
+	log := l.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = &tls.Config{InsecureSkipVerify: l.SkipTLS} //nolint:gosec // the user's cf CLI setting (cf api --skip-ssl-validation)
+	plain := &http.Client{Transport: base, Timeout: config.DefaultRequestTimeout}
+	uaa := strings.TrimRight(l.UAA, "/")
+	login := uaa
+	if uaa == "" {
+		if uaa, login, err = authLinks(ctx, plain, api); err != nil {
+			return nil, err
+		}
+	}
+	clientID := cmpOr(l.ClientID, config.DefaultClientID)
+	renew := UAARefresh(plain, uaa+"/oauth/token", clientID, l.ClientSecret)
+	if l.ClientCredentials {
+		renew = UAAClientCredentials(plain, uaa+"/oauth/token", clientID, l.ClientSecret)
+	}
+	if l.Fresh != nil {
+		viaUAA := renew
+		renew = func(ctx context.Context, cur Token) (Token, error) {
+			tok, err := l.Fresh(ctx)
+			if tok = bareToken(tok); err == nil && tok != "" && tok != cur.Access {
+				return Token{Access: tok}, nil
+			}
+			if err != nil {
+				log.Warn("the cf CLI did not renew the access token; renewing it with UAA", "err", err)
+			}
+			return viaUAA(ctx, cur)
+		}
+	}
+	tokens, err := NewTokens(l.Token, renew, l.Clock, log)
+	if err != nil {
+		return nil, fmt.Errorf("the cf CLI's token: %w. Try: cf login", err)
+	}
+	// The limiter under the token: it counts a request sent again after a 401 too, and
+	// a request that waited out a 429 past its token's expiry is renewed on its 401.
+	limiter := NewRateLimiter(RateLimiterConfig{
+		Base:  base,
+		Match: func(r *http.Request) bool { return r.URL.Host == u.Host },
+		Clock: l.Clock, Sleep: l.Sleep, Logger: log,
+	})
+	cfg, err := config.New(api, config.Token(placeholderToken, ""), config.AuthTokenURL(login, uaa),
+		config.HttpClient(&http.Client{Transport: &authTransport{tokens: tokens, base: limiter}}))
+	if err != nil {
+		return nil, fmt.Errorf("cf client: %w", err)
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cf client: %w", err)
+	}
+	auth := &AuthClient{Client: &http.Client{Transport: &authTransport{tokens: tokens, base: base, addMissing: true}}, tokens: tokens}
+	return &CF{cl: cl, tokens: tokens, limiter: limiter, auth: auth}, nil
+}
+
+// authLinks reads UAA's and the login server's URLs from the API's root document.
+func authLinks(ctx context.Context, hc *http.Client, api string) (uaa, login string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/", nil)
+	if err != nil {
+		return "", "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", "", fmt.Errorf("read the API root: %w", err)
+	}
+	defer resp.Body.Close()
+	var root struct {
+		Links struct {
+			UAA, Login *struct {
+				Href string `json:"href"`
+			}
+		} `json:"links"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("read the API root: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&root); err != nil {
+		return "", "", fmt.Errorf("read the API root: %w", err)
+	}
+	if root.Links.UAA == nil || root.Links.UAA.Href == "" {
+		return "", "", errors.New("the API root links no UAA")
+	}
+	uaa = strings.TrimRight(root.Links.UAA.Href, "/")
+	login = uaa
+	if root.Links.Login != nil && root.Links.Login.Href != "" {
+		login = strings.TrimRight(root.Links.Login.Href, "/")
+	}
+	return uaa, login, nil
+}
+
+func cmpOr(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Requests is what the run asked of the CC so far: zero for a CF made by New.
+func (c *CF) Requests() RequestStats {
+	if c.limiter == nil {
+		return RequestStats{}
+	}
+	return c.limiter.Stats()
+}
+
+// TokenRenewals is how often the access token was renewed: 0 for a CF made by New.
+func (c *CF) TokenRenewals() int {
+	if c.tokens == nil {
+		return 0
+	}
+	return c.tokens.Renewals()
+}
+
+// AuthClient sends requests with the CF's access token, for APIs beside the CC that
+// take it (Log Cache).
+func (c *CF) AuthClient() *AuthClient { return c.auth }
+
+// AuthClient is an http.Client that sends the run's access token (renewed as Connect
+// says). Its methods are safe for concurrent use.
+type AuthClient struct {
+	*http.Client
+	tokens *Tokens // nil: the token is go-cfclient's, not renewable from outside
+}
+
+// RenewToken renews the token after a server rejected one in a way only the caller can
+// tell (Log Cache answers an expired token with a bare 404): sent is when the rejected
+// request was sent, so that concurrent rejections renew once. It returns
+// ErrTokenRejected when the token cannot be renewed.
+func (a *AuthClient) RenewToken(ctx context.Context, sent time.Time) error {
+	if a.tokens == nil {
+		return ErrTokenRejected
+	}
+	if err := a.tokens.Renew(ctx, sent); err != nil {
+		return fmt.Errorf("%w: %w", ErrTokenRejected, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,9 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-
-	"github.com/cloudfoundry/go-cfclient/v3/client"
-	"github.com/cloudfoundry/go-cfclient/v3/config"
 
 	"github.com/cf-benchmark/cf-benchmark/platform"
 )
@@ -37,11 +35,13 @@ func (f *cfFlags) register(fs *flag.FlagSet) {
 }
 
 // connect returns a Cloud Foundry client with the API and token of the cf CLI: from its
-// connection when running as a plugin (env.CF), else from its config file.
+// connection when running as a plugin (env.CF), else from its config file. The client
+// renews the token in memory (platform.Connect) and never writes the cf CLI's config:
+// as a plugin it asks the cf CLI first, which renews and saves the token as it does
+// for its own commands.
 func (f *cfFlags) connect(env *Env) (*platform.CF, string, error) {
-	var cfg *config.Config
-	var api string
-	var err error
+	ctx := context.Background()
+	var l platform.Login
 	if env.CF != nil {
 		t, terr := env.CF()
 		if terr != nil {
@@ -50,35 +50,35 @@ func (f *cfFlags) connect(env *Env) (*platform.CF, string, error) {
 		if t.API == "" || t.AccessToken == "" {
 			return nil, "", errors.New("not logged in to Cloud Foundry. Try: cf api URL && cf login")
 		}
-		api = t.API
 		if t.RefreshToken == "" {
-			// The plugin RPC gives no refresh token; without one a run outliving the
-			// access token would fail, so take the cf CLI's from its config.
-			t.RefreshToken = f.refreshToken(env, t.API)
+			// The plugin RPC gives no refresh token; when the cf CLI cannot renew a
+			// rejected token, UAA's refresh grant needs the one in its config.
+			t.RefreshToken = f.cliConfig(env, t.API).RefreshToken
 		}
-		opts := []config.Option{config.Token(strings.TrimPrefix(strings.TrimPrefix(t.AccessToken, "bearer "), "Bearer "), t.RefreshToken)}
-		if t.SkipTLS {
-			opts = append(opts, config.SkipTLSValidation())
-		}
-		cfg, err = config.New(t.API, opts...)
+		l = platform.Login{API: t.API, Token: platform.Token{Access: t.AccessToken, Refresh: t.RefreshToken}, SkipTLS: t.SkipTLS,
+			Fresh: func(context.Context) (string, error) {
+				t, err := env.CF()
+				return t.AccessToken, err
+			}}
 	} else {
 		home := f.home(env)
-		if _, serr := os.Stat(filepath.Join(home, ".cf", "config.json")); serr != nil {
+		c, err := readCLIConfig(home)
+		if err != nil {
 			return nil, "", fmt.Errorf("no cf CLI config in %s: log in first. Try: cf api URL && cf login (or --cf-home DIR)", home)
 		}
-		cfg, err = config.NewFromCFHomeDir(home)
-		if err == nil {
-			api = cfg.ApiURL("")
+		if c.Target == "" || c.AccessToken == "" {
+			return nil, "", fmt.Errorf("the cf CLI in %s is not logged in. Try: cf api URL && cf login (or --cf-home DIR)", home)
 		}
+		l = platform.Login{API: c.Target, Token: platform.Token{Access: c.AccessToken, Refresh: c.RefreshToken}, UAA: c.UaaEndpoint,
+			ClientID: c.UAAOAuthClient, ClientSecret: c.UAAOAuthClientSecret, ClientCredentials: c.UAAGrantType == "client_credentials",
+			SkipTLS: c.SSLDisabled}
 	}
+	l.Logger = env.logger()
+	cf, err := platform.Connect(ctx, l)
 	if err != nil {
 		return nil, "", fmt.Errorf("cf CLI target: %w. Try: cf login", err)
 	}
-	cl, err := client.New(cfg)
-	if err != nil {
-		return nil, "", fmt.Errorf("cf client: %w", err)
-	}
-	return platform.New(cl), api, nil
+	return cf, strings.TrimRight(l.API, "/"), nil
 }
 
 func (f *cfFlags) home(env *Env) string {
@@ -104,15 +104,28 @@ func cfHome(goos string, getenv func(string) string) string {
 	return getenv("USERPROFILE")
 }
 
-// refreshToken is the cf CLI's refresh token for api from its config, or "".
-func (f *cfFlags) refreshToken(env *Env, api string) string {
-	b, err := os.ReadFile(filepath.Join(f.home(env), ".cf", "config.json"))
+// cliConfig is what the cf CLI keeps in $CF_HOME/.cf/config.json (cf CLI v7+ names).
+type cliConfig struct {
+	Target, AccessToken, RefreshToken, UaaEndpoint     string
+	UAAOAuthClient, UAAOAuthClientSecret, UAAGrantType string
+	SSLDisabled                                        bool
+}
+
+func readCLIConfig(home string) (cliConfig, error) {
+	var c cliConfig
+	b, err := os.ReadFile(filepath.Join(home, ".cf", "config.json"))
 	if err != nil {
-		return ""
+		return c, err
 	}
-	var c struct{ Target, RefreshToken string }
-	if json.Unmarshal(b, &c) != nil || strings.TrimSuffix(c.Target, "/") != strings.TrimSuffix(api, "/") {
-		return ""
+	err = json.Unmarshal(b, &c)
+	return c, err
+}
+
+// cliConfig is the cf CLI's config when it targets api, else empty.
+func (f *cfFlags) cliConfig(env *Env, api string) cliConfig {
+	c, err := readCLIConfig(f.home(env))
+	if err != nil || strings.TrimSuffix(c.Target, "/") != strings.TrimSuffix(api, "/") {
+		return cliConfig{}
 	}
-	return c.RefreshToken
+	return c
 }
