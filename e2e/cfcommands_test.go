@@ -59,7 +59,7 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 	var logs string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		logs = cf.mustRun(t, "logs", "cli-crash", "--recent")
-		if strings.Contains(logs, `"exit_description"=>"exited with status 3"`) {
+		if strings.Contains(logs, `"exit_description"=>"APP/PROC/WEB: Exited with status 3"`) {
 			break
 		}
 	}
@@ -67,8 +67,8 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 		regexp.MustCompile(`\[STG/0\]\s+OUT -----> Binary Buildpack`),
 		regexp.MustCompile(`\[APP/PROC/WEB/0\]\s+OUT crash reason follows`),
 		regexp.MustCompile(`\[APP/PROC/WEB/0\]\s+ERR and this on stderr`),
-		regexp.MustCompile(`\[CELL/0\]\s+OUT Exited: exited with status 3`),
-		regexp.MustCompile(`\[API/0\]\s+OUT App instance exited .*"reason"=>"CRASHED", "exit_description"=>"exited with status 3"`),
+		regexp.MustCompile(`\[CELL/0\]\s+OUT Exited: APP/PROC/WEB: Exited with status 3`),
+		regexp.MustCompile(`\[API/0\]\s+OUT App instance exited .*"reason"=>"CRASHED", "exit_description"=>"APP/PROC/WEB: Exited with status 3"`),
 	} {
 		if !want.MatchString(logs) {
 			t.Errorf("cf logs --recent cli-crash has no line matching %s:\n%s", want, logs)
@@ -80,7 +80,7 @@ func cfEverydayCommands(t *testing.T, cf *cfCLI, info foundation.Info, bins stri
 		t.Errorf("cf routes lacks cli-a-home mapped to cli-a:\n%s", routes)
 	}
 	events := cf.mustRun(t, "events", "cli-crash")
-	for _, want := range []string{"audit.app.create", "audit.app.process.crash", "exit_description: exited with status 3"} {
+	for _, want := range []string{"audit.app.create", "audit.app.process.crash", "exit_description: APP/PROC/WEB: Exited with status 3"} {
 		if !strings.Contains(events, want) {
 			t.Errorf("cf events cli-crash lacks %q:\n%s", want, events)
 		}

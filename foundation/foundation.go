@@ -346,7 +346,7 @@ func (f *Foundation) newCells() (lifecycle.Part, error) {
 		// Instances start only once the API runs them, so f.cc is set by then.
 		OnEvent: func(e cells.Event) {
 			if e.State == cells.StateCrashed {
-				f.cc.InstanceCrashed(e.ProcessGUID, e.Index, e.InstanceGUID, e.Details, e.Crashes, e.Time)
+				f.cc.InstanceCrashed(e.ProcessGUID, e.Index, e.InstanceGUID, e.Cell, e.Details, e.Crashes, e.Time)
 			}
 		}})
 	return f.cells, nil

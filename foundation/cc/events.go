@@ -111,10 +111,11 @@ func (s *Server) appLog(app, sourceType, instance, line string) {
 	}
 }
 
-// InstanceCrashed records that instance index of process crashed (details says why,
-// crashes how often in a row): the audit event audit.app.process.crash, and the line
-// CC writes to the app's log, so that cf events and cf logs show the reason.
-func (s *Server) InstanceCrashed(processGUID string, index int, instanceGUID, details string, crashes int, at time.Time) {
+// InstanceCrashed records that instance index of process crashed on cell cellID
+// (details says why, as Diego's exit description, crashes how often in a row): the
+// events app.crash and audit.app.process.crash, as Cloud Controller records both, and
+// the line CC writes to the app's log, so that cf events and cf logs show the reason.
+func (s *Server) InstanceCrashed(processGUID string, index int, instanceGUID, cellID, details string, crashes int, at time.Time) {
 	var app string
 	err := s.st.update(func(st *State) error {
 		p := st.Processes[processGUID]
@@ -126,16 +127,39 @@ func (s *Server) InstanceCrashed(processGUID string, index int, instanceGUID, de
 			return notFound("App")
 		}
 		app = a.GUID
-		st.audit("audit.app.process.crash", a, map[string]any{"index": index, "instance": instanceGUID, "reason": "CRASHED",
-			"exit_description": details, "crash_count": crashes, "crash_timestamp": at.UnixNano(), "process_type": p.Type})
+		data := func() map[string]any {
+			return map[string]any{"index": index, "instance": instanceGUID, "cell_id": cellID, "reason": "CRASHED",
+				"exit_description": details, "crash_count": crashes, "crash_timestamp": at.UnixNano(), "process_type": p.Type}
+		}
+		st.audit("app.crash", a, data())
+		st.audit("audit.app.process.crash", a, data())
 		return nil
 	})
 	if err != nil {
 		return // the app went meanwhile
 	}
 	s.appLog(app, "API", "0", fmt.Sprintf("App instance exited with guid %s payload: {\"instance\"=>%q, \"index\"=>%d, "+
-		"\"reason\"=>\"CRASHED\", \"exit_description\"=>%q, \"crash_count\"=>%d, \"crash_timestamp\"=>%d}",
-		app, instanceGUID, index, details, crashes, at.UnixNano()))
+		"\"cell_id\"=>%q, \"reason\"=>\"CRASHED\", \"exit_description\"=>%q, \"crash_count\"=>%d, \"crash_timestamp\"=>%d}",
+		app, instanceGUID, index, cellID, details, crashes, at.UnixNano()))
+}
+
+// InstanceRescheduling records that instance index of process, on cell cellID, is
+// being moved off it (Diego evacuating the cell): the event
+// audit.app.process.rescheduling, as Cloud Controller records it.
+func (s *Server) InstanceRescheduling(processGUID string, index int, instanceGUID, cellID string) {
+	_ = s.st.update(func(st *State) error {
+		p := st.Processes[processGUID]
+		if p == nil {
+			return notFound("Process")
+		}
+		a := st.Apps[p.AppGUID]
+		if a == nil {
+			return notFound("App")
+		}
+		st.audit("audit.app.process.rescheduling", a, map[string]any{"index": index, "instance": instanceGUID, "cell_id": cellID,
+			"reason": "Cell is being evacuated", "process_type": p.Type})
+		return nil
+	})
 }
 
 // lineWriter calls emit for each complete line written, and for the rest at Close;

@@ -27,7 +27,7 @@ func TestAuditEventsAndAppLog(t *testing.T) {
 	app := e.push(space, "applications:\n- name: web\n")
 	e.must(202, "POST", "/v3/apps/"+app+"/processes/web/actions/scale", map[string]any{"instances": 2})
 	proc := first(e.must(200, "GET", "/v3/apps/"+app+"/processes?types=web", nil))["guid"].(string)
-	e.srv.InstanceCrashed(proc, 1, "inst-1", "exited with status 3", 1, time.Unix(100, 0))
+	e.srv.InstanceCrashed(proc, 1, "inst-1", "apps", "APP/PROC/WEB: Exited with status 3", 1, time.Unix(100, 0))
 	e.must(200, "POST", "/v3/apps/"+app+"/actions/stop", nil)
 
 	events := e.must(200, "GET", "/v3/audit_events?target_guids="+app+"&order_by=-created_at", nil)["resources"].([]any)
@@ -35,14 +35,18 @@ func TestAuditEventsAndAppLog(t *testing.T) {
 	for _, ev := range events {
 		types = append(types, ev.(map[string]any)["type"].(string))
 	}
-	want := []string{"audit.app.stop", "audit.app.process.crash", "audit.app.process.scale", "audit.app.start", "audit.app.droplet.mapped",
+	want := []string{"audit.app.stop", "audit.app.process.crash", "app.crash", "audit.app.process.scale", "audit.app.start", "audit.app.droplet.mapped",
 		"audit.app.build.create", "audit.app.upload-bits", "audit.app.apply_manifest", "audit.app.create"}
 	if !slices.Equal(types, want) {
 		t.Errorf("events, newest first:\n got  %v\n want %v", types, want)
 	}
 	crash := events[1].(map[string]any)
-	if get(crash, "data", "exit_description") != "exited with status 3" || get(crash, "data", "index") != float64(1) || get(crash, "target", "name") != "web" {
+	if get(crash, "data", "exit_description") != "APP/PROC/WEB: Exited with status 3" || get(crash, "data", "index") != float64(1) ||
+		get(crash, "data", "cell_id") != "apps" || get(crash, "data", "process_type") != "web" || get(crash, "target", "name") != "web" {
 		t.Errorf("crash event %v", crash)
+	}
+	if appCrash := events[2].(map[string]any); fmt.Sprint(appCrash["data"]) != fmt.Sprint(crash["data"]) {
+		t.Errorf("app.crash data %v, audit.app.process.crash data %v", appCrash["data"], crash["data"])
 	}
 	if n := len(e.must(200, "GET", "/v3/audit_events?types=audit.app.process.crash", nil)["resources"].([]any)); n != 1 {
 		t.Errorf("types filter: %d crash events, want 1", n)
@@ -58,7 +62,7 @@ func TestAuditEventsAndAppLog(t *testing.T) {
 	for _, l := range lines {
 		created = created || l == "API/0 Created app with guid "+app
 		stg = stg || l == "STG/0 -----> fake staging"
-		api = api || strings.HasPrefix(l, "API/0 ") && strings.Contains(l, `"exit_description"=>"exited with status 3"`)
+		api = api || strings.HasPrefix(l, "API/0 ") && strings.Contains(l, `"exit_description"=>"APP/PROC/WEB: Exited with status 3"`)
 	}
 	if !stg {
 		t.Errorf("app log has no STG line of the staging output: %q", lines)

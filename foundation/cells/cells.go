@@ -7,7 +7,7 @@
 // directory. Each isolation segment is a cell with its own CPUs (Config.Cells). Where
 // cgroups are writable (v1 or v2, see package cgroup), a cell is a cpuset and each
 // instance runs in its own cgroup below it, like a Garden container: its memory limit
-// is enforced (exceeding it is an OOM kill and a crash, "out of memory"), its CPU
+// is enforced (exceeding it is an OOM kill and a crash, "… (out of memory)"), its CPU
 // shares are proportional to its memory, and its stats come from the cgroup's
 // counters. Elsewhere instances run unconfined, stats come from /proc, and
 // Isolation says why; Config.EnforceMemory then kills an instance whose sampled RSS
@@ -96,8 +96,8 @@ type Config struct {
 	RestartBackoff, MaxRestartBackoff time.Duration
 	// HealthCheckInterval is the pause between startup health checks, default 500ms.
 	HealthCheckInterval time.Duration
-	// EnforceMemory kills an instance whose sampled RSS exceeds its MemoryMB, with the
-	// crash reason "memory limit exceeded". Sampling is coarse, unlike a cgroup, so it
+	// EnforceMemory kills an instance whose sampled RSS exceeds its MemoryMB, a crash
+	// reported as an OOM kill. Sampling is coarse, unlike a cgroup, so it
 	// applies only without cgroup isolation; with it the kernel enforces the limit.
 	EnforceMemory bool
 	// Name names the cgroup root, cfbench-<Name> (letters, digits, '-', '_'); default
@@ -158,11 +158,15 @@ type Config struct {
 type Event struct {
 	ProcessGUID, AppGUID, ProcessType string
 	Index                             int
-	InstanceGUID                      string
-	State                             string
-	Details                           string
-	Crashes                           int
-	Time                              time.Time
+	// InstanceGUID is the instance's guid; a CRASHED event names the instance that
+	// crashed, though the crash clears the instance's guid.
+	InstanceGUID string
+	State        string
+	Details      string
+	Crashes      int
+	Time         time.Time
+	// Cell is the instance's cell (isolation segment), Diego's cell_id.
+	Cell string
 }
 
 // ContainerMetrics is one instance's usage at one sample, with the cumulative counters
@@ -217,7 +221,7 @@ type Instance struct {
 	// Config.CopyApp, its copy of the droplet (as Garden counts the droplet extracted
 	// into each container), else not the shared droplet.
 	MemBytes, DiskBytes uint64
-	Details             string // e.g. crash reason "exited with status 1" / "out of memory"
+	Details             string // e.g. the crash's "APP/PROC/WEB: Exited with status 1" (see exitDescription)
 	Crashes             int    // crashes of this instance since it was desired (restarts for a changed spec start at 0)
 	// CPUEntitlement is the CPU used over the CPU the instance is entitled to, since
 	// the previous sample: Diego's cpu_entitlement, which Cloud Controller reports as
@@ -254,6 +258,8 @@ type Cells struct {
 	orphans  int                // instances of a killed earlier run that Start stopped
 	started  bool
 	closed   bool
+	// evacuating says evacuateLoop runs.
+	evacuating bool
 
 	isolated  bool
 	isolation string       // Isolation's reason
@@ -280,6 +286,8 @@ type process struct {
 	// replace; they join insts once RUNNING (see Roll).
 	surge map[int]*instance
 	roll  *Rollout // the roll under way, if any
+	// evac holds the evacuations under way by index (see Evacuate).
+	evac map[int]*evacuation
 }
 
 type instanceKey struct {
@@ -522,6 +530,7 @@ func (c *Cells) Remove(processGUID string) {
 		return
 	}
 	p.endRoll(ErrSuperseded)
+	p.forgetEvacuations()
 	for _, i := range slices.Backward(slices.Sorted(maps.Keys(p.insts))) {
 		p.insts[i].requestStop()
 	}
@@ -547,6 +556,11 @@ func (c *Cells) Instances(processGUID string) []Instance {
 	}
 	out := make([]Instance, 0, len(p.insts))
 	for _, i := range slices.Sorted(maps.Keys(p.insts)) {
+		// An index being evacuated shows its replacement, as Diego's does.
+		if ev := p.evac[i]; ev != nil {
+			out = append(out, ev.repl.info)
+			continue
+		}
 		out = append(out, p.insts[i].info)
 	}
 	return out
@@ -575,6 +589,7 @@ func (c *Cells) shutdown() error {
 	c.closed = true
 	for _, p := range c.procs {
 		p.endRoll(ErrClosed)
+		p.forgetEvacuations()
 		for _, in := range p.insts {
 			in.requestStop()
 		}

@@ -243,7 +243,7 @@ func TestCrashIsRestarted(t *testing.T) {
 	if got := strings.Join(states(evs), ","); got != "STARTING,RUNNING,CRASHED,STARTING,RUNNING" {
 		t.Fatalf("states = %s", got)
 	}
-	if evs[2].Details != "exited with status 3" || evs[2].Crashes != 1 {
+	if evs[2].Details != "APP/PROC/WEB: Exited with status 3" || evs[2].Crashes != 1 {
 		t.Errorf("crash event = %+v", evs[2])
 	}
 	in := e.c.Instances("p-crash")[0]
@@ -525,7 +525,7 @@ func TestEnforceMemory(t *testing.T) {
 		return false
 	})
 	for _, ev := range e.events.of("p-fat", 0) {
-		if ev.State == StateCrashed && ev.Details != "memory limit exceeded" {
+		if ev.State == StateCrashed && ev.Details != "APP/PROC/WEB: Exited with status 137 (out of memory)" {
 			t.Errorf("crash details = %q", ev.Details)
 		}
 	}

@@ -275,25 +275,31 @@ func (in *instance) runOnce() (crashed bool, details string, runningSince time.T
 	c.mu.Lock()
 	details = in.killReason
 	c.mu.Unlock()
+	status := exitStatus(exitErr)
 	switch {
+	case details == oomReason:
+		details = exitDescription(in.spec.ProcessType, status, true)
 	case details != "":
 	case cg != nil && oomKilled(cg, exitErr):
 		// As Diego reports a container the kernel killed for its memory limit.
-		details = "out of memory"
+		details = exitDescription(in.spec.ProcessType, status, true)
 		in.cellLog(logw, "Out of memory: the container exceeded its %d MB limit (%s)", in.spec.MemoryMB, exitDetails(exitErr))
 	default:
-		details = exitDetails(exitErr)
+		details = exitDescription(in.spec.ProcessType, status, false)
 	}
 	in.cellLog(logw, "Exited: %s", details)
 	return in.crash(details), details, runningSince
 }
 
 // crash records a crash and reports true.
+// As on Diego, a crashed instance has no instance guid, host or port any more (the
+// event still names the instance that crashed).
 func (in *instance) crash(details string) bool {
 	now := in.c.now()
 	in.setState(func(i *Instance) {
 		i.State, i.Since, i.Details = StateCrashed, now, details
 		i.PID, i.CPU, i.CPUEntitlement, i.MemBytes, i.DiskBytes = 0, 0, 0, 0, 0
+		i.GUID, i.Host, i.CellAddr, i.Port = "", "", "", 0
 		i.Crashes++
 	})
 	return true
@@ -413,8 +419,11 @@ func (in *instance) healthCheck(port int) func() error {
 func (in *instance) setState(update func(*Instance)) {
 	c := in.c
 	c.mu.Lock()
-	before := in.info.State
+	before, guid := in.info.State, in.info.GUID
 	update(&in.info)
+	if in.info.GUID != "" {
+		guid = in.info.GUID
+	}
 	if in.info.State != StateRunning && in.info.State != StateStarting {
 		in.pgid, in.cg, in.tmpDir = 0, nil, ""
 	}
@@ -428,8 +437,8 @@ func (in *instance) setState(update func(*Instance)) {
 	if c.cfg.OnEvent != nil {
 		c.cfg.OnEvent(Event{
 			ProcessGUID: in.spec.ProcessGUID, AppGUID: in.spec.AppGUID, ProcessType: in.spec.ProcessType,
-			Index: in.index, InstanceGUID: info.GUID, State: info.State, Details: info.Details,
-			Crashes: info.Crashes, Time: info.Since,
+			Index: in.index, InstanceGUID: guid, State: info.State, Details: info.Details,
+			Crashes: info.Crashes, Time: info.Since, Cell: in.cell.name,
 		})
 	}
 }
@@ -468,6 +477,22 @@ func (in *instance) cellLog(w io.Writer, format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(w, "[CELL/%d] %s %s\n", in.index, in.c.now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+// exitStatus is the status of a process's exit as a shell reports it: 128 + the
+// signal for a process killed by one.
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
 
 func exitDetails(err error) string {

@@ -310,7 +310,7 @@ func TestOutOfMemoryCrashes(t *testing.T) {
 	// The first three crashes restart at once, so a second follows the first.
 	eventually(t, 20*time.Second, "two out-of-memory crashes", func() bool { return len(crashes()) >= 2 })
 	for i, ev := range crashes()[:2] {
-		if ev.Details != "out of memory" || ev.Crashes != i+1 {
+		if ev.Details != "APP/PROC/WEB: Exited with status 137 (out of memory)" || ev.Crashes != i+1 {
 			t.Errorf("crash %d: details %q, crashes %d", i+1, ev.Details, ev.Crashes)
 		}
 	}

@@ -186,7 +186,7 @@ func (c *Cells) sample() {
 
 		limit := uint64(in.spec.MemoryMB) << 20
 		if c.cfg.EnforceMemory && t.cg == nil && limit > 0 && r.mem > limit && in.killReason == "" {
-			in.killReason = "memory limit exceeded"
+			in.killReason = oomReason
 			c.log.Warn("instance over its memory limit, killing it", "process_guid", in.spec.ProcessGUID,
 				"index", in.index, "rss_bytes", r.mem, "limit_bytes", limit)
 			killGroup(t.pgid, syscall.SIGKILL)
