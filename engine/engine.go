@@ -195,6 +195,8 @@ type runner struct {
 	// nodeAway is since when a node of a Citus results database has not answered
 	// (zero: every node answers; watchNodes).
 	nodeAway time.Time
+	// instances watches the run's app instances (instances.go); nil when not.
+	instances *instanceWatcher
 }
 
 // variants runs every variant's ramp, each with its own fleet, and stops the fleets
@@ -226,6 +228,8 @@ func (r *runner) variants(ctx context.Context) (err error) {
 			}
 		}()
 	}
+	r.watchInstances(ctx)
+	defer r.checkInstances(context.WithoutCancel(ctx), nil)
 	return r.legs(ctx)
 }
 

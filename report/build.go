@@ -131,6 +131,9 @@ func buildRun(ctx context.Context, src Reader, id string, opts Options) (*Run, e
 	}
 	r.Coverage, r.RouterLogSource = b.coverage(r.Variants), rows.PullSources
 	r.Flushes = b.flushes()
+	b.faults(r)
+	// Steps disturbed besides their load, marked before the capacity is judged on them.
+	markDisturbed(r)
 	for _, v := range r.Variants {
 		v.Utilisation = utilisation(v.Steps)
 		if slo != nil {

@@ -146,7 +146,97 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 		fd := findings[i]
 		c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("finding at step %d: %s: %s", fd.Step, fd.Check, fd.Message))
 	}
+	restsOnDisturbed(c, v)
 	return c
+}
+
+// restsOnDisturbed says in c's Text, and lists in c.Disturbed, which of the steps the
+// capacity rests on (the step that met the SLO, the step it is interpolated from, the
+// step that broke it) were disturbed.
+//
+// The figure itself stays as the steps measured it; a disturbed step is not left out
+// for a clean one. What disturbed it may be the load's own doing (an instance killed
+// for memory at the heaviest step is the app's limit, not an accident), and leaving
+// that step out could put the capacity above a load where the app failed. So the
+// capacity rests where the SLO says, and says on what.
+func restsOnDisturbed(c *Capacity, v *Variant) {
+	type rest struct {
+		step int
+		say  string
+	}
+	var rests []rest
+	if c.Step > 0 {
+		rests = append(rests, rest{c.Step, "it rests on step %d, during which %s"})
+	}
+	if c.Basis == "interpolated" && c.CrossingFrom != c.Step {
+		rests = append(rests, rest{c.CrossingFrom, "it is interpolated from step %d, during which %s"})
+	}
+	if c.FailedStep > 0 {
+		rests = append(rests, rest{c.FailedStep, "the SLO broke at step %d, during which %s: the break may be that, not the load"})
+	}
+	for _, r := range rests {
+		i := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == r.step })
+		if i < 0 || !v.Steps[i].Disturbed() || slices.Contains(c.Disturbed, r.step) {
+			continue
+		}
+		c.Disturbed = append(c.Disturbed, r.step)
+		said := fmt.Sprintf(r.say, r.step, disturbances(v.Steps[i]))
+		c.Text += "; " + said
+		c.LimitedBy = append(c.LimitedBy, "disturbed step: "+said)
+	}
+}
+
+// disturbances says what disturbed s: "instance 0 of stub-fast crashed, and ...".
+func disturbances(s *Step) string {
+	texts := make([]string, len(s.Disturbances))
+	for i, d := range s.Disturbances {
+		texts[i] = d.Text
+	}
+	if len(texts) > 1 {
+		return strings.Join(texts[:len(texts)-1], ", ") + " and " + texts[len(texts)-1]
+	}
+	return strings.Join(texts, "")
+}
+
+// instanceVerbs are the instance_* findings (engine/instances.go) and what each says
+// happened to the instance.
+var instanceVerbs = map[string]string{
+	"instance_crashed":   "crashed",
+	"instance_oom":       "was killed for memory (OOM)",
+	"instance_restarted": "was restarted",
+	"instance_moved":     "was moved to another cell",
+}
+
+// markDisturbed marks the steps during which an instance of the variant's app under
+// test or of its generator app crashed, was killed for memory, restarted or moved (an
+// instance_* finding whose figures name the app and its role). Those of the tunnel and
+// the relay are findings but disturb no step's figures: the samples wait and are
+// stored, none is lost or slowed.
+func markDisturbed(r *Run) {
+	for i, f := range r.Findings {
+		verb, ok := instanceVerbs[f.Check]
+		if !ok || f.Step <= 0 {
+			continue
+		}
+		v := variantNamed(r.Variants, f.Variant)
+		if v == nil {
+			continue
+		}
+		app, _ := f.Figures["app"].(string)
+		role, _ := f.Figures["role"].(string)
+		if app == "" || !(role == "app" && app == v.App || role == "generator" && app == v.GeneratorApp) {
+			continue
+		}
+		j := slices.IndexFunc(v.Steps, func(s *Step) bool { return s.Step == f.Step })
+		if j < 0 {
+			continue
+		}
+		who := "an instance of " + app
+		if idx, ok := f.Figures["index"].(float64); ok && idx >= 0 {
+			who = fmt.Sprintf("instance %d of %s", int(idx), app)
+		}
+		v.Steps[j].Disturb(Disturbance{Cause: f.Check, Text: who + " " + verb, Finding: &i})
+	}
 }
 
 // crossing is the throughput at which the first of the SLO's bounds to break in f

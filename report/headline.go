@@ -170,6 +170,16 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 			parts = append(parts, fmt.Sprintf("bottleneck: %s (%s)", h.Bottleneck, h.BottleneckEvidence))
 		}
 	}
+	if c := v.Capacity; c != nil {
+		h.Disturbed = c.Disturbed
+	} else if at != nil && at.Disturbed() {
+		h.Disturbed = []int{at.Step}
+	}
+	for _, n := range h.Disturbed {
+		if s := stepOf(n); s != nil {
+			parts = append(parts, fmt.Sprintf("step %d disturbed: %s", n, disturbances(s)))
+		}
+	}
 	var named []string
 	for _, i := range near {
 		f := r.Findings[i]

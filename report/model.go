@@ -74,6 +74,9 @@ type Headline struct {
 	// run's Findings.
 	LimitedBy []string `json:"limited_by,omitempty"`
 	Findings  []int    `json:"findings,omitempty"`
+	// Disturbed are the steps the figure rests on (Step, and the step that broke the
+	// SLO) that were disturbed (Step.Disturbances); Text says by what.
+	Disturbed []int `json:"disturbed_steps,omitempty"`
 	// Text is the line as a person reads it.
 	Text string `json:"text"`
 }
@@ -94,6 +97,10 @@ type Run struct {
 	Variants []*Variant `json:"variants"`
 	// Findings are the run's checks that tripped (warn or fail), in the order recorded.
 	Findings []Finding `json:"findings"`
+	// Faults are the faults the spec injected (faults.go), FaultRule how their
+	// recovery is judged; nil and "" for a run without.
+	Faults    []Fault `json:"faults,omitempty"`
+	FaultRule string  `json:"fault_rule,omitempty"`
 	// Coverage is the router-log coverage per variant and step; nil when no router
 	// logs were pulled for the run.
 	Coverage []CoverageRow `json:"coverage,omitempty"`
@@ -229,7 +236,44 @@ type Step struct {
 	Generator *AppUsage `json:"generator,omitempty"`
 	// Decomposition splits the latency by layer; nil without router and app timings.
 	Decomposition *Decomposition `json:"decomposition,omitempty"`
+	// Disturbances are what happened to the system under test during the step besides
+	// its load (see Disturbance); absent for an undisturbed step.
+	Disturbances []Disturbance `json:"disturbances,omitempty"`
 }
+
+// Disturbance is something that happened during a step besides its load: an instance
+// of the app under test or of the generators that crashed, was killed for memory,
+// restarted or moved (the instance_* findings), or a fault the spec injected. The
+// step's figures measure it as much as the load, so a capacity at the SLO that rests
+// on a disturbed step says so (capacity.go), and the step's row is marked.
+//
+// Marks are set with Step.Disturb between reading the findings and judging the
+// capacity (buildRun); markDisturbed sets those of the instance_* findings.
+type Disturbance struct {
+	// Cause is the finding's check (instance_crashed, instance_oom,
+	// instance_restarted, instance_moved) or, for an injected fault, "fault:" and its
+	// action ("fault:crash").
+	Cause string `json:"cause"`
+	// Text says what happened in a few words, to follow "during which":
+	// "instance 0 of stub-fast crashed".
+	Text string `json:"text"`
+	// Finding is the index of the finding that says it in the run's Findings; nil
+	// when none does.
+	Finding *int `json:"finding,omitempty"`
+}
+
+// Disturb marks the step as disturbed by d; the same cause and text twice is one mark.
+func (s *Step) Disturb(d Disturbance) {
+	for _, o := range s.Disturbances {
+		if o.Cause == d.Cause && o.Text == d.Text {
+			return
+		}
+	}
+	s.Disturbances = append(s.Disturbances, d)
+}
+
+// Disturbed says whether anything besides its load happened during the step.
+func (s *Step) Disturbed() bool { return len(s.Disturbances) > 0 }
 
 // AppUsage is one app's CPU and memory in a step.
 type AppUsage struct {
@@ -320,6 +364,9 @@ type Capacity struct {
 	LimitedBy []string `json:"limited_by,omitempty"`
 	// Findings are those findings: indexes into the run's Findings.
 	Findings []int `json:"findings,omitempty"`
+	// Disturbed are the steps the capacity rests on (Step, FailedStep, CrossingFrom)
+	// during which something besides the load happened (Step.Disturbances); Text says so.
+	Disturbed []int `json:"disturbed_steps,omitempty"`
 }
 
 // Utilisation is the app's CPU use against what is available, for one app instance

@@ -192,6 +192,10 @@ func (t *textWriter) run(r *Run, what string) {
 					slo = "breaks: " + strings.Join(s.SLOBreaches, ", ")
 				}
 			}
+			if s.Disturbed() {
+				slo = strings.TrimSpace(slo + " (disturbed)")
+				classes = append(classes, fmt.Sprintf("  %s step %d disturbed: %s", v.Name, s.Step, disturbances(s)))
+			}
 			offered := "–"
 			if s.OfferedRate != nil {
 				offered = num(*s.OfferedRate)
@@ -331,6 +335,8 @@ func (t *textWriter) run(r *Run, what string) {
 			t.printf("      %s\n", e)
 		}
 	}
+
+	t.faults(r)
 
 	t.printf("\n6. Variants side by side\n")
 	if len(r.Repeats) > 0 {

@@ -506,6 +506,7 @@ func (d *decoder) checks(c *Checks) func(value) {
 			optional("neighbours", d.check(&c.Neighbours.Level, warn,
 				optional("cpu_above", d.number(&c.Neighbours.CPUAbove, func(x float64) bool { return x > 0 }, "cores greater than 0 (1 = one core)")),
 				optional("except", d.names(&c.Neighbours.Except)))),
+			optional("instance_events", d.check(&c.InstanceEvents, warn)),
 			optional("generator_cpu", d.renamed("generator_saturation")),
 			optional("flat_throughput", d.renamed("plateau")),
 		)

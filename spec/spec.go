@@ -327,6 +327,11 @@ type Checks struct {
 	// Neighbours trips when apps that are not part of the run use CPU on the
 	// foundation, before the run or in a step.
 	Neighbours Neighbours
+	// InstanceEvents trips when an instance of an app the run pushed (an app under
+	// test, a generator, the tunnel, the relay) crashed, was killed for memory,
+	// restarted or moved during a step (instance_crashed, instance_oom,
+	// instance_restarted, instance_moved).
+	InstanceEvents CheckLevel
 }
 
 // Neighbours judges the apps beside the run's own: of the run's org on Cloud Foundry,
@@ -423,6 +428,7 @@ func DefaultChecks() Checks {
 		Coverage:            Coverage{Level: CheckWarn, Below: 0.99},
 		LayerOrder:          LayerOrder{Level: CheckWarn, Above: 0.001},
 		Neighbours:          Neighbours{Level: CheckWarn, CPUAbove: 0.1},
+		InstanceEvents:      CheckWarn,
 	}
 }
 

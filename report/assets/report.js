@@ -185,7 +185,8 @@ window.cfbRender = function (data, root) {
           .sort().map(function (k) { return k + " " + s.errors_by_class[k]; }).join(", ");
         rows.push([v.name, s.live ? s.step + " (running: so far)" : s.step, load(s.load), s.count, s.offered_rate ? num(s.offered_rate) : "–", num(s.throughput), ms(s.mean_us), ms(s.p50_us), ms(s.p90_us),
           ms(s.p99_us), ms(s.p999_us), ms(s.min_us), ms(s.max_us), s.errors + (cls ? " (" + cls + ")" : ""), (s.bandwidth_bytes_per_sec / 1048576).toFixed(1),
-          s.missed, s.omitted, s.meets_slo === undefined ? "" : s.meets_slo ? "meets" : "breaks: " + (s.slo_breaches || []).join(", ")]);
+          s.missed, s.omitted, (s.meets_slo === undefined ? "" : s.meets_slo ? "meets" : "breaks: " + (s.slo_breaches || []).join(", ")) +
+          (s.disturbances ? " (disturbed: " + s.disturbances.map(function (d) { return d.text; }).join(", ") + ")" : "")]);
       });
     });
     table(sec, ["variant", "step", "load", "count", "offered/s", "req/s", "mean", "p50", "p90", "p99", "p99.9", "min", "max", "errors", "MiB/s", "missed", "omitted", "SLO"], rows, "num");
