@@ -166,7 +166,12 @@ type Config struct {
 	// sends them to Loggregator: staging output (source type STG, instance "0") and its
 	// own notes (API), such as why an instance crashed. It must not block for long.
 	AppLog func(appGUID, sourceType, instance, line string)
-	Logger *slog.Logger
+	// AccessTokenTTL and RefreshTokenTTL are the lifetimes of the tokens the UAA
+	// endpoint issues; 0: DefaultAccessTokenTTL, DefaultRefreshTokenTTL (uaa.go).
+	AccessTokenTTL, RefreshTokenTTL time.Duration
+	// RateLimit is CC's rate limiter (ratelimit.go); off when its Limit is 0.
+	RateLimit RateLimit
+	Logger    *slog.Logger
 }
 
 // Server serves the API. BaseURL must be set before the first request.
@@ -190,6 +195,10 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // builds in flight
+
+	clock         func() time.Time // nil: time.Now; tests set it (uaa.go)
+	expiredBefore atomic.Int64     // unix ns: access tokens issued before are invalid (ExpireTokens)
+	limiter       *rateLimiter     // nil: no rate limit (ratelimit.go)
 }
 
 // New loads the state from cfg.DataDir (or creates it with an org, spaces and segments).
@@ -219,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.routes()
+	s.limiter = newRateLimiter(cfg.RateLimit)
 	return s, nil
 }
 
@@ -277,15 +287,17 @@ func seed(s *State, cfg Config) {
 func (s *Server) SetBaseURL(u string) { s.baseURL = strings.TrimRight(u, "/") }
 
 // Handler serves the API. As CC's router does, it takes a v3 path with a trailing slash
-// (POST /v3/packages/) for the path without it.
+// (POST /v3/packages/) for the path without it. With Config.RateLimit, CC's rate
+// limiter counts the requests first (ratelimit.go).
 func (s *Server) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; len(p) > len("/v3/") && strings.HasPrefix(p, "/v3/") && strings.HasSuffix(p, "/") {
 			r.URL.Path = strings.TrimSuffix(p, "/")
 			r.URL.RawPath = ""
 		}
 		s.mux.ServeHTTP(w, r)
 	})
+	return s.limited(h)
 }
 
 // Close waits for builds in flight (they are cancelled).
@@ -295,11 +307,11 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// Error is a CC v3 error.
+// Error is a CC v3 error, its keys in CC's order (detail, title, code).
 type Error struct {
-	Code   int    `json:"code"`
-	Title  string `json:"title"`
 	Detail string `json:"detail"`
+	Title  string `json:"title"`
+	Code   int    `json:"code"`
 	status int
 }
 

@@ -12,12 +12,64 @@ import (
 	"time"
 )
 
-// Token lifetimes: long enough that the cf CLI does not refresh before every request
-// (it does when less than 60 s are left).
+// Token lifetimes when Config leaves them 0: those of cf-deployment's cf client
+// (access_token_validity 1200, refresh_token_validity 2592000). The cf CLI refreshes
+// when less than 60 s are left; go-cfclient by the token's expiry, and on any 401.
 const (
-	accessTTL  = 12 * time.Hour
-	refreshTTL = 30 * 24 * time.Hour
+	DefaultAccessTokenTTL  = 20 * time.Minute
+	DefaultRefreshTokenTTL = 30 * 24 * time.Hour
 )
+
+// accessTTL and refreshTTL are the lifetimes of the tokens issued, whole seconds
+// (a JWT's exp is), at least one.
+func (s *Server) accessTTL() time.Duration {
+	return ttl(s.cfg.AccessTokenTTL, DefaultAccessTokenTTL)
+}
+
+func (s *Server) refreshTTL() time.Duration {
+	return ttl(s.cfg.RefreshTokenTTL, DefaultRefreshTokenTTL)
+}
+
+func ttl(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return max(d.Truncate(time.Second), time.Second)
+}
+
+// now is the server's clock: time.Now but in tests.
+func (s *Server) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
+}
+
+// ExpireTokens makes every access token issued before at invalid, as if it had
+// expired: the API answers it 401 CF-InvalidAuthToken (as for an expired token) and
+// the Log Cache 404. Refresh tokens stay valid, so a client that refreshes goes on;
+// this is a token's expiry that the client could not see coming (its exp is still
+// ahead), not a revocation of the user's session. An earlier at than a previous
+// call's changes nothing. It lasts until the server stops (a restarted foundation
+// accepts those tokens again until they expire). Safe for concurrent use.
+func (s *Server) ExpireTokens(at time.Time) {
+	ns := at.UnixNano()
+	for {
+		old := s.expiredBefore.Load()
+		if ns <= old || s.expiredBefore.CompareAndSwap(old, ns) {
+			return
+		}
+	}
+}
+
+// issuedAt is when a token was issued, to the nanosecond when it says (tokens of this
+// server do), else to the second.
+func (c *claims) issuedAt() int64 {
+	if c.IssuedAtNano != 0 {
+		return c.IssuedAtNano
+	}
+	return c.IssuedAt * int64(time.Second)
+}
 
 // The one user's fixed id.
 const userGUID = "6d3c1b6e-0000-4000-8000-cf0bec0000a1"
@@ -38,6 +90,10 @@ type claims struct {
 	IssuedAt  int64    `json:"iat"`
 	Expires   int64    `json:"exp"`
 	Refresh   bool     `json:"cfbench_refresh,omitempty"`
+	// IssuedAtNano is IssuedAt to the nanosecond, for ExpireTokens: a token issued
+	// just after an expiry, in the same second, stays valid. A real UAA has no such
+	// claim.
+	IssuedAtNano int64 `json:"cfbench_iat_ns,omitempty"`
 }
 
 var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
@@ -50,7 +106,8 @@ func (s *Server) sign(c claims) string {
 	return unsigned + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// verify checks a token's signature and expiry and returns its claims.
+// verify checks a token's signature and expiry (an access token's also against
+// ExpireTokens) and returns its claims.
 func (s *Server) verify(token string) (*claims, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -67,7 +124,10 @@ func (s *Server) verify(token string) (*claims, error) {
 		return nil, errInvalidToken
 	}
 	var c claims
-	if err := json.Unmarshal(body, &c); err != nil || time.Now().Unix() >= c.Expires {
+	if err := json.Unmarshal(body, &c); err != nil || s.now().Unix() >= c.Expires {
+		return nil, errInvalidToken
+	}
+	if !c.Refresh && c.issuedAt() < s.expiredBefore.Load() {
 		return nil, errInvalidToken
 	}
 	return &c, nil
@@ -162,6 +222,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	}
 	scopes := userScopes
 	id, name := userGUID, s.cfg.User
+	var keep string // the refresh token presented, which UAA does not rotate by default
 	switch r.PostForm.Get("grant_type") {
 	case "password":
 		user, pw := r.PostForm.Get("username"), r.PostForm.Get("password")
@@ -186,7 +247,7 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusUnauthorized, "invalid_token", "Invalid refresh token")
 			return
 		}
-		scopes, id, name = c.Scope, c.UserID, c.UserName
+		scopes, id, name, keep = c.Scope, c.UserID, c.UserName, r.PostForm.Get("refresh_token")
 	default:
 		fail(http.StatusBadRequest, "unsupported_grant_type", "Only the password and refresh_token grants are supported")
 		return
@@ -196,18 +257,24 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "invalid_scope", "Invalid scope: "+bad)
 		return
 	}
-	now := time.Now()
+	now := s.now()
 	base := claims{Sub: id, UserID: id, UserName: name, Origin: "uaa", ClientID: "cf", CID: "cf",
 		GrantType: "password", Issuer: s.url("/oauth/token"), Audience: []string{"cloud_controller", "openid", "cf"},
-		Scope: scopes, IssuedAt: now.Unix()}
+		Scope: scopes, IssuedAt: now.Unix(), IssuedAtNano: now.UnixNano()}
 	access, refresh := base, base
-	access.JTI, access.Expires = newGUID(), now.Add(accessTTL).Unix()
-	refresh.JTI, refresh.Expires, refresh.Refresh = newGUID(), now.Add(refreshTTL).Unix(), true
+	access.JTI, access.Expires = newGUID(), now.Add(s.accessTTL()).Unix()
+	refresh.JTI, refresh.Expires, refresh.Refresh = newGUID(), now.Add(s.refreshTTL()).Unix(), true
+	refreshToken := keep
+	if refreshToken == "" {
+		refreshToken = s.sign(refresh)
+	}
 	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(map[string]any{
-		"access_token": s.sign(access), "refresh_token": s.sign(refresh), "token_type": "bearer",
-		"expires_in": int(accessTTL.Seconds()) - 1, "scope": strings.Join(access.Scope, " "), "jti": access.JTI,
+		"access_token": s.sign(access), "refresh_token": refreshToken, "token_type": "bearer",
+		// As UAA, a second short of the lifetime; never 0, which OAuth2 clients read as
+		// "does not expire".
+		"expires_in": max(int(s.accessTTL().Seconds())-1, 1), "scope": strings.Join(access.Scope, " "), "jti": access.JTI,
 	})
 }
 
