@@ -149,6 +149,39 @@ window.cfbRender = function (data, root) {
     };
   }
 
+  // faultSection shows each fault the spec injected (ramp.faults): what it hit and
+  // when, the time until the instance ran again and until the p99 was back, the p99
+  // before against from the fault until back, the failed requests by class, and a
+  // chart of the p99 per second after it against the pre-fault limit.
+  function faultSection(sec, run) {
+    add(sec, "h3", {}, "5a. Faults injected");
+    run.faults.forEach(function (f) {
+      var box = add(sec, "div", { "class": "fault" });
+      add(box, "h4", {}, f.variant + " step " + f.step + ", " + f.offset_s.toFixed(1) + " s in: " + f.action + " of " + f.what);
+      if (f.error) { add(box, "p", { "class": "note" }, "Not applied: " + f.error); return; }
+      var running = f.running_again_s !== undefined ? f.running_again_s.toFixed(1) + " s" : f.not_running_again ? "not within the step" : "–";
+      var back = f.recovery === "back" ? f.back_s.toFixed(0) + " s" : f.recovery === "undisturbed" ? "never left it" :
+        f.recovery === "not_back" ? "not recovered within the step" : "no requests before the fault";
+      var classes = Object.keys(f.failed_by_class || {}).sort().map(function (k) { return k + " " + num(f.failed_by_class[k]); }).join(", ");
+      table(box, ["instance running again", "p99 back within the pre-fault level", "p99 before", "p99 from the fault until back", "failed after the fault", "by class"], [[
+        running, back, ms(f.p99_before_us) + " ms", ms(f.p99_during_us) + " ms" + (f.p99_before_us ? " (×" + (f.p99_during_us / f.p99_before_us).toFixed(1) + ")" : ""),
+        num(f.failed_after) + " of " + num(f.requests_after) + (f.requests_after ? " (" + pct(f.failed_after / f.requests_after) + ")" : ""), classes || "–"]], "num");
+      if (f.instances && f.instances.length) add(box, "p", { "class": "hint" }, "Hit instance " + f.instances.join(", ") + ".");
+      var ps = f.per_second || [];
+      if (ps.length) {
+        var xs = ps.map(function (_, i) { return i; });
+        chart(box, "fault", f.variant + " step " + f.step + ": p99 (ms) and failed requests per second after the " + f.action + ", against the pre-fault limit", {
+          height: 200,
+          scales: { x: { time: false }, n: {} },
+          axes: [{ label: "s after the fault" }, { label: "p99 ms" }, { scale: "n", side: 1, label: "failed", grid: { show: false } }],
+          series: [{ label: "s" }, line("p99", colors[0]), line("limit " + ms(f.p99_limit_us) + " ms", "#999", { dash: [6, 4], points: { show: false } }),
+            line("failed", colors[1], { scale: "n" })]
+        }, [xs, ps.map(function (p) { return p.requests ? p.p99_us / 1000 : null; }), ps.map(function () { return f.p99_limit_us / 1000; }), ps.map(function (p) { return p.failed; })]);
+      }
+    });
+    add(sec, "p", { "class": "hint" }, run.fault_rule + ".");
+  }
+
   function runSection(run, what) {
     var sec = add(root, "section", { "class": "run" });
     add(sec, "h2", {}, what + " " + run.id + " — " + run.name);
@@ -345,6 +378,8 @@ window.cfbRender = function (data, root) {
         }
       });
     }
+
+    if (run.faults && run.faults.length) faultSection(sec, run);
 
     add(sec, "h3", {}, "6. Variants side by side");
     if (run.repeats && run.repeats.length) {
