@@ -169,15 +169,15 @@ func (f *Fault) Lines() []string {
 	if f.P99BeforeUS > 0 {
 		lat += fmt.Sprintf(" (×%.1f)", float64(f.P99DuringUS)/float64(f.P99BeforeUS))
 	}
-	failed := fmt.Sprintf("%s of %s requests after it failed", num(float64(f.FailedAfter)), num(float64(f.RequestsAfter)))
+	failed := fmt.Sprintf("%s of %s requests after it failed", Thousands(float64(f.FailedAfter)), Thousands(float64(f.RequestsAfter)))
 	if f.RequestsAfter > 0 && f.FailedAfter > 0 {
-		failed += fmt.Sprintf(" (%s)", pct(float64(f.FailedAfter)/float64(f.RequestsAfter)))
+		failed += fmt.Sprintf(" (%s%%)", pct(float64(f.FailedAfter)/float64(f.RequestsAfter)))
 	}
 	if len(f.FailedByClass) > 0 {
 		classes := slices.Sorted(maps.Keys(f.FailedByClass))
 		parts := make([]string, len(classes))
 		for i, c := range classes {
-			parts[i] = fmt.Sprintf("%s %s", c, num(float64(f.FailedByClass[c])))
+			parts[i] = fmt.Sprintf("%s %s", c, Thousands(float64(f.FailedByClass[c])))
 		}
 		failed += ": " + strings.Join(parts, ", ")
 	}

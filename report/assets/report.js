@@ -154,6 +154,7 @@ window.cfbRender = function (data, root) {
   // before against from the fault until back, the failed requests by class, and a
   // chart of the p99 per second after it against the pre-fault limit.
   function faultSection(sec, run) {
+    var count = function (x) { return Math.round(x).toLocaleString("en-US"); };
     add(sec, "h3", {}, "5a. Faults injected");
     run.faults.forEach(function (f) {
       var box = add(sec, "div", { "class": "fault" });
@@ -162,10 +163,10 @@ window.cfbRender = function (data, root) {
       var running = f.running_again_s !== undefined ? f.running_again_s.toFixed(1) + " s" : f.not_running_again ? "not within the step" : "–";
       var back = f.recovery === "back" ? f.back_s.toFixed(0) + " s" : f.recovery === "undisturbed" ? "never left it" :
         f.recovery === "not_back" ? "not recovered within the step" : "no requests before the fault";
-      var classes = Object.keys(f.failed_by_class || {}).sort().map(function (k) { return k + " " + num(f.failed_by_class[k]); }).join(", ");
+      var classes = Object.keys(f.failed_by_class || {}).sort().map(function (k) { return k + " " + count(f.failed_by_class[k]); }).join(", ");
       table(box, ["instance running again", "p99 back within the pre-fault level", "p99 before", "p99 from the fault until back", "failed after the fault", "by class"], [[
         running, back, ms(f.p99_before_us) + " ms", ms(f.p99_during_us) + " ms" + (f.p99_before_us ? " (×" + (f.p99_during_us / f.p99_before_us).toFixed(1) + ")" : ""),
-        num(f.failed_after) + " of " + num(f.requests_after) + (f.requests_after ? " (" + pct(f.failed_after / f.requests_after) + ")" : ""), classes || "–"]], "num");
+        count(f.failed_after) + " of " + count(f.requests_after) + (f.requests_after ? " (" + pct(f.failed_after / f.requests_after) + ")" : ""), classes || "–"]], "num");
       if (f.instances && f.instances.length) add(box, "p", { "class": "hint" }, "Hit instance " + f.instances.join(", ") + ".");
       var ps = f.per_second || [];
       if (ps.length) {
