@@ -27,7 +27,13 @@ var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now, Spawn: spawn, BinDirs: binDirs(), Carried: carried,
+	stderr := os.Stderr
+	if dir, err := os.UserCacheDir(); err == nil {
+		if log := libraryLog(filepath.Join(dir, "cf-benchmark")); log != nil {
+			os.Stderr = log // before any goroutine of ours reads it
+		}
+	}
+	env := &command.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: stderr, Getenv: os.Getenv, Now: time.Now, Spawn: spawn, BinDirs: binDirs(), Carried: carried,
 		Version: cfbversion.Of(version, buildInfo())}
 	var code int
 	if isPluginInvocation(os.Args) {
