@@ -56,7 +56,7 @@ func (d *Deployment) startLogCache(ctx context.Context, runID string, every time
 	if u == "" {
 		return nil
 	}
-	lc, err := logcache.New(logcache.Config{URL: u, Client: d.cf.Client().HTTPAuthClient(), Sink: d.Store, RunID: runID,
+	lc, err := logcache.New(logcache.Config{URL: u, Client: d.cf.AuthClient(), Sink: d.Store, RunID: runID,
 		Targets: sources, Interval: every, Logger: log})
 	if err == nil {
 		err = lc.Start(ctx)

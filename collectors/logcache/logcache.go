@@ -15,6 +15,12 @@
 // Log Cache does not know (404: an app deleted, or not yet started) yields nothing;
 // 429 and 5xx answers are retried a few times, then the poll reports them and the next
 // one tries again.
+//
+// Log Cache's auth proxy answers an expired or invalid token with the same bare 404 as
+// an unknown source; its /api/v1/meta, read at every poll with the same token, tells
+// them apart. A rejected token is renewed once (the Doer is a TokenRenewer) and then
+// fails the poll with ErrTokenRejected, never reads as "no data". Meta also shows
+// envelopes evicted before they were read (Evictions).
 package logcache
 
 import (
@@ -32,8 +38,8 @@ import (
 )
 
 // Doer sends HTTP requests with the Cloud Foundry bearer token, which Log Cache takes
-// as Cloud Controller does: go-cfclient's HTTPAuthClient() is one (it refreshes the
-// token). It is called from one goroutine at a time.
+// as Cloud Controller does: platform.AuthClient is one, which renews the token before
+// it expires and is a TokenRenewer. It is called from one goroutine at a time.
 type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
@@ -85,6 +91,9 @@ type Poller struct {
 
 	pollMu  sync.Mutex // one poll at a time
 	sources map[string]*source
+
+	evictMu   sync.Mutex
+	evictions []Eviction
 }
 
 var _ lifecycle.Part = (*Poller)(nil)
@@ -95,6 +104,9 @@ type source struct {
 	cursor int64            // the previous read's end (ns); 0 before the first
 	seen   map[string]int64 // envelopes stored in the overlap: key → timestamp
 	newest map[string]int64 // each instance's latest counters reading read (ns)
+	// expired is meta's count of the source's envelopes Log Cache dropped, as of the
+	// previous poll.
+	expired int64
 }
 
 // New checks cfg and returns a poller that is not started.
@@ -176,11 +188,15 @@ func (p *Poller) ReadPast(t time.Time) bool {
 
 // Poll reads every target's envelopes since its previous read once and stores them.
 // It returns what failed (a read after its retries, or the store); what was read of
-// a target whose rows could not be stored is read again next time.
+// a target whose rows could not be stored is read again next time. A token Log Cache
+// refuses, after one renewal, fails the whole poll with ErrTokenRejected.
 func (p *Poller) Poll(ctx context.Context) error {
 	p.pollMu.Lock()
 	defer p.pollMu.Unlock()
 	end := p.cfg.Clock().UnixNano()
+	if err := p.checkMeta(ctx); err != nil {
+		return err
+	}
 	var errs []error
 	for _, s := range p.sources {
 		start := max(s.cursor-int64(p.cfg.Overlap), p.cfg.Since.UnixNano())

@@ -26,22 +26,38 @@ const (
 	maxPages  = 1000
 )
 
-// errUnknownSource is Log Cache's 404: no such source for this token.
-var errUnknownSource = errors.New("unknown source")
+// errNotFound is Log Cache's 404: no such source for this token, or (with no body)
+// no valid token at all, which its meta tells apart.
+var errNotFound = errors.New("not found")
 
 // read returns the gauge envelopes of source in [start, end), oldest first, following
 // pages; an unknown source has none.
 func (p *Poller) read(ctx context.Context, sourceID string, start, end int64) ([]envelope, error) {
 	var out []envelope
-	for range maxPages {
+	renewed := false
+	for pages := 0; pages < maxPages; {
+		sent := time.Now()
 		page, err := p.readPage(ctx, sourceID, start, end)
-		if errors.Is(err, errUnknownSource) {
-			p.log.Debug("log cache has no such source", "source_id", sourceID)
-			return out, nil
+		if errors.Is(err, errNotFound) {
+			// Log Cache's auth proxy answers an expired token as it answers a source the
+			// token may not read: 404, no body. Meta, with the same token, tells which.
+			if !p.tokenRejected(ctx) {
+				p.log.Debug("log cache has no such source", "source_id", sourceID)
+				return out, nil
+			}
+			if renewed {
+				return out, ErrTokenRejected
+			}
+			renewed = true
+			if err := p.renewToken(ctx, sent); err != nil {
+				return out, err
+			}
+			continue // the same page, with the new token
 		}
 		if err != nil {
 			return out, err
 		}
+		pages++
 		out = append(out, page...)
 		if len(page) < pageLimit {
 			return out, nil
@@ -95,7 +111,7 @@ func (p *Poller) get(ctx context.Context, u string) (_ []envelope, retryAfter ti
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, -1, errUnknownSource
+		return nil, -1, errNotFound
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		after := time.Duration(0)
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
