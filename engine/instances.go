@@ -256,7 +256,7 @@ func statsChanges(a watchedApp, prev map[int]platform.InstanceStat, prevAt time.
 		case p.GUID != "" && s.GUID != "" && p.GUID != s.GUID:
 			ev.Check, ev.Reason = InstanceRestartedCheck, fmt.Sprintf("process stats show a new instance (guid %s, %s %s)", s.GUID, s.State, s.Uptime)
 		case p.State == "RUNNING" && s.State == "RUNNING" && s.Uptime+uptimeSlack < p.Uptime+now.Sub(prevAt):
-			ev.Check, ev.Reason = InstanceRestartedCheck, fmt.Sprintf("process stats show its uptime reset (%s, %s before)", s.Uptime, (p.Uptime + now.Sub(prevAt)).Round(time.Second))
+			ev.Check, ev.Reason = InstanceRestartedCheck, fmt.Sprintf("process stats show its uptime reset (%s, %s before)", s.Uptime, (p.Uptime+now.Sub(prevAt)).Round(time.Second))
 		case p.State == "RUNNING" && s.State != "RUNNING":
 			ev.Check, ev.Reason = InstanceRestartedCheck, "process stats show it "+s.State+", RUNNING before"
 		default:

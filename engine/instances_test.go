@@ -169,10 +169,10 @@ func TestInstanceEventsFromStatsWhenForbidden(t *testing.T) {
 		after      []platform.InstanceStat
 		check, has string
 	}{
-		{"running on", []platform.InstanceStat{run("g0", "h1", 10 * time.Second)}, []platform.InstanceStat{run("g0", "h1", 10*time.Second + time.Hour)}, "", ""},
+		{"running on", []platform.InstanceStat{run("g0", "h1", 10*time.Second)}, []platform.InstanceStat{run("g0", "h1", 10*time.Second+time.Hour)}, "", ""},
 		{"new guid", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{run("g1", "h1", time.Second)}, InstanceRestartedCheck, "new instance (guid g1"},
 		{"new host", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{run("g1", "h2", time.Second)}, InstanceMovedCheck, "another host (h2, was h1)"},
-		{"uptime reset", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{run("g0", "h1", 3 * time.Second)}, InstanceRestartedCheck, "uptime reset"},
+		{"uptime reset", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{run("g0", "h1", 3*time.Second)}, InstanceRestartedCheck, "uptime reset"},
 		{"starting", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{{State: "STARTING"}}, InstanceRestartedCheck, "STARTING, RUNNING before"},
 		{"crashed", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{{State: "CRASHED"}}, InstanceCrashedCheck, "CRASHED"},
 		{"scaled up", nil, []platform.InstanceStat{run("g0", "h1", time.Second)}, "", ""},

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,13 +123,20 @@ func forbidden(err error) bool {
 func auditEvent(r *resource.AuditEvent) AuditEvent {
 	e := AuditEvent{GUID: r.GUID, Type: r.Type, Created: r.CreatedAt.UTC(), AppGUID: r.Target.GUID, AppName: r.Target.Name, Index: -1}
 	if r.Data != nil {
-		_ = json.Unmarshal(*r.Data, &e.Data)
+		// Numbers as written: crash_timestamp has more digits than a float64 keeps.
+		d := json.NewDecoder(bytes.NewReader(*r.Data))
+		d.UseNumber()
+		_ = d.Decode(&e.Data)
 	}
 	str := func(k string) string { s, _ := e.Data[k].(string); return s }
 	num := func(k string) (int64, bool) {
 		switch v := e.Data[k].(type) {
-		case float64:
-			return int64(v), true
+		case json.Number:
+			if n, err := v.Int64(); err == nil {
+				return n, true
+			}
+			f, err := v.Float64()
+			return int64(f), err == nil
 		case string: // some CCs send crash_timestamp as a string
 			n, err := strconv.ParseInt(v, 10, 64)
 			return n, err == nil
