@@ -114,6 +114,9 @@ var runCmd = &Command{
 				cfg.Reporter = w
 			}
 			o, err := engine.RunSession(ctx, sp, string(text), cfg)
+			if cfg.CF != nil && !*asJSON {
+				fmt.Fprintln(env.Stdout, cfg.CF.Requests()) // CC requests: N (X/min; budget: …)
+			}
 			if o == nil {
 				return err
 			}
