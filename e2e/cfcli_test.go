@@ -193,7 +193,14 @@ func newCF(t *testing.T, root string) *cfCLI {
 	if !filepath.IsAbs(path) || strings.Contains(path, "\n") {
 		t.Fatalf("scripts/install-cf-cli.sh printed %q, want the absolute path of cf", res.stdout)
 	}
-	home, pluginHome := t.TempDir(), t.TempDir()
+	// Homes with spaces in their paths, as on Windows ("C:\Users\Ada Lovelace"): the
+	// cf CLI, the plugin and the commands it runs must quote them where it matters.
+	home, pluginHome := filepath.Join(t.TempDir(), "cf home"), filepath.Join(t.TempDir(), "plugin home")
+	for _, d := range []string{home, pluginHome} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Nothing of the user's cf set-up may leak in (CF_HOME, CF_USERNAME, …), and the
 	// locale is pinned because cf translates its own text.
 	var env []string

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -109,5 +110,32 @@ func TestAppBitsReadCFIgnore(t *testing.T) {
 	want := []string{"app.js", "lib/", "lib/secrets.env", "logs/", "node_modules/", "node_modules/a/", "node_modules/a/index.js", "tmp/"}
 	if !slices.Equal(names, want) {
 		t.Errorf("zip holds %q, want %q", names, want)
+	}
+}
+
+// A manifest saved on Windows (CRLF) whose app sits in a directory with spaces in its
+// name resolves and checks as the same manifest with LF ends, and its app goes up.
+func TestCRLFManifestWithSpacesInPath(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "my apps/web app/run.sh", "#!/bin/sh\n")
+	lf := "applications:\n- name: web\n  path: my apps/web app\n  buildpacks: [binary_buildpack]\n  command: sh run.sh\n  memory: 64M\n  env: {GREETING: hello world}\n"
+	for name, body := range map[string]string{"lf.yml": lf, "crlf.yml": strings.ReplaceAll(lf, "\n", "\r\n")} {
+		m := writeFile(t, dir, name, body)
+		if err := CheckManifest(m, "", Overrides{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		r, err := ResolveManifest(m, "", Overrides{})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if r.Name != "web" || r.MemoryMB != 64 || r.Env["GREETING"] != "hello world" || bytes.Contains(r.Manifest, []byte("\r")) {
+			t.Errorf("%s resolved to %+v, manifest %q", name, r, r.Manifest)
+		}
+	}
+	bits, err := appBits(filepath.Join(dir, "my apps", "web app"))
+	if err != nil || len(zipModes(t, bits)) != 1 {
+		t.Errorf("the app's bits: %v", err)
 	}
 }
