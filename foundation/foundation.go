@@ -78,7 +78,18 @@ type Config struct {
 	// safety (pgserver.Options.Fast) instead of an initdb of its own with a password of
 	// its own (1.3 CPU-s and seconds at each first start; tests start dozens).
 	Throwaway bool
-	Logger    *slog.Logger
+	// AccessTokenTTL and RefreshTokenTTL are the lifetimes of the tokens the API's UAA
+	// endpoint issues; 0: 20 min and 30 days, as cf-deployment's cf client. Like the
+	// rest of Config they hold for this start only (Settings are what is kept).
+	AccessTokenTTL, RefreshTokenTTL time.Duration
+	// RateLimit turns on CC's rate limiter (cc.rate_limiter): at most RateLimit
+	// requests per user per RateLimitInterval (default 1 h); 0, the default, is off,
+	// as in CC. CC exempts admins, the foundation's one user among them, unless
+	// RateLimitAdmins.
+	RateLimit         int
+	RateLimitInterval time.Duration
+	RateLimitAdmins   bool
+	Logger            *slog.Logger
 }
 
 // AppsFreeCPUs are the CPUs of no cell of segment "apps" (where DefaultCells puts the
@@ -368,7 +379,8 @@ func (f *Foundation) newCC(context.Context) (err error) {
 	f.cc, err = cc.New(cc.Config{DataDir: filepath.Join(cfg.StateDir, "cc"), DefaultAppMemoryMB: cfg.DefaultAppMemoryMB, Runtime: newRuntime(f.cells, f.containers), Broker: broker,
 		User: settings.User, Password: settings.Password, Secret: secret, AppsDomain: settings.AppsDomain,
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
-		CellHosts: cellHosts(f.cells.Addrs()),
+		CellHosts: cellHosts(f.cells.Addrs()), AccessTokenTTL: cfg.AccessTokenTTL, RefreshTokenTTL: cfg.RefreshTokenTTL,
+		RateLimit: cc.RateLimit{Limit: cfg.RateLimit, Interval: cfg.RateLimitInterval, Admins: cfg.RateLimitAdmins},
 		AppLog:    f.appLog, Logger: cfg.Logger})
 	if err != nil {
 		return err
@@ -721,6 +733,10 @@ func (r *runtime) Roll(s cc.RunSpec, maxInFlight, from, to int, done func(error)
 }
 
 func (r *runtime) Stop(guid string) { r.cells.Remove(guid) }
+
+func (r *runtime) Terminate(guid string, index int) (string, error) {
+	return r.cells.Terminate(guid, index)
+}
 
 func (r *runtime) Instances(guid string) []cc.Instance {
 	var out []cc.Instance

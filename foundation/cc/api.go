@@ -48,6 +48,10 @@ type Runtime interface {
 	Stop(processGUID string)
 	// Instances reports the process's instances, sorted by index.
 	Instances(processGUID string) []Instance
+	// Terminate stops the process's instance of index gracefully and starts it again
+	// (CC's terminate: Diego retires the instance and starts another), returning the
+	// guid of the instance stopped; an error when none is there.
+	Terminate(processGUID string, index int) (instanceGUID string, err error)
 }
 
 // ErrNoAppDetected, wrapped in what Runtime.Stage returns, fails the build as CC's
@@ -633,6 +637,7 @@ func (s *Server) routes() {
 	s.appFeatureRoutes()
 	s.envRoutes()
 	s.processRoutes()
+	s.instanceRoutes()
 	s.routesRoutes()
 	s.dropletRoutes()
 	s.packageRoutes()

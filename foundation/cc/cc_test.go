@@ -24,12 +24,13 @@ import (
 // anything instantly and reports every desired instance RUNNING. The foundation's
 // integration tests run the real ones.
 type fakeRuntime struct {
-	mu        sync.Mutex
-	specs     map[string]RunSpec
-	runs      int
-	holdRolls bool
-	rolls     []fakeRoll
-	stageEnv  map[string]string // of the last Stage
+	mu         sync.Mutex
+	specs      map[string]RunSpec
+	runs       int
+	holdRolls  bool
+	rolls      []fakeRoll
+	stageEnv   map[string]string // of the last Stage
+	terminated []string          // "process/index" of each Terminate (instances_test.go)
 }
 
 func (f *fakeRuntime) Stage(_ context.Context, req StageRequest) (StageResult, error) {

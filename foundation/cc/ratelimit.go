@@ -8,6 +8,7 @@ package cc
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"net"
 	"net/http"
@@ -233,4 +234,23 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// ParseRateLimit reads a rate limit as a command line gives it, N/INTERVAL: requests
+// per user per interval (e.g. 2000/60m, CC's general_limit and
+// reset_interval_in_minutes), the interval at least a second. "" is off.
+func ParseRateLimit(s string) (RateLimit, error) {
+	if s == "" {
+		return RateLimit{}, nil
+	}
+	n, d, ok := strings.Cut(s, "/")
+	limit, err := strconv.Atoi(n)
+	if !ok || err != nil || limit < 1 {
+		return RateLimit{}, fmt.Errorf("%q: want requests per user per interval, like 2000/60m", s)
+	}
+	interval, err := time.ParseDuration(d)
+	if err != nil || interval < time.Second {
+		return RateLimit{}, fmt.Errorf("%q: the interval %q is not a duration of a second or more, like 60m", s, d)
+	}
+	return RateLimit{Limit: limit, Interval: interval}, nil
 }

@@ -153,3 +153,16 @@ func TestRateLimitAdmins(t *testing.T) {
 		t.Fatalf("second: %d %v, want 429 with Retry-After", code, h)
 	}
 }
+
+func TestParseRateLimit(t *testing.T) {
+	for in, want := range map[string]RateLimit{"": {}, "2000/60m": {Limit: 2000, Interval: time.Hour}, "5/1s": {Limit: 5, Interval: time.Second}} {
+		if got, err := ParseRateLimit(in); err != nil || got != want {
+			t.Errorf("ParseRateLimit(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"2000", "0/1m", "-1/1m", "x/1m", "10/", "10/1ms", "10/-1m", "10/soon"} {
+		if _, err := ParseRateLimit(in); err == nil {
+			t.Errorf("ParseRateLimit(%q) accepted", in)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
@@ -33,10 +34,17 @@ var foundationCmd = &Command{
 		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them (default $"+esURLEnv+"; a URL with user:password is better given there, off the command line)")
 		quotaFlag := fs.String("log-quota", "", "start: keep at most N router lines per window, like hosted logging (e.g. 1000/1h), in Elasticsearch (--es-url) or else in STATE-DIR/"+foundation.LogStoreFile+"; the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
+		accessTTL := fs.Duration("access-token-ttl", cc.DefaultAccessTokenTTL, "start: how long an access token lives, as UAA's access_token_validity (cf-deployment's cf client: 20m); the cf CLI refreshes when less than a minute is left")
+		refreshTTL := fs.Duration("refresh-token-ttl", cc.DefaultRefreshTokenTTL, "start: how long a refresh token lives, as UAA's refresh_token_validity (cf-deployment's cf client: 720h)")
+		rateLimit := fs.String("rate-limit", "", "start: turn on CC's rate limiter: N requests per user per interval, e.g. 2000/60m (CC's general_limit and reset_interval_in_minutes); off by default, as in CC")
+		rateLimitAdmins := fs.Bool("rate-limit-admins", false, "start: count the admin's requests too (CC exempts admins, and the foundation's one user is its admin)")
 		platformFlag := fs.String("platform-cpus", "", "start: CPUs the foundation's own work (API, router, staging, services' Postgres) runs on, e.g. 1 or 2-3, or any (default: those of no apps cell, as a CF's routers are not its cells)")
 		return func(ctx context.Context, env *Env, args []string) error {
+			if len(args) > 0 && args[0] == "chaos" {
+				return foundationChaos(ctx, env, *dir, args[1:])
+			}
 			if len(args) != 1 {
-				return usagef("give one of start, stop or status")
+				return usagef("give one of start, stop, status or chaos")
 			}
 			switch args[0] {
 			case "start":
@@ -46,8 +54,16 @@ var foundationCmd = &Command{
 				if *esURL == "" {
 					*esURL = env.Getenv(esURLEnv)
 				}
-				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL, StatsInterval: *metrics}
-				var err error
+				if *accessTTL < time.Second || *refreshTTL < time.Second {
+					return usagef("--access-token-ttl and --refresh-token-ttl must be a second or more")
+				}
+				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL, StatsInterval: *metrics,
+					AccessTokenTTL: *accessTTL, RefreshTokenTTL: *refreshTTL, RateLimitAdmins: *rateLimitAdmins}
+				limit, err := cc.ParseRateLimit(*rateLimit)
+				if err != nil {
+					return usagef("--rate-limit: %v", err)
+				}
+				cfg.RateLimit, cfg.RateLimitInterval = limit.Limit, limit.Interval
 				if cfg.Cells, err = cells.ParseCells(*cellsFlag); err != nil {
 					return usagef("--cells: %v", err)
 				}
@@ -75,7 +91,11 @@ var foundationCmd = &Command{
 				var flags, childEnv []string
 				fs.Visit(func(f *flag.Flag) {
 					if f.Name != "detach" && f.Name != "state-dir" && f.Name != "es-url" {
-						flags = append(flags, "--"+f.Name, f.Value.String())
+						if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+							flags = append(flags, "--"+f.Name+"="+f.Value.String()) // a bool takes no separate value
+						} else {
+							flags = append(flags, "--"+f.Name, f.Value.String())
+						}
 					}
 				})
 				if *esURL != "" {
@@ -113,7 +133,7 @@ var foundationCmd = &Command{
 				printFoundation(env, st.Info, fmt.Sprintf("Local foundation running (pid %d), API %s", st.PID, state))
 				return nil
 			}
-			return usagef("unknown action %q: give one of start, stop or status", args[0])
+			return usagef("unknown action %q: give one of start, stop, status or chaos", args[0])
 		}
 	},
 }
