@@ -18,8 +18,8 @@ type RequestStats struct {
 	Requests int
 	// Throttled is how many of them the CC answered 429 (rate limit exceeded).
 	Throttled int
-	// Waited is the time requests spent waiting: for a 429's Retry-After and reset, and
-	// paced to keep within the budget.
+	// Waited is the time some request spent waiting (requests waiting together count
+	// once): for a 429's Retry-After or reset, and paced to keep within the budget.
 	Waited time.Duration
 	// First and Last are when the first and the latest request were sent.
 	First, Last time.Time
@@ -88,6 +88,8 @@ type RateLimiter struct {
 	next      time.Time // the earliest time the next paced request may go
 	pacedFor  time.Time // the window (its Reset) whose pacing was logged
 	exhausted time.Time // the window whose exhaustion was logged
+	waiters   int       // requests waiting now
+	waitStart time.Time // since when some request has been waiting
 }
 
 var _ http.RoundTripper = (*RateLimiter)(nil)
@@ -180,11 +182,19 @@ func (l *RateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// pause waits d, counting it as waited.
+// pause waits d. Waited counts the time some request was waiting: requests waiting
+// together count once.
 func (l *RateLimiter) pause(ctx context.Context, d time.Duration) bool {
+	l.mu.Lock()
+	if l.waiters++; l.waiters == 1 {
+		l.waitStart = l.clock()
+	}
+	l.mu.Unlock()
 	ok := l.sleep(ctx, d)
 	l.mu.Lock()
-	l.stats.Waited += d
+	if l.waiters--; l.waiters == 0 {
+		l.stats.Waited += l.clock().Sub(l.waitStart)
+	}
 	l.mu.Unlock()
 	return ok
 }
