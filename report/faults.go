@@ -185,7 +185,7 @@ func (f *Fault) Lines() []string {
 }
 
 // FaultRule says how "back" is judged, once under the faults.
-var FaultRule = fmt.Sprintf("back: the first %d s in a row, after the first disturbed second, each with requests, a p99 at most %.1f× the pre-fault p99 or %s above it (whichever is higher) and at most %.0f%% more failed requests than before the fault",
+var FaultRule = fmt.Sprintf("back: at the start of the first %d s window after the first disturbed second whose requests have a p99 at most %.1f× the pre-fault p99 or %s above it (whichever is higher) and at most %.0f%% more failed requests than before the fault; a second is disturbed by the same rule over its own requests",
 	resultsdb.RecoveryWindow, resultsdb.RecoveryP99Factor, resultsdb.RecoveryP99Floor, 100*resultsdb.RecoveryErrorShare)
 
 // faults writes the section of the injected faults; nothing for a run without.

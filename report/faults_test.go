@@ -26,7 +26,8 @@ func TestFaultSection(t *testing.T) {
 				RunningAgain: &again, Recovery: resultsdb.FaultRecovery{
 					Before: resultsdb.FaultPhase{Count: 1000, P99: 2 * ms}, After: resultsdb.FaultPhase{Count: 1000, Errors: 60, P99: 70 * ms},
 					During:  resultsdb.FaultPhase{Count: 200, Errors: 60, P99: 80 * ms},
-					Seconds: []resultsdb.FaultPhase{bad, bad, good, good, good}, ErrorsByClass: map[string]int64{"http_502": 10, "reset": 50}}},
+					Seconds: []resultsdb.FaultPhase{bad, bad, good, good, good}, Windows: []resultsdb.FaultPhase{bad, bad, good},
+					ErrorsByClass: map[string]int64{"http_502": 10, "reset": 50}}},
 			{Variant: "stub", Idx: 1, At: epoch.Add(35 * time.Second), Level: "warn", Action: "restart-router", Error: "CF-NotAuthorized"},
 		},
 	}
@@ -52,7 +53,7 @@ func TestFaultSection(t *testing.T) {
 		"      running again after 1.5 s; p99 back within the pre-fault level after 2 s (2 of 5 s after the fault disturbed)\n",
 		"      p99 2.000 ms before, 80.0 ms from the fault until back (×40.0); 60 of 1,000 requests after it failed (6.00%): http_502 10, reset 50\n",
 		"  stub step 2, 15.0 s in: restart-router of the router\n      not applied: CF-NotAuthorized\n",
-		"  back: the first 3 s in a row",
+		"  back: at the start of the first 3 s window after the first disturbed second",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("text\n%s\nlacks\n%s", got, want)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,12 +20,14 @@ import (
 // FaultEventKind is the run_events kind of an injected fault.
 const FaultEventKind = "fault"
 
-// The rule of "back" (docs/spec.md, "Faults"): the step's latency is back at the start
-// of the first RecoveryWindow consecutive seconds after the fault's first disturbed
-// second in which every second is good: it has requests, its p99 is at most the
-// pre-fault p99 × RecoveryP99Factor or + RecoveryP99Floor (whichever is higher: a
-// fast app's p99 doubles from a millisecond without anyone noticing), and its share of
-// failed requests is at most the pre-fault share + RecoveryErrorShare.
+// The rule of "back" (docs/spec.md, "Faults"). A second after the fault is good when it
+// has requests, its p99 is at most the pre-fault p99 × RecoveryP99Factor or +
+// RecoveryP99Floor (whichever is higher: a fast app's p99 doubles from a millisecond
+// without anyone noticing), and its share of failed requests is at most the pre-fault
+// share + RecoveryErrorShare; a window of RecoveryWindow seconds is good by the same
+// rule over all its requests (its own p99: one noisy second of a loaded host does not
+// break it). The step's latency is back at the start of the first good window that
+// starts after the first second that was not good; undisturbed when every second was.
 const (
 	RecoveryWindow     = 3
 	RecoveryP99Factor  = 1.2
@@ -78,7 +81,10 @@ type Fault struct {
 type FaultRecovery struct {
 	Before, After, During FaultPhase
 	Seconds               []FaultPhase
-	ErrorsByClass         map[string]int64
+	// Windows are the sliding windows of RecoveryWindow seconds after the fault, one
+	// starting at each second that has a whole window before the step's end.
+	Windows       []FaultPhase
+	ErrorsByClass map[string]int64
 }
 
 // RecoveryState is what Back found.
@@ -101,9 +107,10 @@ func (r FaultRecovery) Limit() time.Duration {
 }
 
 // Good says whether second i after the fault is within the pre-fault level.
-func (r FaultRecovery) Good(i int) bool {
-	s := r.Seconds[i]
-	return s.Count > 0 && s.P99 <= r.Limit() && s.ErrorShare() <= r.Before.ErrorShare()+RecoveryErrorShare
+func (r FaultRecovery) Good(i int) bool { return r.good(r.Seconds[i]) }
+
+func (r FaultRecovery) good(p FaultPhase) bool {
+	return p.Count > 0 && p.P99 <= r.Limit() && p.ErrorShare() <= r.Before.ErrorShare()+RecoveryErrorShare
 }
 
 // Back is how long after the fault its step's latency was back within the pre-fault
@@ -122,14 +129,9 @@ func (r FaultRecovery) Back() (time.Duration, RecoveryState) {
 	if first < 0 {
 		return 0, RecoveryUndisturbed
 	}
-	run := 0
-	for i := first + 1; i < len(r.Seconds); i++ {
-		if !r.Good(i) {
-			run = 0
-			continue
-		}
-		if run++; run == RecoveryWindow {
-			return time.Duration(i-RecoveryWindow+1) * time.Second, RecoveryBack
+	for k := first + 1; k < len(r.Windows); k++ {
+		if r.good(r.Windows[k]) {
+			return time.Duration(k) * time.Second, RecoveryBack
 		}
 	}
 	return 0, RecoveryNotBack
@@ -268,6 +270,31 @@ FROM runs r JOIN steps st ON st.run_id = r.id AND st.variant = $2 AND st.idx = $
 		p.P99 = us(p99)
 		if k >= 0 && k < int64(n) {
 			r.Seconds[k] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	// Sliding windows of RecoveryWindow seconds: each sample is in the windows that
+	// start at its second and at the RecoveryWindow-1 seconds before.
+	r.Windows = make([]FaultPhase, max(n-RecoveryWindow+1, 0))
+	rows, err = db.Query(ctx, intervalsSQL(d, `FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+CROSS JOIN LATERAL generate_series((s.intended_us - $4::bigint) / 1000000 - `+strconv.Itoa(RecoveryWindow-1)+`, (s.intended_us - $4::bigint) / 1000000) AS win(k)
+WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup AND s.intended_us >= $4::bigint AND win.k >= 0`, column{"win.k", "k"}),
+		runID, variant, idx, atUS)
+	if err != nil {
+		return fail(err)
+	}
+	for rows.Next() {
+		var k, p50, p99 int64
+		var p FaultPhase
+		if err := rows.Scan(&k, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		p.P99 = us(p99)
+		if k >= 0 && k < int64(len(r.Windows)) {
+			r.Windows[k] = p
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -53,6 +53,11 @@ func TestFaultRecovery(t *testing.T) {
 	if want := map[string]int64{"http_503": 100}; !reflect.DeepEqual(r.ErrorsByClass, want) {
 		t.Errorf("errors by class %v, want %v", r.ErrorsByClass, want)
 	}
+	// Windows of 3 s from each second with 3 s left: 10 to 13 s has 300 requests.
+	if len(r.Windows) != 8 || r.Windows[0] != (FaultPhase{Count: 300, Errors: 100, P99: 50 * time.Millisecond}) ||
+		r.Windows[2] != (FaultPhase{Count: 300, P99: 50 * time.Millisecond}) || r.Windows[3] != (FaultPhase{Count: 300, P99: time.Millisecond}) {
+		t.Errorf("windows %+v", r.Windows)
+	}
 	if back, state := r.Back(); state != RecoveryBack || back != 3*time.Second {
 		t.Errorf("back %s %s, want 3s back", back, state)
 	}
@@ -111,10 +116,24 @@ func TestFaultRecoveryBack(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			back, state := FaultRecovery{Before: c.before, Seconds: c.seconds}.Back()
+			back, state := FaultRecovery{Before: c.before, Seconds: c.seconds, Windows: windows(c.seconds)}.Back()
 			if back != c.back || state != c.state {
 				t.Errorf("back %s %s, want %s %s", back, state, c.back, c.state)
 			}
 		})
 	}
+}
+
+// windows are the sliding windows of seconds, each's p99 taken as its seconds' highest
+// (the database computes the window's own).
+func windows(seconds []FaultPhase) []FaultPhase {
+	var out []FaultPhase
+	for k := 0; k+RecoveryWindow <= len(seconds); k++ {
+		var w FaultPhase
+		for _, s := range seconds[k : k+RecoveryWindow] {
+			w.Count, w.Errors, w.P99 = w.Count+s.Count, w.Errors+s.Errors, max(w.P99, s.P99)
+		}
+		out = append(out, w)
+	}
+	return out
 }
