@@ -72,7 +72,7 @@ func TestInstancesOutliveRestartsOfTheRelayApp(t *testing.T) {
 	add(200)
 	for range 2 {
 		first.Close() // the instance stops
-		add(200) // while no instance runs: the router answers 502
+		add(200)      // while no instance runs: the router answers 502
 		// The new instance's own pool to the same database.
 		pool, err := resultsdb.OpenPool(ctx, dsn, 2)
 		if err != nil {
