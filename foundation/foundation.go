@@ -56,6 +56,9 @@ type Config struct {
 	StatsInterval time.Duration
 	// StopGrace is SIGTERM to SIGKILL for instances (default 10 s, as Diego).
 	StopGrace time.Duration
+	// RouterDrainWait is how long a restarted router keeps serving before it closes
+	// its listener (RestartRouter; default 20 s, gorouter's drain_wait).
+	RouterDrainWait time.Duration
 	// ESURL, when set, ships every router access-log line to this Elasticsearch in the
 	// shape CF's Logstash pipeline produces, at most LogQuota lines per LogQuotaWindow
 	// (0: no quota), as hosted logging caps them. With a quota and no ESURL, the lines
@@ -381,7 +384,7 @@ func (f *Foundation) newCC(context.Context) (err error) {
 		Segments: segments, RouterURL: "http://" + routerAddr(settings), LogCacheURL: apiURL, CellCores: f.cells.Cores(),
 		CellHosts: cellHosts(f.cells.Addrs()), AccessTokenTTL: cfg.AccessTokenTTL, RefreshTokenTTL: cfg.RefreshTokenTTL,
 		RateLimit: cc.RateLimit{Limit: cfg.RateLimit, Interval: cfg.RateLimitInterval, Admins: cfg.RateLimitAdmins},
-		AppLog:    f.appLog, Logger: cfg.Logger})
+		AppLog:    f.appLog, Chaos: chaos{f}, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -776,7 +779,7 @@ func (t *table) Route(host, path string) (router.Route, bool) {
 		return router.Route{}, false
 	}
 	r := router.Route{AppGUID: app, HTTP2: http2}
-	for _, in := range t.cells.Instances(app) { // the web process shares the app's guid
+	for _, in := range t.cells.Serving(app) { // the web process shares the app's guid
 		if in.State == "RUNNING" {
 			r.Backends = append(r.Backends, router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID})
 		}
@@ -785,7 +788,7 @@ func (t *table) Route(host, path string) (router.Route, bool) {
 }
 
 func (t *table) Instance(app string, index int) (router.Backend, bool) {
-	for _, in := range t.cells.Instances(app) {
+	for _, in := range t.cells.Serving(app) {
 		if in.Index == index && in.State == "RUNNING" {
 			return router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID}, true
 		}

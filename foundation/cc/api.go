@@ -170,6 +170,9 @@ type Config struct {
 	// sends them to Loggregator: staging output (source type STG, instance "0") and its
 	// own notes (API), such as why an instance crashed. It must not block for long.
 	AppLog func(appGUID, sourceType, instance, line string)
+	// Chaos, when set, applies the faults of the non-standard endpoint cfbench_chaos
+	// (chaos.go); a real CC has none.
+	Chaos Chaos
 	// AccessTokenTTL and RefreshTokenTTL are the lifetimes of the tokens the UAA
 	// endpoint issues; 0: DefaultAccessTokenTTL, DefaultRefreshTokenTTL (uaa.go).
 	AccessTokenTTL, RefreshTokenTTL time.Duration
@@ -654,4 +657,5 @@ func (s *Server) routes() {
 	s.featureFlagRoutes()
 	s.deploymentRoutes()
 	s.quotaRoutes()
+	s.chaosRoutes()
 }

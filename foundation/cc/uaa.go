@@ -337,6 +337,9 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.RouterURL != "" {
 		links["cfbench_router"] = map[string]any{"href": strings.TrimRight(s.cfg.RouterURL, "/")}
 	}
+	if s.cfg.Chaos != nil {
+		links["cfbench_chaos"] = link(s, ChaosPath)
+	}
 	if s.cfg.LogCacheURL != "" {
 		links["log_cache"] = map[string]any{"href": strings.TrimRight(s.cfg.LogCacheURL, "/")}
 	}

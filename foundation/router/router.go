@@ -86,14 +86,25 @@ type Router struct {
 	active   atomic.Int64
 	newConns sync.Map // net.Conn → time.Time accepted, until its first request
 
-	// baseCtx parents every request context; cancelling it aborts
-	// upgraded connections, which http.Server.Shutdown does not track.
-	baseCtx    context.Context
-	cancelBase context.CancelFunc
-
 	life lifecycle.State
 	mu   sync.Mutex
-	ln   net.Listener // set by Start
+	ln   net.Listener // set by Start, replaced by a restart
+	srv  *server      // the server on ln
+	// closing is closed when the router begins to shut down; a restart under way
+	// then ends without listening again (see Restart).
+	closing    chan struct{}
+	restarting bool
+	restarts   sync.WaitGroup // the restart under way
+	serving    sync.WaitGroup // each server's Serve
+	failed     chan error     // a server's Serve failing, for supervise
+}
+
+// server is one http.Server on one listener; a restart replaces it.
+type server struct {
+	*http.Server
+	// cancelBase cancels the context every request of the server descends from:
+	// it aborts upgraded connections, which http.Server.Shutdown does not track.
+	cancelBase context.CancelFunc
 }
 
 var _ lifecycle.Part = (*Router)(nil)
@@ -112,7 +123,8 @@ func New(cfg Config) *Router {
 		rt.logger = slog.New(slog.DiscardHandler)
 	}
 	rt.listen = new(net.ListenConfig).Listen
-	rt.baseCtx, rt.cancelBase = context.WithCancel(context.Background())
+	rt.closing = make(chan struct{})
+	rt.failed = make(chan error, 1)
 	rt.backends = newBackendTransport()
 	rt.h2c = newBackendTransport()
 	rt.h2c.Protocols = new(http.Protocols)
@@ -154,40 +166,68 @@ func (rt *Router) Start(ctx context.Context) error {
 	}
 	rt.mu.Lock()
 	rt.ln = ln
+	rt.srv = rt.serve(ln)
 	rt.mu.Unlock()
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(rt.serveHTTP),
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       frontendIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(rt.logger.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return rt.baseCtx },
-		ConnState:         rt.connState,
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	go rt.supervise(ctx, srv, served)
+	go rt.supervise(ctx)
 	rt.logger.Info("router-started", slog.String("addr", ln.Addr().String()))
 	return nil
 }
 
+// serve serves on ln with a new server, in the background; a failure of its Serve
+// goes to rt.failed.
+func (rt *Router) serve(ln net.Listener) *server {
+	base, cancel := context.WithCancel(context.Background())
+	srv := &server{Server: &http.Server{
+		Handler:           http.HandlerFunc(rt.serveHTTP),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       frontendIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(rt.logger.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState:         rt.connState,
+	}, cancelBase: cancel}
+	rt.serving.Add(1)
+	go func() {
+		defer rt.serving.Done()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			select {
+			case rt.failed <- err:
+			default:
+			}
+		}
+	}()
+	return srv
+}
+
 // supervise waits for Close, the end of ctx or a failure of the listener, then shuts
-// the server down and records why it stopped.
-func (rt *Router) supervise(ctx context.Context, srv *http.Server, served <-chan error) {
+// the server down (after a restart under way gives up) and records why it stopped.
+func (rt *Router) supervise(ctx context.Context) {
 	var failed error
 	select {
-	case err := <-served:
+	case err := <-rt.failed:
 		failed = fmt.Errorf("router: serve: %w", err)
-		served = nil
 		rt.logger.Error("router-failed", slog.Any("err", err))
 	case <-rt.life.Stopping():
 	case <-ctx.Done():
 	}
+	rt.mu.Lock()
+	close(rt.closing)
+	rt.mu.Unlock()
+	rt.restarts.Wait()
+	rt.mu.Lock()
+	srv := rt.srv
+	rt.mu.Unlock()
 	err := rt.shutdown(srv)
-	if served != nil {
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+	rt.serving.Wait()
+	select {
+	case serr := <-rt.failed:
+		if failed == nil {
 			err = errors.Join(err, fmt.Errorf("router: serve: %w", serr))
 		}
+	default:
 	}
+	rt.backends.CloseIdleConnections()
+	rt.h2c.CloseIdleConnections()
+	rt.logger.Info("router-stopped")
 	rt.life.Stopped(errors.Join(failed, err))
 }
 
@@ -216,14 +256,16 @@ func (rt *Router) Run(ctx context.Context) error { return lifecycle.Run(ctx, rt)
 // again returns the same result.
 func (rt *Router) Close() error { return rt.life.Close() }
 
-func (rt *Router) shutdown(srv *http.Server) (err error) {
+// shutdown stops srv: its listener and idle connections close at once, requests in
+// flight get shutdownGrace, then upgraded connections are cut.
+func (rt *Router) shutdown(srv *server) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	stop := make(chan struct{})
 	go rt.closeSpareConns(stop)
 	serr := srv.Shutdown(ctx)
 	close(stop)
-	rt.cancelBase()
+	srv.cancelBase()
 	if serr != nil {
 		_ = srv.Close()
 		err = fmt.Errorf("router: shutdown: %w", serr)
@@ -235,9 +277,6 @@ func (rt *Router) shutdown(srv *http.Server) (err error) {
 	if n := rt.active.Load(); n > 0 {
 		rt.logger.Warn("router-closed-with-active-handlers", slog.Int64("handlers", n))
 	}
-	rt.backends.CloseIdleConnections()
-	rt.h2c.CloseIdleConnections()
-	rt.logger.Info("router-stopped")
 	return err
 }
 
