@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/sample"
 )
 
 // TestLossCountsWhatWasSentAndNotStored: against the rows stored, an instance that
@@ -57,5 +59,102 @@ func TestLossCountsWhatWasSentAndNotStored(t *testing.T) {
 	}
 	if l, err := s.Loss(ctx, run.ID, "none"); err != nil || l.Any() {
 		t.Errorf("loss of a variant without instances: %+v, %v; want none", l, err)
+	}
+}
+
+// TestAReplacedInstanceIsNotLost: a generator instance that Diego replaces (an
+// evacuation, or a restart through the CC: the replacement, with a new guid and the
+// same index, joins the run and the step late; the old one gets SIGTERM and stops with
+// its final counters) loses nothing, and neither is silent. One killed instead (a crash
+// or an OOM kill: no final counters) is silent; it lost nothing known when its rows
+// cover what its last heartbeat said it sent, and at least the difference otherwise,
+// which its replacement does not make up.
+func TestAReplacedInstanceIsNotLost(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run, err := s.CreateRun(ctx, "spec", "spec.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := uint32(0)
+	store := func(id int32, n int) {
+		batch := make([]sample.Sample, n)
+		for i := range batch {
+			seq++
+			batch[i] = sample.Sample{Seq: seq, Status: 200}
+		}
+		if err := s.CopySamples(ctx, id, [][]sample.Sample{batch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		variant string
+		replace func(old int32) // what becomes of the old instance
+		want    Loss
+		anyLost bool
+	}{
+		{"evacuated", func(old int32) {
+			if err := s.StopWorker(ctx, old, WorkerCounters{Sent: 150, Stored: 150}); err != nil {
+				t.Fatal(err)
+			}
+		}, Loss{}, false},
+		{"killed after a flush", func(old int32) {
+			age(t, s, old)
+		}, Loss{Silent: 1}, false},
+		{"killed with samples in memory", func(old int32) {
+			if err := s.Heartbeat(ctx, old, WorkerCounters{Sent: 180, Stored: 150}); err != nil {
+				t.Fatal(err)
+			}
+			age(t, s, old)
+		}, Loss{Silent: 1, SilentSamples: 30}, true},
+	} {
+		t.Run(c.variant, func(t *testing.T) {
+			st := Step{RunID: run.ID, Variant: c.variant, Index: 0, Instances: 1, Started: now, WarmupUntil: now, Ends: now.Add(time.Minute)}
+			if err := s.StartStep(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			old, err := s.JoinRun(ctx, Worker{RunID: run.ID, Variant: c.variant, AppName: "gen", InstanceIndex: 0, InstanceGUID: "guid-old"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.JoinStep(ctx, old, &st, now, false); err != nil {
+				t.Fatal(err)
+			}
+			store(old, 150)
+			if err := s.Heartbeat(ctx, old, WorkerCounters{Sent: 150, Stored: 150}); err != nil {
+				t.Fatal(err)
+			}
+			next, err := s.JoinRun(ctx, Worker{RunID: run.ID, Variant: c.variant, AppName: "gen", InstanceIndex: 0, InstanceGUID: "guid-new"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.JoinStep(ctx, next, &st, now.Add(20*time.Second), true); err != nil {
+				t.Fatal(err)
+			}
+			c.replace(old)
+			store(next, 40)
+			if err := s.StopWorker(ctx, next, WorkerCounters{Sent: 40, Stored: 40}); err != nil {
+				t.Fatal(err)
+			}
+			l, err := s.Loss(ctx, run.ID, c.variant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l != c.want || l.Any() != c.anyLost {
+				t.Errorf("loss %+v (any %t), want %+v", l, l.Any(), c.want)
+			}
+		})
+	}
+}
+
+// age makes worker id's last heartbeat 11 s old: silent, as one killed 11 s ago.
+func age(t *testing.T, s *Store, id int32) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), `UPDATE workers SET heartbeat_at = heartbeat_at - interval '11 seconds' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
 	}
 }
