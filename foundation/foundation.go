@@ -747,7 +747,7 @@ func (r *runtime) Instances(guid string) []cc.Instance {
 	for _, in := range r.cells.Instances(guid) {
 		var uptime time.Duration
 		if in.State == "RUNNING" && !in.Started.IsZero() {
-			uptime = now.Sub(in.Started)
+			uptime = now.Sub(in.Since) // restarts at every state change, as on Diego
 		}
 		details := in.Details
 		if details == "" {
