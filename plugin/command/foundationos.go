@@ -8,7 +8,7 @@ const (
 	foundationSummary  = "Run a local Cloud Foundry on this machine: CC v3 API, router, cells, a postgres service"
 	foundationSynopsis = "start|stop|status [--state-dir DIR] [--detach] [--cells apps=0,loadgen=1] [--platform-cpus 1|any] [--es-url URL] [--log-quota N/1h]\n" +
 		"       cf-benchmark foundation chaos crash APP [INDEX] | oom APP INDEX | evacuate CELL | restart-router | expire-tokens [--state-dir DIR]"
-	foundationExample  = "foundation start --detach --state-dir .cfbench/foundation"
+	foundationExample = "foundation start --detach --state-dir .cfbench/foundation"
 )
 
 // foundationUnavailable is why the local foundation cannot run on goos (a GOOS value)
