@@ -93,8 +93,10 @@ type instanceWatcher struct {
 	src  instanceSource
 	apps map[string]watchedApp // by app guid
 	log  *slog.Logger
-	// since is when the watcher started: events before are not the run's.
-	since time.Time
+	// since is when the watcher started: events before are not the run's. readFrom
+	// is where the next read of the events begins: the newest one's created_at read
+	// so far (CC records them in order; that second is read again, its events known).
+	since, readFrom time.Time
 	// statsOnly is set once the events could not be read (403); why says so.
 	statsOnly bool
 	seen      map[string]bool // events read, by guid and by what they report
@@ -110,7 +112,7 @@ type instanceWatcher struct {
 // baseline) and says which through the returned note ("" when the events can be
 // read).
 func newInstanceWatcher(ctx context.Context, src instanceSource, apps []watchedApp, since time.Time, log *slog.Logger) (*instanceWatcher, string) {
-	w := &instanceWatcher{src: src, apps: map[string]watchedApp{}, log: log, since: since, seen: map[string]bool{},
+	w := &instanceWatcher{src: src, apps: map[string]watchedApp{}, log: log, since: since, readFrom: since, seen: map[string]bool{},
 		last: map[string]map[int]platform.InstanceStat{}, lastAt: map[string]time.Time{}}
 	for _, a := range apps {
 		if a.GUID != "" {
@@ -141,7 +143,7 @@ func (w *instanceWatcher) guids() []string {
 // before are compared with the next.
 func (w *instanceWatcher) poll(ctx context.Context) {
 	if !w.statsOnly {
-		evs, err := w.src.InstanceEvents(ctx, w.guids(), nil, w.since)
+		evs, err := w.src.InstanceEvents(ctx, w.guids(), nil, w.readFrom)
 		switch {
 		case errors.Is(err, platform.ErrEventsForbidden):
 			w.statsOnly = true
@@ -150,6 +152,9 @@ func (w *instanceWatcher) poll(ctx context.Context) {
 			return
 		default:
 			for _, e := range evs {
+				if e.Created.After(w.readFrom) {
+					w.readFrom = e.Created
+				}
 				if ie, ok := w.fromEvent(e); ok {
 					w.pending = append(w.pending, ie)
 				}

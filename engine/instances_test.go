@@ -18,10 +18,12 @@ type fakeInstances struct {
 	forbidden bool
 	stats     map[string][]platform.InstanceStat // by process guid
 	reads     int
+	lastSince time.Time // of the latest read of the events
 }
 
 func (f *fakeInstances) InstanceEvents(_ context.Context, apps, _ []string, since time.Time) ([]platform.AuditEvent, error) {
 	f.reads++
+	f.lastSince = since
 	if f.forbidden {
 		return nil, fmt.Errorf("list audit events: %w", platform.ErrEventsForbidden)
 	}
@@ -121,6 +123,10 @@ func TestInstanceEventsLandAtTheirStep(t *testing.T) {
 			}
 			for _, p := range w.step(context.Background(), nil) { // the run's last look
 				t.Errorf("after the last step: %+v", p)
+			}
+			// Later reads begin at the newest event read, not at the run's start.
+			if !src.lastSince.Equal(tc.event.Created) {
+				t.Errorf("the last read was of the events since %s, want since %s", src.lastSince, tc.event.Created)
 			}
 			if tc.step < 0 {
 				if len(found) != 0 {
