@@ -142,6 +142,9 @@ func (w *instanceWatcher) guids() []string {
 // later poll reads the events again (they are kept by CC), and stats from the poll
 // before are compared with the next.
 func (w *instanceWatcher) poll(ctx context.Context) {
+	// A step's end waits for it, also once the run was interrupted: bounded.
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
 	if !w.statsOnly {
 		evs, err := w.src.InstanceEvents(ctx, w.guids(), nil, w.readFrom)
 		switch {
@@ -183,6 +186,9 @@ func (w *instanceWatcher) poll(ctx context.Context) {
 		w.last[g], w.lastAt[g] = cur, now
 	}
 }
+
+// pollTimeout bounds one look at the events or the stats.
+const pollTimeout = 30 * time.Second
 
 // fromEvent is the instance event an audit event reports, false when it was read
 // before (by guid, or as the same crash under its other type: CC records a crash both
