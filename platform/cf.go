@@ -341,6 +341,10 @@ func Connect(ctx context.Context, l Login) (*CF, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cf client: %w", err)
 	}
+	// go-cfclient bounds a request, waits included, by its 30 s timeout: a 429's wait
+	// for the CC's reset (up to its interval, an hour) would always exceed it. The
+	// limiter bounds each attempt instead.
+	cfg.HTTPClient().Timeout, cfg.HTTPAuthClient().Timeout = 0, 0
 	auth := &AuthClient{Client: &http.Client{Transport: &authTransport{tokens: tokens, base: base, addMissing: true}}, tokens: tokens}
 	return &CF{cl: cl, tokens: tokens, limiter: limiter, auth: auth}, nil
 }

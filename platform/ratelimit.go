@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -76,7 +77,8 @@ const (
 // refuses was not processed; a POST sent again is sent once. A request whose body
 // cannot be read again (no GetBody) gets its 429.
 type RateLimiter struct {
-	base  http.RoundTripper
+	base    http.RoundTripper
+	attempt time.Duration
 	match func(*http.Request) bool
 	clock func() time.Time
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -105,11 +107,18 @@ type RateLimiterConfig struct {
 	Clock  func() time.Time
 	Sleep  func(ctx context.Context, d time.Duration) bool
 	Logger *slog.Logger
+	// AttemptTimeout bounds each attempt of a request that matches, from its send to
+	// its body's close, without the waits between attempts (default 30 s, go-cfclient's
+	// request timeout, which the waits must not count against).
+	AttemptTimeout time.Duration
 }
 
 // NewRateLimiter returns a RateLimiter over cfg.Base.
 func NewRateLimiter(cfg RateLimiterConfig) *RateLimiter {
-	l := &RateLimiter{base: cfg.Base, match: cfg.Match, clock: cfg.Clock, sleep: cfg.Sleep, log: cfg.Logger}
+	l := &RateLimiter{base: cfg.Base, attempt: cfg.AttemptTimeout, match: cfg.Match, clock: cfg.Clock, sleep: cfg.Sleep, log: cfg.Logger}
+	if l.attempt <= 0 {
+		l.attempt = 30 * time.Second
+	}
 	if l.base == nil {
 		l.base = http.DefaultTransport
 	}
@@ -146,22 +155,25 @@ func (l *RateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, fmt.Errorf("pace CC requests under the rate limit: %w", ctx.Err())
 			}
 		}
-		send := req
-		if attempt > 0 {
-			send = req.Clone(ctx)
-			if req.GetBody != nil {
-				body, err := req.GetBody()
-				if err != nil {
-					return nil, err
-				}
-				send.Body = body
+		// Each attempt has its own bound, from its send to its body's close, as an
+		// http.Client's Timeout would give the request if it did not include the waits.
+		actx, cancel := context.WithTimeout(ctx, l.attempt)
+		send := req.Clone(actx)
+		if attempt > 0 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				cancel()
+				return nil, err
 			}
+			send.Body = body
 		}
 		resp, err := l.base.RoundTrip(send)
 		if err != nil {
+			cancel()
 			l.count(nil)
 			return nil, err
 		}
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		l.count(resp)
 		if resp.StatusCode != http.StatusTooManyRequests {
 			return resp, nil
@@ -287,4 +299,16 @@ func (l *RateLimiter) retryWait(resp *http.Response) (time.Duration, time.Time, 
 		}
 	}
 	return fallbackWait, now.Add(fallbackWait), "no Retry-After"
+}
+
+// cancelOnClose ends an attempt's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

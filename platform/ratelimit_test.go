@@ -243,3 +243,21 @@ func TestRateLimiterGivesUpOnABodyItCannotResend(t *testing.T) {
 		t.Errorf("%s after waits %v, want the 429 at once", resp.Status, ft.Sleeps())
 	}
 }
+
+// TestRateLimiterBoundsEachAttemptNotTheWaits: a wait for the reset longer than the
+// attempt timeout does not fail the request; an attempt that hangs past it does.
+func TestRateLimiterBoundsEachAttemptNotTheWaits(t *testing.T) {
+	cc := newLimitedCC(t, answer{http.StatusTooManyRequests, map[string]string{"Retry-After": "1"}})
+	rl := NewRateLimiter(RateLimiterConfig{AttemptTimeout: 300 * time.Millisecond})
+	if resp := send(t, &http.Client{Transport: rl}, http.MethodGet, cc.URL+"/v3/apps", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("after a 1 s wait with 300 ms attempts: %s, want 200", resp.Status)
+	}
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer hang.Close()
+	defer close(release)
+	req, _ := http.NewRequest(http.MethodGet, hang.URL+"/v3/apps", nil)
+	if _, err := (&http.Client{Transport: rl}).Do(req); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("a hanging attempt: %v, want its deadline", err)
+	}
+}
