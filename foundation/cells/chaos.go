@@ -158,6 +158,11 @@ func (c *Cells) evacuateLoop() {
 					ev.repl.requestStop()
 					delete(p.evac, i)
 				case ev.repl.info.State == StateRunning:
+					if p.roll != nil && p.roll.old[ev.old] {
+						// The replacement runs what the old one ran: a roll under way
+						// replaces it in turn.
+						p.roll.old[ev.repl] = true
+					}
 					p.insts[i] = ev.repl
 					c.lastDone[instanceKey{guid, i}] = ev.repl.done
 					ev.old.requestStop()

@@ -131,3 +131,33 @@ func TestEvacuate(t *testing.T) {
 		}
 	}
 }
+
+// TestEvacuateThenRemove: while a replacement starts, process stats show it and the
+// old instance alone serves; removing the process stops both.
+func TestEvacuateThenRemove(t *testing.T) {
+	t.Parallel()
+	e := startCells(t, nil)
+	e.c.Desire(fixtureSpec("p-evrm", 1, map[string]string{"READY_AFTER": "1s"}))
+	eventually(t, 15*time.Second, "running", allRunning(e.c, "p-evrm", 1))
+	old := e.c.Instances("p-evrm")[0]
+	if _, err := e.c.Evacuate(old.Cell); err != nil {
+		t.Fatal(err)
+	}
+	// Serving first: if the stats still show the replacement starting after it, the
+	// old instance had not been swapped out when Serving looked.
+	serving, shown := e.c.Serving("p-evrm"), e.c.Instances("p-evrm")
+	if shown[0].GUID == old.GUID {
+		t.Errorf("process stats during the evacuation show the old instance %s", old.GUID)
+	}
+	if shown[0].State == StateStarting && (len(serving) != 1 || serving[0].GUID != old.GUID) {
+		t.Errorf("while the replacement starts, serving %+v, want the old instance %s", serving, old.GUID)
+	}
+	e.c.Remove("p-evrm")
+	eventually(t, 10*time.Second, "the old process gone", gone(old.PID))
+	if got := e.c.Serving("p-evrm"); len(got) != 0 {
+		t.Errorf("serving after Remove: %+v", got)
+	}
+	if err := e.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
