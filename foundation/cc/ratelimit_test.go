@@ -166,3 +166,17 @@ func TestParseRateLimit(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRateLimit: whatever a command line gives, a limit is on with at least one
+// request per a second or more, or refused.
+func FuzzParseRateLimit(f *testing.F) {
+	for _, s := range []string{"", "2000/60m", "5/1s", "0/1m", "10/1ms", "x/y", "1/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseRateLimit(s)
+		if err == nil && s != "" && (l.Limit < 1 || l.Interval < time.Second) {
+			t.Errorf("ParseRateLimit(%q) = %+v", s, l)
+		}
+	})
+}
