@@ -157,11 +157,11 @@ func (f *Fault) Lines() []string {
 	}
 	switch resultsdb.RecoveryState(f.Recovery) {
 	case resultsdb.RecoveryBack:
-		rec = append(rec, fmt.Sprintf("p99 back within the pre-fault level after %.0f s (%d of %d s after the fault disturbed)", *f.BackS, f.DisturbedS, len(f.PerSecond)))
+		rec = append(rec, fmt.Sprintf("p99 back within the pre-fault level after %.0f s (%d of the %d s after the fault outside it)", *f.BackS, f.DisturbedS, len(f.PerSecond)))
 	case resultsdb.RecoveryUndisturbed:
 		rec = append(rec, "p99 never left the pre-fault level")
 	case resultsdb.RecoveryNotBack:
-		rec = append(rec, fmt.Sprintf("p99 not recovered within the step (%d of %d s after the fault disturbed)", f.DisturbedS, len(f.PerSecond)))
+		rec = append(rec, fmt.Sprintf("p99 not recovered within the step (%d of the %d s after the fault outside the pre-fault level)", f.DisturbedS, len(f.PerSecond)))
 	case resultsdb.RecoveryNoBaseline:
 		rec = append(rec, "no requests before the fault to compare with")
 	}

@@ -50,7 +50,7 @@ func TestFaultSection(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"5a. Faults injected (ramp.faults)\n  stub step 2, 10.0 s in: crash of instance 1 of stub-app (hit i-1)\n",
-		"      running again after 1.5 s; p99 back within the pre-fault level after 2 s (2 of 5 s after the fault disturbed)\n",
+		"      running again after 1.5 s; p99 back within the pre-fault level after 2 s (2 of the 5 s after the fault outside it)\n",
 		"      p99 2.000 ms before, 80.0 ms from the fault until back (×40.0); 60 of 1,000 requests after it failed (6.00%): http_502 10, reset 50\n",
 		"  stub step 2, 15.0 s in: restart-router of the router\n      not applied: CF-NotAuthorized\n",
 		"  back: at the start of the first 3 s window after the first disturbed second",
