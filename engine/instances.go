@@ -119,7 +119,7 @@ func newInstanceWatcher(ctx context.Context, src instanceSource, apps []watchedA
 			w.apps[a.GUID] = a
 		}
 	}
-	w.poll(ctx)
+	w.poll(ctx, time.Time{})
 	if w.statsOnly {
 		return w, "instance events: the Cloud Controller does not let this user read audit events (403), so crashes, OOM kills, restarts and moves " +
 			"of the run's instances are seen from process stats only, at each step's end (a new instance guid, an uptime reset, a new host): " +
@@ -140,8 +140,9 @@ func (w *instanceWatcher) guids() []string {
 
 // poll reads what happened since the last poll into pending. Failures are logged: a
 // later poll reads the events again (they are kept by CC), and stats from the poll
-// before are compared with the next.
-func (w *instanceWatcher) poll(ctx context.Context) {
+// before are compared with the next. Stats tell nothing of an instance that came to
+// its state before notBefore (see statsChanges).
+func (w *instanceWatcher) poll(ctx context.Context, notBefore time.Time) {
 	// A step's end waits for it, also once the run was interrupted: bounded.
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
@@ -177,7 +178,7 @@ func (w *instanceWatcher) poll(ctx context.Context) {
 		}
 		now := time.Now()
 		if prev, ok := w.last[g]; ok {
-			w.pending = append(w.pending, statsChanges(a, prev, w.lastAt[g], stats, now)...)
+			w.pending = append(w.pending, statsChanges(a, prev, w.lastAt[g], stats, now, notBefore)...)
 		}
 		cur := map[int]platform.InstanceStat{}
 		for _, s := range stats {
@@ -240,8 +241,11 @@ const uptimeSlack = 2 * time.Second
 // against those read at prevAt: an instance CRASHED; another instance guid for the
 // same index (on another host: moved); an instance RUNNING both times whose uptime
 // grew less than the time between the reads; one RUNNING then no more. An index new
-// or gone (the app was scaled) tells nothing.
-func statsChanges(a watchedApp, prev map[int]platform.InstanceStat, prevAt time.Time, cur []platform.InstanceStat, now time.Time) []InstanceEvent {
+// or gone (the app was scaled) tells nothing, nor does an instance in its state since
+// before notBefore, the step's start: between two steps the ramp scales, and a
+// generator app scaled to 0 after a repeat and up again for the next has new
+// instances in the same indexes, which stats cannot tell from restarts.
+func statsChanges(a watchedApp, prev map[int]platform.InstanceStat, prevAt time.Time, cur []platform.InstanceStat, now, notBefore time.Time) []InstanceEvent {
 	var out []InstanceEvent
 	for _, s := range cur {
 		p, ok := prev[s.Index]
@@ -256,6 +260,9 @@ func statsChanges(a watchedApp, prev map[int]platform.InstanceStat, prevAt time.
 			since = prevAt
 		}
 		ev.At = since
+		if !notBefore.IsZero() && now.Add(-s.Uptime).Before(notBefore) {
+			continue
+		}
 		switch {
 		case s.State == "CRASHED":
 			ev.Check, ev.Reason = InstanceCrashedCheck, "process stats show it CRASHED"
@@ -282,10 +289,12 @@ func statsChanges(a watchedApp, prev map[int]platform.InstanceStat, prevAt time.
 // read so far that fall in a step: each with its step, in the order they happened.
 // Those after the last window's end stay for the next step.
 func (w *instanceWatcher) step(ctx context.Context, win *stepWindow) []placedEvent {
+	var notBefore time.Time
 	if win != nil {
 		w.windows = append(w.windows, *win)
+		notBefore = win.start
 	}
-	w.poll(ctx)
+	w.poll(ctx, notBefore)
 	slices.SortStableFunc(w.pending, func(a, b InstanceEvent) int { return a.At.Compare(b.At) })
 	var out []placedEvent
 	var keep []InstanceEvent

@@ -163,7 +163,8 @@ func TestInstanceEventsOff(t *testing.T) {
 // TestInstanceEventsFromStatsWhenForbidden: a user who may not read audit events (403)
 // gets the checks from process stats, told once; a restart between two reads shows as
 // a new instance guid, an uptime reset or a state, a move as a new host; scaling
-// (indexes new or gone) and a running instance tell nothing.
+// (indexes new or gone, instances new since before the step) and a running instance
+// tell nothing.
 func TestInstanceEventsFromStatsWhenForbidden(t *testing.T) {
 	t.Parallel()
 	run := func(guid, host string, up time.Duration) platform.InstanceStat {
@@ -182,6 +183,8 @@ func TestInstanceEventsFromStatsWhenForbidden(t *testing.T) {
 		{"starting", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{{State: "STARTING"}}, InstanceRestartedCheck, "STARTING, RUNNING before"},
 		{"crashed", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{{State: "CRASHED"}}, InstanceCrashedCheck, "CRASHED"},
 		{"scaled up", nil, []platform.InstanceStat{run("g0", "h1", time.Second)}, "", ""},
+		// A repeat's generators scaled to 0 and up again before the step began.
+		{"replaced before the step", []platform.InstanceStat{run("g0", "h1", time.Hour)}, []platform.InstanceStat{run("g1", "h1", 5*time.Minute)}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
