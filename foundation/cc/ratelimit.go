@@ -159,7 +159,11 @@ func (s *Server) limited(next http.Handler) http.Handler {
 		}
 		var body []byte
 		if strings.HasPrefix(r.URL.Path, "/v2/") {
-			body, _ = json.Marshal(map[string]any{"description": e.Detail, "error_code": e.Title, "code": e.Code})
+			body, _ = json.Marshal(struct { // v2's keys in CC's order
+				Description string `json:"description"`
+				ErrorCode   string `json:"error_code"`
+				Code        int    `json:"code"`
+			}{e.Detail, e.Title, e.Code})
 		} else {
 			body, _ = json.Marshal(map[string]any{"errors": []*Error{e}})
 		}

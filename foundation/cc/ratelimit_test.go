@@ -107,7 +107,7 @@ func TestRateLimiter(t *testing.T) {
 		t.Fatalf("over the limit: %d %s, headers %v; want 429 %s, Retry-After %d", code, body, h, want, reset-clock.now().Unix())
 	}
 	if code, body, _ := e.raw("/v2/apps", dev); code != http.StatusTooManyRequests ||
-		body != `{"code":10013,"description":"Rate Limit Exceeded","error_code":"CF-RateLimitExceeded"}` {
+		body != `{"description":"Rate Limit Exceeded","error_code":"CF-RateLimitExceeded","code":10013}` {
 		t.Fatalf("v2 over the limit: %d %s", code, body)
 	}
 	_, tok := e.postToken(url.Values{"grant_type": {"password"}, "username": {"dev"}, "password": {"s3cret"}})
