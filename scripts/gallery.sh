@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 echo "gallery: local foundation at $api"
 runs=docs/gallery/runs
 mkdir -p "$runs"
-only=${GALLERY_ONLY:-java-vs-node instances pool-size stub proxy cc-api}
+only=${GALLERY_ONLY:-java-vs-node instances pool-size stub proxy cc-api lose-one-of-three}
 tmp=$(mktemp -d)
 cleanup() { rm -rf "$tmp" examples/gallery/.proxy-plateau.yml examples/gallery/.cc-api.yml; stop_foundation; }
 trap cleanup EXIT
@@ -35,6 +35,10 @@ for spec in $only; do
 	case $spec in
 	java-vs-node | instances | pool-size)
 		report "$spec" "$(run "examples/gallery/$spec.yml")"
+		;;
+	lose-one-of-three)
+		# The example itself: 2 steps of 30 s, a crash 10 s into step 2.
+		report "$spec" "$(run "examples/$spec.yml")"
 		;;
 	stub)
 		first=$(run examples/gallery/stub.yml)

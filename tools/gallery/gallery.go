@@ -50,6 +50,7 @@ var Items = []Item{
 	{Name: "baseline", Report: "stub-vs-baseline", Section: "Changes against the baseline"},
 	{Name: "proxy", Report: "proxy", Chart: "throughput-vs-load", Section: "3. Scaling"},
 	{Name: "cc-api", Report: "cc-api", Chart: "percentiles-vs-load", Section: "2. Steps"},
+	{Name: "fault", Report: "lose-one-of-three", Chart: "fault", Section: "5a. Faults injected"},
 }
 
 // Load reads a report's JSON form.
