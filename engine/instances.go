@@ -97,11 +97,12 @@ type instanceWatcher struct {
 	// is where the next read of the events begins: the newest one's created_at read
 	// so far (CC records them in order; that second is read again, its events known).
 	since, readFrom time.Time
-	// statsOnly is set once the events could not be read (403); why says so.
-	statsOnly bool
-	seen      map[string]bool // events read, by guid and by what they report
-	pending   []InstanceEvent // not yet in a step: after the last window's end
-	windows   []stepWindow
+	// statsOnly is set once the events could not be read (403); told once the user
+	// was told (note).
+	statsOnly, told bool
+	seen            map[string]bool // events read, by guid and by what they report
+	pending         []InstanceEvent // not yet in a step: after the last window's end
+	windows         []stepWindow
 	// last is each app's latest stats (by index) and when they were read.
 	last   map[string]map[int]platform.InstanceStat
 	lastAt map[string]time.Time
@@ -109,9 +110,8 @@ type instanceWatcher struct {
 
 // newInstanceWatcher watches apps from since on. It reads the events once to learn
 // whether it may (forbidden: it falls back to process stats, reading them now as the
-// baseline) and says which through the returned note ("" when the events can be
-// read).
-func newInstanceWatcher(ctx context.Context, src instanceSource, apps []watchedApp, since time.Time, log *slog.Logger) (*instanceWatcher, string) {
+// baseline; note says so).
+func newInstanceWatcher(ctx context.Context, src instanceSource, apps []watchedApp, since time.Time, log *slog.Logger) *instanceWatcher {
 	w := &instanceWatcher{src: src, apps: map[string]watchedApp{}, log: log, since: since, readFrom: since, seen: map[string]bool{},
 		last: map[string]map[int]platform.InstanceStat{}, lastAt: map[string]time.Time{}}
 	for _, a := range apps {
@@ -120,12 +120,19 @@ func newInstanceWatcher(ctx context.Context, src instanceSource, apps []watchedA
 		}
 	}
 	w.poll(ctx, time.Time{})
-	if w.statsOnly {
-		return w, "instance events: the Cloud Controller does not let this user read audit events (403), so crashes, OOM kills, restarts and moves " +
-			"of the run's instances are seen from process stats only, at each step's end (a new instance guid, an uptime reset, a new host): " +
-			"a crash and an OOM kill are then told only as a restart. Try: a user with a role that reads audit events (space developer or auditor)"
+	return w
+}
+
+// note is, once, what the user should know: that the events could not be read and
+// process stats stand in; "" otherwise.
+func (w *instanceWatcher) note() string {
+	if !w.statsOnly || w.told {
+		return ""
 	}
-	return w, ""
+	w.told = true
+	return "instance events: the Cloud Controller does not let this user read audit events (403), so crashes, OOM kills, restarts and moves " +
+		"of the run's instances are seen from process stats only, at each step's end (a new instance guid, an uptime reset, a new host): " +
+		"a crash and an OOM kill are then told only as a restart. Try: a user with a role that reads audit events (space developer or space auditor)"
 }
 
 // guids are the watched apps' guids, sorted.
@@ -403,9 +410,13 @@ func (r *runner) watchInstances(ctx context.Context) {
 	} else {
 		r.opts.Logger.Warn("find the tunnel app to watch its instances", "err", err)
 	}
-	var note string
-	r.instances, note = newInstanceWatcher(ctx, dep.cf, apps, time.Now(), r.opts.Logger)
-	if note != "" {
+	r.instances = newInstanceWatcher(ctx, dep.cf, apps, time.Now(), r.opts.Logger)
+	r.noteInstances()
+}
+
+// noteInstances tells the user, once, that the instance checks rest on process stats.
+func (r *runner) noteInstances() {
+	if note := r.instances.note(); note != "" {
 		r.opts.Reporter.Note(note)
 		r.event("", -1, "not_judged", "info", note)
 	}
@@ -427,4 +438,5 @@ func (r *runner) checkInstances(ctx context.Context, st *resultsdb.Step) {
 			r.finding(e.w.variant, e.w.idx, *f)
 		}
 	}
+	r.noteInstances()
 }

@@ -74,12 +74,12 @@ func TestInstanceChecksOnTheLocalFoundation(t *testing.T) {
 	}
 	apps := []watchedApp{{Name: app.Name, GUID: app.GUID, ProcessGUID: app.ProcessGUID, Role: InstanceRoleApp}}
 	log := slog.New(slog.DiscardHandler)
-	events, note := newInstanceWatcher(ctx, cf, apps, time.Now(), log)
-	if note != "" {
+	events := newInstanceWatcher(ctx, cf, apps, time.Now(), log)
+	if note := events.note(); note != "" {
 		t.Fatalf("note %q, want none: the local foundation's user reads audit events", note)
 	}
-	stats, note := newInstanceWatcher(ctx, noEvents{cf}, apps, time.Now(), log)
-	if !strings.Contains(note, "403") {
+	stats := newInstanceWatcher(ctx, noEvents{cf}, apps, time.Now(), log)
+	if note := stats.note(); !strings.Contains(note, "403") {
 		t.Fatalf("note %q, want one saying the events are forbidden", note)
 	}
 	// step runs a step of d (its window from now), doing mid halfway, and returns

@@ -104,8 +104,8 @@ func TestInstanceEventsLandAtTheirStep(t *testing.T) {
 				twin.GUID, twin.Type = "twin", platform.EventAppCrash
 				src.events = append(src.events, twin)
 			}
-			w, note := newInstanceWatcher(context.Background(), src, watched, t0, slog.New(slog.DiscardHandler))
-			if note != "" {
+			w := newInstanceWatcher(context.Background(), src, watched, t0, slog.New(slog.DiscardHandler))
+			if note := w.note(); note != "" {
 				t.Fatalf("note %q with events readable", note)
 			}
 			var found []struct {
@@ -189,9 +189,12 @@ func TestInstanceEventsFromStatsWhenForbidden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			src := &fakeInstances{forbidden: true, stats: map[string][]platform.InstanceStat{"proc-1": tc.before}}
-			w, note := newInstanceWatcher(context.Background(), src, watched[:1], time.Now(), slog.New(slog.DiscardHandler))
-			if !strings.Contains(note, "403") || !strings.Contains(note, "process stats only") {
+			w := newInstanceWatcher(context.Background(), src, watched[:1], time.Now(), slog.New(slog.DiscardHandler))
+			if note := w.note(); !strings.Contains(note, "403") || !strings.Contains(note, "process stats only") {
 				t.Fatalf("note %q, want one saying the events are forbidden and stats stand in", note)
+			}
+			if again := w.note(); again != "" {
+				t.Fatalf("said twice: %q", again)
 			}
 			src.stats["proc-1"] = tc.after
 			now := time.Now()
