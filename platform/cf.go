@@ -29,7 +29,7 @@ type CF struct {
 
 	tokens  *Tokens      // nil when go-cfclient holds the token (New)
 	limiter *RateLimiter // nil when New
-	auth    *AuthClient
+	auth    *AuthClient  // nil when New
 
 	rootMu  sync.Mutex
 	rootDoc *rootInfo // nil until read
@@ -40,9 +40,7 @@ type CF struct {
 
 // New wraps a logged-in go-cfclient, which keeps and renews its token itself; the run
 // uses Connect.
-func New(cl *client.Client) *CF {
-	return &CF{cl: cl, auth: &AuthClient{Client: cl.HTTPAuthClient()}}
-}
+func New(cl *client.Client) *CF { return &CF{cl: cl} }
 
 // Client is the go-cfclient the CF uses, for calls this package does not wrap.
 func (c *CF) Client() *client.Client { return c.cl }
@@ -411,7 +409,12 @@ func (c *CF) TokenRenewals() int {
 
 // AuthClient sends requests with the CF's access token, for APIs beside the CC that
 // take it (Log Cache).
-func (c *CF) AuthClient() *AuthClient { return c.auth }
+func (c *CF) AuthClient() *AuthClient {
+	if c.auth == nil {
+		return &AuthClient{Client: c.cl.HTTPAuthClient()} // New: go-cfclient's own token
+	}
+	return c.auth
+}
 
 // AuthClient is an http.Client that sends the run's access token (renewed as Connect
 // says). Its methods are safe for concurrent use.

@@ -79,10 +79,10 @@ const (
 type RateLimiter struct {
 	base    http.RoundTripper
 	attempt time.Duration
-	match func(*http.Request) bool
-	clock func() time.Time
-	sleep func(ctx context.Context, d time.Duration) bool
-	log   *slog.Logger
+	match   func(*http.Request) bool
+	clock   func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) bool
+	log     *slog.Logger
 
 	mu        sync.Mutex
 	stats     RequestStats
