@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +77,18 @@ func TestDisturbedStepsAreSaid(t *testing.T) {
 			}
 			if len(tc.text) == 0 && strings.Contains(c.Text, "during which") {
 				t.Errorf("capacity text %q speaks of a disturbance", c.Text)
+			}
+			var text bytes.Buffer
+			if err := (&Report{Runs: []*Run{r}}).WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			for n, want := range tc.marked {
+				if line := fmt.Sprintf("fast step %d disturbed: %s", n, want); !strings.Contains(text.String(), line) {
+					t.Errorf("the text report lacks %q:\n%s", line, text.String())
+				}
+			}
+			if len(tc.marked) == 0 && strings.Contains(text.String(), "disturbed") {
+				t.Errorf("the text report of undisturbed steps speaks of a disturbance:\n%s", text.String())
 			}
 			h := headline(r, v, nil, nil)
 			if (len(tc.disturbed) > 0) != strings.Contains(h.Text, "disturbed:") || len(h.Disturbed) != len(tc.disturbed) {
