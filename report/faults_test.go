@@ -2,10 +2,15 @@ package report
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
+	"github.com/cf-benchmark/cf-benchmark/export"
+	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -63,5 +68,53 @@ func TestFaultSection(t *testing.T) {
 	(&textWriter{w: &none}).faults(&Run{})
 	if none.Len() != 0 {
 		t.Errorf("a run without faults writes %q", none.String())
+	}
+}
+
+// TestFaultSectionFromExportDirIsTheSame: a run with a fault reports the same section
+// from its export directory as from the results database (the export directory's
+// reader measures the recovery from samples.csv as the database's SQL does).
+func TestFaultSectionFromExportDirIsTheSame(t *testing.T) {
+	ctx := context.Background()
+	store, err := resultsdb.Open(ctx, testpg.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	const id = "20261124-100000-0007"
+	epoch := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	fixture{id: id, epoch: epoch, tag: 0x5eed0007, speed: 1, perStep: 500}.seed(t, store)
+	// java's step 4 (errors in it), 5 s in; java's steps start at the epoch.
+	at := epoch.Add((3*stepSeconds + 5) * time.Second)
+	if err := store.AddEvent(ctx, resultsdb.Event{RunID: id, At: at, Variant: "java", Step: 3, Kind: resultsdb.FaultEventKind, Level: "info",
+		Message: "crash", Evidence: map[string]any{"action": "crash", "app": "app", "index": 0, "instance_guids": []string{"g-0"}, "running_again_ms": 900}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), id)
+	if _, err := export.Export(ctx, store, id, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	fromDB, err := Build(ctx, store, []string{id}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDir, err := Build(ctx, exportdir.Reader{}, []string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := fromDB.WriteJSON(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := fromDir.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Errorf("the report from the export directory differs from the database's:\n%s", lineDiff(a.String(), b.String()))
+	}
+	fs := fromDir.Runs[0].Faults
+	if len(fs) != 1 || fs[0].Step != 4 || fs[0].OffsetS != 5 || fs[0].RequestsAfter == 0 || fs[0].FailedAfter == 0 || fs[0].P99BeforeUS == 0 ||
+		len(fs[0].PerSecond) != 5 || fs[0].FailedByClass["http_503"] != fs[0].FailedAfter {
+		t.Errorf("faults %+v", fs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -180,25 +181,9 @@ FROM run_events WHERE run_id = $1 AND kind = $2 ORDER BY id`, runID, FaultEventK
 	}
 	var out []Fault // nil without faults, as an export directory gives
 	for _, x := range got {
-		f := x.f
-		var ev struct {
-			Action       string   `json:"action"`
-			App          string   `json:"app"`
-			Index        int      `json:"index"`
-			Cell         string   `json:"cell"`
-			Instances    []string `json:"instance_guids"`
-			RunningAgain *int64   `json:"running_again_ms"`
-			Error        string   `json:"error"`
-		}
-		if len(x.evidence) > 0 {
-			if err := json.Unmarshal(x.evidence, &ev); err != nil {
-				return nil, fmt.Errorf("read the faults of run %s: evidence: %w", runID, err)
-			}
-		}
-		f.Action, f.App, f.Index, f.Cell, f.Instances, f.Error = ev.Action, ev.App, ev.Index, ev.Cell, ev.Instances, ev.Error
-		if ev.RunningAgain != nil {
-			d := time.Duration(*ev.RunningAgain) * time.Millisecond
-			f.RunningAgain = &d
+		f, err := FaultOfEvent(x.f.At, x.f.Variant, x.f.Idx, x.f.Level, x.f.Message, x.evidence)
+		if err != nil {
+			return nil, fmt.Errorf("read the faults of run %s: %w", runID, err)
 		}
 		if f.Idx >= 0 && f.Error == "" {
 			if f.Recovery, err = faultRecovery(ctx, db, d, runID, f.Variant, f.Idx, f.At); err != nil {
@@ -208,6 +193,32 @@ FROM run_events WHERE run_id = $1 AND kind = $2 ORDER BY id`, runID, FaultEventK
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// FaultOfEvent is the fault a run event of kind FaultEventKind records (idx the 0-based
+// step, -1 for none), without its Recovery.
+func FaultOfEvent(at time.Time, variant string, idx int, level, message string, evidence []byte) (Fault, error) {
+	f := Fault{At: at, Variant: variant, Idx: idx, Level: level, Message: message}
+	var ev struct {
+		Action       string   `json:"action"`
+		App          string   `json:"app"`
+		Index        int      `json:"index"`
+		Cell         string   `json:"cell"`
+		Instances    []string `json:"instance_guids"`
+		RunningAgain *int64   `json:"running_again_ms"`
+		Error        string   `json:"error"`
+	}
+	if len(evidence) > 0 {
+		if err := json.Unmarshal(evidence, &ev); err != nil {
+			return f, fmt.Errorf("the evidence of a fault: %w", err)
+		}
+	}
+	f.Action, f.App, f.Index, f.Cell, f.Instances, f.Error = ev.Action, ev.App, ev.Index, ev.Cell, ev.Instances, ev.Error
+	if ev.RunningAgain != nil {
+		d := time.Duration(*ev.RunningAgain) * time.Millisecond
+		f.RunningAgain = &d
+	}
+	return f, nil
 }
 
 // faultSamples are the samples of the step that count: after its warm-up ($1 run, $2
@@ -341,4 +352,93 @@ WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup AND s.intended_us >= $4:
 func readRunFaults(ctx context.Context, tx pgx.Tx, r *ReportRows) (err error) {
 	r.Faults, err = readFaults(ctx, tx, r.dialect, r.Run.ID)
 	return err
+}
+
+// RecoverySample is a request of a fault's step as FaultRecoveryOf reads it: when it was
+// due and its latency (µs from the run's epoch), whether it failed and its class (as
+// errorClass names it), whether it was sent in the warm-up.
+type RecoverySample struct {
+	IntendedUS, LatencyUS int64
+	Failed                bool
+	Class                 string
+	Warmup                bool
+}
+
+// FaultRecoveryOf computes what FaultRecovery reads from the database from a step's
+// samples (any order) with the fault at atUS and the step's end at endUS, both µs from
+// the run's epoch: for readers of an export directory, which must give the same
+// figures.
+func FaultRecoveryOf(atUS, endUS int64, samples []RecoverySample) FaultRecovery {
+	n := max(int(math.Ceil(float64(endUS-atUS)/1e6)), 0)
+	r := FaultRecovery{ErrorsByClass: map[string]int64{}, Seconds: make([]FaultPhase, n), Windows: make([]FaultPhase, max(n-RecoveryWindow+1, 0))}
+	var before, after []int64
+	seconds := map[int64][]int64{}
+	windows := map[int64][]int64{}
+	add := func(p *FaultPhase, s RecoverySample) {
+		p.Count++
+		if s.Failed {
+			p.Errors++
+		}
+	}
+	var rest []RecoverySample
+	for _, s := range samples {
+		if s.Warmup {
+			continue
+		}
+		if s.IntendedUS < atUS {
+			add(&r.Before, s)
+			before = append(before, s.LatencyUS)
+			continue
+		}
+		rest = append(rest, s)
+		add(&r.After, s)
+		after = append(after, s.LatencyUS)
+		if s.Failed {
+			r.ErrorsByClass[s.Class]++
+		}
+		k := (s.IntendedUS - atUS) / 1_000_000
+		if k < int64(n) {
+			add(&r.Seconds[k], s)
+			seconds[k] = append(seconds[k], s.LatencyUS)
+		}
+		for w := max(k-RecoveryWindow+1, 0); w <= k; w++ {
+			if w < int64(len(r.Windows)) {
+				add(&r.Windows[w], s)
+				windows[w] = append(windows[w], s.LatencyUS)
+			}
+		}
+	}
+	r.Before.P99, r.After.P99 = p99Of(before), p99Of(after)
+	for k, l := range seconds {
+		r.Seconds[k].P99 = p99Of(l)
+	}
+	for k, l := range windows {
+		r.Windows[k].P99 = p99Of(l)
+	}
+	r.During = r.After
+	if back, state := r.Back(); state == RecoveryBack || state == RecoveryNotBack {
+		until := endUS + 1
+		if state == RecoveryBack {
+			until = atUS + back.Microseconds()
+		}
+		var during []int64
+		r.During = FaultPhase{}
+		for _, s := range rest {
+			if s.IntendedUS < until {
+				add(&r.During, s)
+				during = append(during, s.LatencyUS)
+			}
+		}
+		r.During.P99 = p99Of(during)
+	}
+	return r
+}
+
+// p99Of is percentile_disc(0.99) of xs, 0 for none. It sorts xs.
+func p99Of(xs []int64) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return us(xs[max(int64(math.Ceil(0.99*float64(len(xs)))), 1)-1])
 }

@@ -69,6 +69,22 @@ func TestFaultRecovery(t *testing.T) {
 		t.Errorf("disturbed %d seconds, want 3", r.Disturbed())
 	}
 
+	// An export directory's reader computes the same from the samples.
+	var samples []RecoverySample
+	for i := int64(0); i < 2000; i++ {
+		s := RecoverySample{IntendedUS: i * 10000, LatencyUS: 1000, Warmup: i < 200}
+		if i >= 1000 && i < 1250 {
+			s.LatencyUS = 50000
+		}
+		if i >= 1000 && i < 1100 {
+			s.Failed, s.Class = true, "http_503"
+		}
+		samples = append(samples, s)
+	}
+	if got := FaultRecoveryOf(10_000_000, 20_000_000, samples); !reflect.DeepEqual(got, r) {
+		t.Errorf("from the samples\n%+v\nfrom the database\n%+v", got, r)
+	}
+
 	// The fault as the engine records it, read back with its recovery.
 	if err := s.AddEvent(ctx, Event{RunID: run.ID, At: at, Variant: "v", Step: 0, Kind: FaultEventKind, Level: "info", Message: "crash",
 		Evidence: map[string]any{"action": "crash", "app": "app", "index": 1, "instance_guids": []string{"i-1"}, "running_again_ms": 1500}}); err != nil {

@@ -80,7 +80,7 @@ func (Reader) ReadRun(ctx context.Context, dir string, width func(spanS float64)
 		}
 	}
 	r.IntervalS = width(resultsdb.StepsSpan(r.Steps))
-	for _, read := range []func(*resultsdb.ReportRows) error{d.series, d.memory, d.findings, d.flushes} {
+	for _, read := range []func(*resultsdb.ReportRows) error{d.series, d.memory, d.findings, d.flushes, d.faults} {
 		if err := read(r); err != nil {
 			return nil, err
 		}
