@@ -60,7 +60,16 @@ type Tokens struct {
 	expires  time.Time // its exp; zero when it has none (then it is used until rejected)
 	renewed  time.Time // when the last renewal finished
 	renewals int
+
+	// failed is when the latest renewal failed, with failErr; guarded by sem.
+	failed  time.Time
+	failErr error
 }
+
+// renewRetry is how long after a failed renewal the next is tried: requests rejected
+// meanwhile (go-cfclient sends a rejected one once more itself) fail with its error
+// rather than each asking UAA again.
+const renewRetry = time.Second
 
 // NewTokens holds tok, renewed by renew (nil: never renewed, a rejected token stays
 // rejected). clock defaults to time.Now, log to discarding.
@@ -184,10 +193,15 @@ func (t *Tokens) Renew(ctx context.Context, sent time.Time) error {
 	} else if renewed.After(sent) {
 		return nil
 	}
+	if !t.failed.IsZero() && now.Sub(t.failed) < renewRetry {
+		return t.failErr // a renewal just failed: the requests rejected meanwhile fail with it
+	}
 	next, err := t.renew(ctx, cur)
 	if err != nil {
-		return fmt.Errorf("renew the access token: %w", err)
+		t.failed, t.failErr = t.clock(), fmt.Errorf("renew the access token: %w", err)
+		return t.failErr
 	}
+	t.failed, t.failErr = time.Time{}, nil
 	if err := t.set(next); err != nil {
 		return fmt.Errorf("renew the access token: %w", err)
 	}

@@ -37,6 +37,8 @@ type stubCF struct {
 	seen    []string // the access token of each API request, in order
 	n       int
 	refresh string
+
+	attempts atomic.Int32 // token grants asked, refused ones too
 }
 
 func newStubCF(t *testing.T, ttl time.Duration) *stubCF {
@@ -46,6 +48,7 @@ func newStubCF(t *testing.T, ttl time.Duration) *stubCF {
 		fmt.Fprintf(w, `{"links":{"self":{"href":%q},"uaa":{"href":%q},"login":{"href":%q}}}`, s.URL, s.URL, s.URL)
 	})
 	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
+		s.attempts.Add(1)
 		user, pass, _ := r.BasicAuth()
 		if r.ParseForm() != nil || user != "cf" || pass != "" || r.PostForm.Get("grant_type") != "refresh_token" || r.PostForm.Get("refresh_token") != s.refresh {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -287,6 +290,11 @@ func TestConnectSaysWhenTheTokenCannotBeRenewed(t *testing.T) {
 	err = cf.AuthClient().RenewToken(context.Background(), time.Now())
 	if !errors.Is(err, ErrTokenRejected) || !strings.Contains(err.Error(), "Invalid refresh token") {
 		t.Errorf("RenewToken: %v, want ErrTokenRejected with UAA's reason", err)
+	}
+	// go-cfclient sent the rejected request once more; neither that nor the Log Cache
+	// client asked UAA again right after it refused.
+	if n := s.attempts.Load(); n != 1 {
+		t.Errorf("%d refresh grants asked, want 1 within renewRetry", n)
 	}
 }
 
