@@ -55,8 +55,9 @@ const (
 	defaultHealthInterval     = 500 * time.Millisecond
 	defaultStartTimeout       = 60 * time.Second
 	healthCheckAttemptTimeout = time.Second
-	// immediateRestarts crashes in a row restart at once, as on Diego.
-	immediateRestarts = 3
+	// immediateRestarts crashes in a row restart at once, as on Diego (its restart
+	// calculator's 3 immediate restarts count the first start: crashes 1 and 2).
+	immediateRestarts = 2
 	// crashResetAfter of running forgives earlier crashes, as on Diego.
 	crashResetAfter = 5 * time.Minute
 )
@@ -90,8 +91,8 @@ type Config struct {
 	// StatsInterval is how often CPU, memory and disk are sampled, default 15s (Diego's
 	// metrics interval).
 	StatsInterval time.Duration
-	// RestartBackoff is the wait before the 4th crash in a row is restarted (the first
-	// three restart at once); it doubles per crash up to MaxRestartBackoff. Defaults 2s
+	// RestartBackoff is the wait before the 3rd crash in a row is restarted (the first
+	// two restart at once); it doubles per crash up to MaxRestartBackoff. Defaults 2s
 	// and 30s (Diego waits 30s doubling to 16m; this is shorter so benchmarks recover).
 	RestartBackoff, MaxRestartBackoff time.Duration
 	// HealthCheckInterval is the pause between startup health checks, default 500ms.
@@ -637,7 +638,7 @@ func (c *Cells) releasePort(port int) {
 }
 
 // restartDelay is Diego's crash backoff with a configurable base and cap: the first
-// three crashes in a row restart at once, then base, 2×base, … up to max.
+// two crashes in a row restart at once, then base, 2×base, … up to max.
 func restartDelay(consecutive int, base, maxDelay time.Duration) time.Duration {
 	if consecutive <= immediateRestarts {
 		return 0

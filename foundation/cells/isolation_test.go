@@ -307,7 +307,7 @@ func TestOutOfMemoryCrashes(t *testing.T) {
 		}
 		return out
 	}
-	// The first three crashes restart at once, so a second follows the first.
+	// The first two crashes restart at once, so a second follows the first.
 	eventually(t, 20*time.Second, "two out-of-memory crashes", func() bool { return len(crashes()) >= 2 })
 	for i, ev := range crashes()[:2] {
 		if ev.Details != "APP/PROC/WEB: Exited with status 137 (out of memory)" || ev.Crashes != i+1 {
