@@ -209,3 +209,37 @@ func TestEvictionsAreReported(t *testing.T) {
 		t.Errorf("%d rows, want the 18 read before and the 10 left", n)
 	}
 }
+
+// expiresAfterMeta is acceptedTokens whose first token expires right after the poll's
+// meta took it: the read is the first to meet the refusal.
+type expiresAfterMeta struct {
+	acceptedTokens
+	once sync.Once
+}
+
+func (a *expiresAfterMeta) Authenticated(h string) bool {
+	ok := a.acceptedTokens.Authenticated(h)
+	a.once.Do(func() { a.set("second") })
+	return ok
+}
+
+// TestATokenExpiringBetweenMetaAndReadIsRenewed: a read's bare 404, which meta (with
+// the same token) confirms is a refusal, renews the token once and reads the page again.
+func TestATokenExpiringBetweenMetaAndReadIsRenewed(t *testing.T) {
+	t.Parallel()
+	store := lcserver.NewStore(0)
+	auth := &expiresAfterMeta{}
+	auth.set("first", "second")
+	srv := httptest.NewServer(lcserver.Handler(lcserver.APIConfig{Store: store, Auth: auth}))
+	t.Cleanup(srv.Close)
+	samples(store, 0, 5)
+	d := &renewingDoer{token: "first", next: "second"}
+	s := &sink{}
+	p := newPoller(t, srv.URL, s, newClock(t0+5*int64(time.Second)), func(cfg *Config) { cfg.Client = d })
+	if err := p.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.all()) != 5 || d.renewals != 1 {
+		t.Errorf("%d rows after %d renewals, want 5 after 1", len(s.all()), d.renewals)
+	}
+}
