@@ -277,11 +277,11 @@ func faultErrors(ctx context.Context, sp *spec.Spec, cf any) spec.Errors {
 	if sp.Landscape == nil {
 		return spec.Errors{sp.Errorf("ramp.faults", "needs a run on Cloud Foundry (a landscape section): a fault hits an instance, a cell or the router of the foundation")}
 	}
+	errs := manifestIndexErrors(sp)
 	cc, ok := cf.(chaosChecker)
 	if !ok {
-		return nil
+		return errs
 	}
-	var errs spec.Errors
 	supported := -1
 	for _, f := range faults {
 		if !f.Action.NeedsChaos() {
@@ -295,6 +295,33 @@ func faultErrors(ctx context.Context, sp *spec.Spec, cf any) spec.Errors {
 		}
 		if supported == 0 {
 			errs = append(errs, sp.Errorf(f.Field+".action", "%s needs the local foundation's chaos API, and the foundation logged in to has none (its API root has no cfbench_chaos link): on any other Cloud Foundry only restart-instance works", f.Action))
+		}
+	}
+	return errs
+}
+
+// manifestIndexErrors are the instance faults of the app under test whose index is not
+// an instance its manifest runs (where neither the spec's matrix nor a ramp of app
+// instances says how many: spec.Parse judged those).
+func manifestIndexErrors(sp *spec.Spec) spec.Errors {
+	var errs spec.Errors
+	levels := sp.Levels()
+	for _, f := range sp.Ramp.Faults {
+		if !f.Action.HitsInstance() || f.App != spec.FaultApp || f.Step >= len(levels) || levels[f.Step].AppInstances > 0 {
+			continue
+		}
+		for i, v := range sp.Variants {
+			if v.Manifest == "" || v.Instances > 0 || (i > 0 && sp.Variants[i-1].Field == v.Field) {
+				continue
+			}
+			r, err := platform.ResolveManifest(v.Manifest, v.App, overrides(v, v.Env))
+			if err != nil {
+				continue // Preflight says why the manifest cannot be pushed
+			}
+			if f.Index >= r.Instances {
+				errs = append(errs, sp.Errorf(f.Field+".index", "must be an instance of variant %s's app: its manifest runs %d instance(s) (indexes 0 to %d), got %d",
+					v.Name, r.Instances, r.Instances-1, f.Index))
+			}
 		}
 	}
 	return errs

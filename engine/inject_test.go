@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,5 +198,20 @@ ramp:
 	}
 	if errs := faultErrors(context.Background(), sp, nil); len(errs) != 0 {
 		t.Errorf("without a foundation to ask: %v", errs)
+	}
+
+	// An instance the manifest does not run.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.yml"), []byte("applications:\n  - name: app\n    instances: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	y = strings.Replace(y, "action: crash, index: 0}", "action: crash, index: 2}", 1)
+	if sp, err = spec.Parse("lose.yml", []byte(y), dir); err != nil {
+		t.Fatal(err)
+	}
+	errs = faultErrors(context.Background(), sp, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "lose.yml:16:") ||
+		!strings.Contains(errs[0].Error(), "ramp.faults[1].index: must be an instance of variant a's app: its manifest runs 2 instance(s) (indexes 0 to 1), got 2") {
+		t.Errorf("errors %v", errs)
 	}
 }
