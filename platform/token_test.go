@@ -59,6 +59,7 @@ func newStubCF(t *testing.T, ttl time.Duration) *stubCF {
 		s.grants = append(s.grants, r.PostForm.Get("refresh_token"))
 		tok := s.issueLocked()
 		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
 		fmt.Fprintf(w, `{"access_token":%q,"refresh_token":%q,"token_type":"bearer","expires_in":%d}`, tok, s.refresh, int(ttl.Seconds())-1)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -300,9 +301,10 @@ func TestConnectSaysWhenTheTokenCannotBeRenewed(t *testing.T) {
 
 // TestGoCFClientAloneDoesNotRecoverARevokedToken records why Connect holds the token
 // itself: go-cfclient v3 (alpha.20) given the cf CLI's tokens renews only by the JWT's
-// exp (10 s before it, oauth2's expiryDelta, not the cf CLI's minute), and on a 401
-// rebuilds its token source from the token it was configured with, so a token the
-// server stopped accepting before its exp is sent again and the request fails.
+// exp (10 s before it, oauth2's expiryDelta, not the cf CLI's minute: a token 30 s from
+// its exp is sent as is, one 5 s from it renewed), and on a 401 rebuilds its token
+// source from the token it was configured with, so a token the server stopped
+// accepting before its exp is sent again and the request fails.
 func TestGoCFClientAloneDoesNotRecoverARevokedToken(t *testing.T) {
 	s := newStubCF(t, 20*time.Minute)
 	first := s.issue()
@@ -335,5 +337,18 @@ func TestGoCFClientAloneDoesNotRecoverARevokedToken(t *testing.T) {
 	}
 	if grants, _ := s.counts(); grants != 0 {
 		t.Errorf("go-cfclient renewed a token 30 s from expiry (%d grants)", grants)
+	}
+	// One 5 s from its exp is: oauth2 renews 10 s before.
+	soon := jwtAt("soon", now, now.Add(5*time.Second))
+	s.mu.Lock()
+	s.valid[soon] = true
+	s.mu.Unlock()
+	cfg, _ = config.New(s.URL, config.Token(soon, s.refresh))
+	cl, _ = client.New(cfg)
+	if _, err := cl.Organizations.Get(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if grants, _ := s.counts(); grants != 1 {
+		t.Errorf("go-cfclient did not renew a token 5 s from expiry (%d grants)", grants)
 	}
 }
