@@ -43,7 +43,9 @@ func (in *Installer) Locate(ctx context.Context, names []string) (tools []*Tool,
 		case "wrk":
 			t, err = in.wrk(ctx)
 		case "oha":
-			t, err = in.oha(ctx)
+			t, err = in.oha(ctx, oha())
+		case "oha-db":
+			t, err = in.oha(ctx, ohaDB())
 		case "hey":
 			t, err = in.goTool(ctx, hey(), heyModule, heyVersion)
 		case "vegeta":
@@ -114,8 +116,8 @@ func (in *Installer) goTool(ctx context.Context, t *Tool, module, version string
 
 // oha is built with cargo; when the newest versions of its dependencies need a newer
 // Rust than this machine's, it is built again with --locked (oha's own lock file).
-func (in *Installer) oha(ctx context.Context) (*Tool, error) {
-	t := oha()
+// t is oha or oha-db, the same program.
+func (in *Installer) oha(ctx context.Context, t *Tool) (*Tool, error) {
 	t.Path, t.Version = filepath.Join(in.Cache, "bin", "oha"), ohaVersion
 	stamp := filepath.Join(in.Cache, "stamps", "oha")
 	if out, err := exec.Command(t.Path, "--version").Output(); err == nil && strings.TrimSpace(string(out)) == "oha "+ohaVersion {

@@ -4,29 +4,54 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // oha prints its summary as JSON with --output-format json.
-func oha() *Tool {
-	t := &Tool{Name: "oha"}
-	parse := func(_ context.Context, o Output) (Result, error) { return ParseOha(o.Stdout) }
-	t.Closed = func(c Config, d time.Duration) (Command, error) {
-		return Command{Args: []string{"oha", "-c", strconv.Itoa(c.Conns), "-z", secs(d), "--no-tui", "--output-format", "json", c.URL},
-			Parse: parse}, nil
+func oha() *Tool { return ohaTool("oha", false) }
+
+// ohaDB is oha storing every request in SQLite (--db-url, a file in the run's
+// scratch dir, removed after the run), as cf-benchmark stores every request in
+// Postgres.
+func ohaDB() *Tool { return ohaTool("oha-db", true) }
+
+func ohaTool(name string, db bool) *Tool {
+	t := &Tool{Name: name}
+	args := func(c Config, d time.Duration, extra ...string) []string {
+		a := append([]string{"oha", "-c", strconv.Itoa(c.Conns)}, extra...)
+		a = append(a, "-z", secs(d), "--no-tui", "--output-format", "json")
+		if db {
+			a = append(a, "--db-url", filepath.Join(c.Scratch, "oha.db"))
+		}
+		return append(a, c.URL)
 	}
+	parse := func(_ context.Context, o Output) (Result, error) {
+		if db {
+			defer os.Remove(filepath.Join(o.Dir, "oha.db"))
+			if fi, err := os.Stat(filepath.Join(o.Dir, "oha.db")); err != nil || fi.Size() == 0 {
+				return Result{}, fmt.Errorf("oha --db-url wrote no database: %v", err)
+			}
+		}
+		return ParseOha(o.Stdout)
+	}
+	t.Closed = func(c Config, d time.Duration) (Command, error) { return Command{Args: args(c, d), Parse: parse}, nil }
 	// --latency-correction: latency from the intended send time, as ours measures it.
 	t.Open = func(c Config, d time.Duration, rate int) (Command, error) {
-		return Command{Args: []string{"oha", "-c", strconv.Itoa(c.Conns), "-q", strconv.Itoa(rate), "--latency-correction",
-			"-z", secs(d), "--no-tui", "--output-format", "json", c.URL}, Parse: parse}, nil
+		return Command{Args: args(c, d, "-q", strconv.Itoa(rate), "--latency-correction"), Parse: parse}, nil
 	}
 	t.How = func(c Config, d time.Duration, open bool) string {
-		if open {
-			return fmt.Sprintf("`-c %d -q RATE --latency-correction -z %s`", c.Conns, secs(d))
+		dbArg := ""
+		if db {
+			dbArg = " --db-url FILE"
 		}
-		return fmt.Sprintf("`-c %d -z %s --no-tui`", c.Conns, secs(d))
+		if open {
+			return fmt.Sprintf("`-c %d -q RATE --latency-correction -z %s%s`", c.Conns, secs(d), dbArg)
+		}
+		return fmt.Sprintf("`-c %d -z %s --no-tui%s`", c.Conns, secs(d), dbArg)
 	}
 	return t
 }

@@ -53,7 +53,7 @@ type Output struct {
 
 // Tool is one generator.
 type Tool struct {
-	Name    string // wrk, oha, hey, vegeta, k6, cf-benchmark
+	Name    string // wrk, oha, oha-db, hey, vegeta, k6, cf-benchmark
 	Version string // set by Locate
 	Path    string // the program, set by Locate
 	// Closed is a closed-loop run of d; Open a probe of d at rate requests/s (nil when
@@ -73,6 +73,8 @@ func (t *Tool) Label() string {
 		return "cf-benchmark (records every request into Postgres)"
 	case "wrk":
 		return "wrk " + t.Version + " (Debian)"
+	case "oha-db":
+		return "oha " + t.Version + " --db-url (stores every request in SQLite)"
 	}
 	return t.Name + " " + t.Version
 }
@@ -81,7 +83,7 @@ func (t *Tool) Label() string {
 const Ours = "cf-benchmark"
 
 // Names lists the generators in the report's order.
-var Names = []string{"wrk", "oha", "hey", "vegeta", "k6", Ours}
+var Names = []string{"wrk", "oha", "oha-db", "hey", "vegeta", "k6", Ours}
 
 // secs is d as a command-line duration in whole seconds ("10s").
 func secs(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second)) }

@@ -1,7 +1,7 @@
 // Package harness runs the load-generator benchmark: nginx as the target on one core,
-// every generator on another, closed-loop runs interleaved across generators (the
-// report gives medians), then for each generator with an open loop the highest rate it
-// holds (package ratesearch). It measures each run with package measure and reads its
+// every generator on another, closed-loop runs interleaved across generators, then
+// for each generator with an open loop the highest rate it holds (package ratesearch),
+// as many searches as runs, interleaved too (the report gives medians and min–max). It measures each run with package measure and reads its
 // figures with package generator; package mdreport renders them.
 package harness
 
@@ -144,9 +144,24 @@ func (h *harness) gen(name string) *mdreport.Gen {
 }
 
 // closedLoops runs run r of every generator before run r+1 of any, so that a slow
-// drift of the machine spreads over all of them.
+// drift of the machine spreads over all of them. Each round starts with a run of
+// cf-benchmark that sends almost nothing, its fixed cost per run.
 func (h *harness) closedLoops(ctx context.Context) {
 	for r := 1; r <= h.cfg.Repeat && ctx.Err() == nil; r++ {
+		for _, t := range h.tools {
+			if t.Name != generator.Ours {
+				continue
+			}
+			h.cfg.Log("fixed cost: %s, run %d/%d (1 s at 1 req/s)", t.Name, r, h.cfg.Repeat)
+			run, err := h.measure(ctx, t, fmt.Sprintf("%s.fixed.%d", t.Name, r), time.Second,
+				func(c generator.Config) (generator.Command, error) { return t.Open(c, time.Second, 1) })
+			if err != nil {
+				h.cfg.Log("  failed: %v", err)
+				continue
+			}
+			h.rep.Fixed = append(h.rep.Fixed, run)
+			h.cfg.Log("  CPU %.2fs, elapsed %.2fs", run.CPU.Seconds(), run.Elapsed.Seconds())
+		}
 		for _, t := range h.tools {
 			h.cfg.Log("closed loop: %s, run %d/%d (%s)", t.Name, r, h.cfg.Repeat, h.cfg.Closed)
 			run, err := h.measure(ctx, t, fmt.Sprintf("%s.closed.%d", t.Name, r), h.cfg.Closed,
@@ -158,50 +173,57 @@ func (h *harness) closedLoops(ctx context.Context) {
 				continue
 			}
 			g.Runs = append(g.Runs, run)
-			h.cfg.Log("  %d responses in %.2fs, CPU %.2fs, peak RSS %.1f MB, %d errors", run.OK, run.Seconds, run.CPU.Seconds(),
-				float64(run.RSS)/(1<<20), run.Errors)
+			h.cfg.Log("  %d responses in %.2fs, CPU %.2fs (%.0f req per CPU-s), peak RSS %.1f MB, %d errors", run.OK, run.Seconds,
+				run.CPU.Seconds(), float64(run.OK)/run.CPU.Seconds(), float64(run.RSS)/(1<<20), run.Errors)
 		}
 	}
 }
 
-// openLoops searches each open-loop generator's highest held rate.
+// openLoops searches each open-loop generator's highest held rate, Repeat times,
+// search r of every generator before search r+1 of any.
 func (h *harness) openLoops(ctx context.Context) {
-	limits := ratesearch.Limits{Drift: 0.01, P99: h.cfg.OpenP99}
-	for _, t := range h.tools {
-		if t.Open == nil {
-			continue
-		}
-		runs := map[int]mdreport.Run{}
-		p99s := map[int]time.Duration{}
-		i := 0
-		s := ratesearch.Search(ctx, h.cfg.OpenStart, h.cfg.Probes, func(ctx context.Context, rate int) (bool, string) {
-			i++
-			h.cfg.Log("open loop: %s at %d req/s (%s, probe %d/%d)", t.Name, rate, h.cfg.OpenProbe, i, h.cfg.Probes)
-			var p99 time.Duration
-			run, err := h.measure(ctx, t, fmt.Sprintf("%s.open.%d", t.Name, rate), h.cfg.OpenProbe,
-				func(c generator.Config) (generator.Command, error) {
-					cmd, err := t.Open(c, h.cfg.OpenProbe, rate)
-					parse := cmd.Parse
-					cmd.Parse = func(ctx context.Context, o generator.Output) (generator.Result, error) {
-						r, err := parse(ctx, o)
-						p99 = r.P99
-						return r, err
-					}
-					return cmd, err
-				})
-			if err != nil {
-				h.cfg.Log("  failed: %v", err)
-				return false, "failed: " + err.Error()
+	for r := 1; r <= h.cfg.Repeat && ctx.Err() == nil; r++ {
+		for _, t := range h.tools {
+			if t.Open != nil {
+				h.openLoop(ctx, t, r)
 			}
-			// Over the nominal probe length for every tool: sends a generator could not
-			// make lower it; late ones show in p99, from the intended send time.
-			held, verdict := limits.Judge(rate, float64(run.OK)/h.cfg.OpenProbe.Seconds(), p99, run.Errors)
-			h.cfg.Log("  %s", verdict)
-			runs[rate], p99s[rate] = run, p99
-			return held, verdict
-		})
-		h.gen(t.Name).Open = &mdreport.Open{Search: s, Best: runs[s.Held], P99: p99s[s.Held]}
+		}
 	}
+}
+
+func (h *harness) openLoop(ctx context.Context, t *generator.Tool, r int) {
+	limits := ratesearch.Limits{Drift: 0.01, P99: h.cfg.OpenP99}
+	runs := map[int]mdreport.Run{}
+	p99s := map[int]time.Duration{}
+	i := 0
+	s := ratesearch.Search(ctx, h.cfg.OpenStart, h.cfg.Probes, func(ctx context.Context, rate int) (bool, string) {
+		i++
+		h.cfg.Log("open loop: %s at %d req/s (%s, search %d/%d, probe %d/%d)", t.Name, rate, h.cfg.OpenProbe, r, h.cfg.Repeat, i, h.cfg.Probes)
+		var p99 time.Duration
+		run, err := h.measure(ctx, t, fmt.Sprintf("%s.open.%d.%d", t.Name, r, rate), h.cfg.OpenProbe,
+			func(c generator.Config) (generator.Command, error) {
+				cmd, err := t.Open(c, h.cfg.OpenProbe, rate)
+				parse := cmd.Parse
+				cmd.Parse = func(ctx context.Context, o generator.Output) (generator.Result, error) {
+					r, err := parse(ctx, o)
+					p99 = r.P99
+					return r, err
+				}
+				return cmd, err
+			})
+		if err != nil {
+			h.cfg.Log("  failed: %v", err)
+			return false, "failed: " + err.Error()
+		}
+		// Over the nominal probe length for every tool: sends a generator could not
+		// make lower it; late ones show in p99, from the intended send time.
+		held, verdict := limits.Judge(rate, float64(run.OK)/h.cfg.OpenProbe.Seconds(), p99, run.Errors)
+		h.cfg.Log("  %s; CPU %.2fs (%.0f req per CPU-s)", verdict, run.CPU.Seconds(), float64(run.OK)/run.CPU.Seconds())
+		runs[rate], p99s[rate] = run, p99
+		return held, verdict
+	})
+	g := h.gen(t.Name)
+	g.Opens = append(g.Opens, mdreport.Open{Search: s, Best: runs[s.Held], P99: p99s[s.Held]})
 }
 
 // measure runs one command of t, pinned to the generators' core, and reads its result.
@@ -226,8 +248,9 @@ func (h *harness) measure(ctx context.Context, t *generator.Tool, name string, d
 	}
 	h.rep.Foreign += u.Foreign.CPU
 	h.rep.Measured += u.Elapsed
+	h.rep.Steal += u.Steal
 	if u.Foreign.CPU > u.Elapsed/20 {
-		h.cfg.Log("  other processes used %.2f CPU-s during this measurement (%s)", u.Foreign.CPU.Seconds(), u.Foreign.Top)
+		h.cfg.Log("  other processes used %.2f CPU-s during this measurement (busiest: %s)", u.Foreign.CPU.Seconds(), u.Foreign.Top)
 	}
 	if err != nil {
 		return mdreport.Run{}, err
@@ -236,7 +259,8 @@ func (h *harness) measure(ctx context.Context, t *generator.Tool, name string, d
 	if err != nil {
 		return mdreport.Run{}, err
 	}
-	return mdreport.Run{OK: res.OK, Errors: res.Errors, Seconds: res.Seconds, CPU: u.CPU, RSS: u.MaxRSS, Foreign: u.Foreign.CPU, Notes: res.Notes}, nil
+	return mdreport.Run{OK: res.OK, Errors: res.Errors, Seconds: res.Seconds, Elapsed: u.Elapsed, CPU: u.CPU, RSS: u.MaxRSS,
+		Foreign: u.Foreign.CPU, Notes: res.Notes}, nil
 }
 
 // startPostgres starts a private Postgres and pins it, and every process it has

@@ -1,13 +1,14 @@
 // Package mdreport renders the load-generator benchmark's Markdown report
-// (tools/bench/results-latest.md): one row per generator and mode, medians of the
-// closed-loop runs, the open-loop search's highest held rate, and ratios to oha and
-// wrk in requests per CPU-second.
+// (tools/bench/results-latest.md): one row per generator and mode, every figure the
+// median of the runs (closed loop) or of the searches (open loop) with their min–max,
+// ratios to oha, oha --db-url and wrk in requests per CPU-second, and what the rest
+// of the machine did meanwhile.
 package mdreport
 
 import (
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,10 +29,14 @@ type Report struct {
 	Closed, OpenProbe   time.Duration // one closed-loop run, one open-loop probe
 	OpenStart, Probes   int
 	OpenP99             time.Duration
-	// Foreign is the CPU that processes outside the run used during Measured seconds of
-	// measurements.
-	Foreign, Measured time.Duration
-	Gens              []Gen
+	// Foreign is the CPU that everything outside the run used during Measured seconds
+	// of measurements; Steal the time the hypervisor gave other machines meanwhile.
+	Foreign, Measured, Steal time.Duration
+	// Fixed are runs of cf-benchmark that send almost nothing (1 req/s for 1 s): its
+	// cost per run that does not depend on the load (start-up, migrations, summary,
+	// report).
+	Fixed []Run
+	Gens  []Gen
 }
 
 // Gen is one generator's measurements.
@@ -41,16 +46,17 @@ type Gen struct {
 	HowClosed, HowOpen   string   // the invocation, a Markdown cell
 	Runs                 []Run    // successful closed-loop runs
 	Failures             []string // "run 2: why"
-	Open                 *Open    // nil: not measured in an open loop
+	Opens                []Open   // one per open-loop search; empty: not measured in an open loop
 }
 
 // Run is one measured run.
 type Run struct {
 	OK, Errors int64
 	Seconds    float64       // over which OK were counted
+	Elapsed    time.Duration // wall time of the whole command
 	CPU        time.Duration // user + system of the generator's process tree
 	RSS        int64         // peak, bytes
-	Foreign    time.Duration
+	Foreign    time.Duration // what the rest of the machine used meanwhile
 	Notes      []string
 }
 
@@ -61,9 +67,13 @@ type Open struct {
 	P99    time.Duration
 }
 
+// busyShare is the share of a core that the rest of the machine may use during a run
+// before the report calls the machine busy.
+const busyShare = 0.10
+
 func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
+	s := slices.Clone(xs)
+	slices.Sort(s)
 	switch n := len(s); {
 	case n == 0:
 		return 0
@@ -74,32 +84,71 @@ func median(xs []float64) float64 {
 	}
 }
 
-// closed are a generator's closed-loop medians.
-type closed struct{ rps, eff, rss, cpu float64 }
+// stat is a median with the smallest and largest value.
+type stat struct{ med, min, max float64 }
 
-func (g *Gen) closed() (closed, bool) {
-	if len(g.Runs) == 0 {
-		return closed{}, false
+func statOf(xs []float64) stat {
+	if len(xs) == 0 {
+		return stat{}
 	}
-	var rps, eff, rss, cpu []float64
-	for _, r := range g.Runs {
-		rps = append(rps, float64(r.OK)/r.Seconds)
-		e := 0.0
-		if r.CPU > 0 {
-			e = float64(r.OK) / r.CPU.Seconds()
-		}
-		eff, rss, cpu = append(eff, e), append(rss, float64(r.RSS)/(1<<20)), append(cpu, r.CPU.Seconds())
-	}
-	return closed{median(rps), median(eff), median(rss), median(cpu)}, true
+	return stat{median(xs), slices.Min(xs), slices.Max(xs)}
 }
 
-// openEff is the open-loop row's achieved rate and requests per CPU-second.
-func (o *Open) rates(probe time.Duration) (rps, eff float64) {
-	rps = float64(o.Best.OK) / probe.Seconds()
-	if o.Best.CPU > 0 {
-		eff = float64(o.Best.OK) / o.Best.CPU.Seconds()
+// String is "49,412 (47,003–50,129)", or the median alone for one value.
+func (s stat) format(f func(float64) string) string {
+	if s.min == s.max {
+		return f(s.med)
 	}
-	return rps, eff
+	return fmt.Sprintf("%s (%s–%s)", f(s.med), f(s.min), f(s.max))
+}
+
+func (s stat) thousands() string { return s.format(report.Thousands) }
+
+// figures are a row's per-run values, in run order.
+type figures struct {
+	rps, eff, rss, cpu, held, p99 []float64
+	foreign, elapsed              time.Duration
+	busy                          int // runs on a busy machine
+}
+
+func (f *figures) add(r Run, probe time.Duration) {
+	secs := r.Seconds
+	if probe > 0 {
+		secs = probe.Seconds()
+	}
+	f.rps = append(f.rps, float64(r.OK)/secs)
+	e := 0.0
+	if r.CPU > 0 {
+		e = float64(r.OK) / r.CPU.Seconds()
+	}
+	f.eff, f.rss, f.cpu = append(f.eff, e), append(f.rss, float64(r.RSS)/(1<<20)), append(f.cpu, r.CPU.Seconds())
+	f.foreign += r.Foreign
+	f.elapsed += r.Elapsed
+	if r.Elapsed > 0 && r.Foreign.Seconds() > busyShare*r.Elapsed.Seconds() {
+		f.busy++
+	}
+}
+
+func (g *Gen) closed() (figures, bool) {
+	var f figures
+	for _, r := range g.Runs {
+		f.add(r, 0)
+	}
+	return f, len(g.Runs) > 0
+}
+
+// open are the figures of the searches that held a rate, at that rate.
+func (g *Gen) open(probe time.Duration) (figures, bool) {
+	var f figures
+	for _, o := range g.Opens {
+		if o.Search.Held == 0 {
+			continue
+		}
+		f.add(o.Best, probe)
+		f.held = append(f.held, float64(o.Search.Held))
+		f.p99 = append(f.p99, float64(o.P99)/1e6)
+	}
+	return f, len(f.held) > 0
 }
 
 // Write renders r as Markdown.
@@ -113,116 +162,183 @@ func (r *Report) Write(w io.Writer) error {
 	p("- Machine: %s", r.Machine)
 	p("- Target: nginx %s, 1 worker, access log off, fixed 100-byte body, 127.0.0.1, pinned to core %d. Generators pinned to core %d (Go tools therefore run with GOMAXPROCS=1).",
 		r.Nginx, r.TargetCore, r.GenCore)
-	p("- Closed loop: %d connections, %s per run, median of %d run(s) per column, runs interleaved across generators.", r.Conns, secs(r.Closed), r.Repeat)
-	p("- Open loop: highest constant rate with < 1%% drift (2xx responses per second / target) and p99 < %s and no errors; doubling from %d req/s then bisecting, at most %d probes of %s. One search, not a median.",
-		ms(r.OpenP99), r.OpenStart, r.Probes, secs(r.OpenProbe))
+	p("- Closed loop: %d connections, %s per run, %d run(s) per generator, runs interleaved across generators.", r.Conns, secs(r.Closed), r.Repeat)
+	p("- Open loop: highest constant rate with < 1%% drift (2xx responses per second / target) and p99 < %s and no errors; doubling from %d req/s then bisecting, at most %d probes of %s per search; %d search(es) per generator, interleaved across generators.",
+		ms(r.OpenP99), r.OpenStart, r.Probes, secs(r.OpenProbe), r.Repeat)
+	p("- Every figure is the median, with min–max in brackets, of the runs (closed loop) or of the searches at the rate each held (open loop); ratios are of the medians, with min–max of the ratios of run *i* to the peer's run *i*.")
 	p("- req per CPU-s: successful responses / (user + system CPU seconds of the generator's whole process tree, from the rusage of its process). Peak RSS: the largest resident set in that tree. Each tool's figures are read from its machine-readable output (wrk: a Lua `done()` printing JSON; oha: JSON; hey: CSV; vegeta: `report -type=json`; k6: `--summary-export`; cf-benchmark: `run --json`).")
 	p("- cf-benchmark's Postgres (private, package pgserver) runs on core %d beside nginx, so core %d measures only generator work; it also means nginx shares its core with the ingestion while our tool runs, which lowers our req/s (not our req per CPU-s).",
 		r.TargetCore, r.GenCore)
-	busy := ""
-	if r.Measured > 0 && r.Foreign > r.Measured/20 {
-		busy = fmt.Sprintf(" (%.0f%% of a core): **the machine was not quiet; treat these figures with care**", 100*r.Foreign.Seconds()/r.Measured.Seconds())
+	if len(r.Fixed) > 0 {
+		var cpu []float64
+		for _, f := range r.Fixed {
+			cpu = append(cpu, f.CPU.Seconds())
+		}
+		fixed := statOf(cpu)
+		share := ""
+		if g := r.gen(ours); g != nil {
+			if c, ok := g.closed(); ok && median(c.cpu) > 0 {
+				share = fmt.Sprintf(", %.1f%% of the median CPU of its closed-loop run (%.2f s)", 100*fixed.med/median(c.cpu), median(c.cpu))
+			}
+		}
+		p("- cf-benchmark's fixed cost per run (start-up, migrations, summary queries, export, HTML report; measured as a run of 1 s at 1 req/s, %d times): %s CPU-s%s. It is counted in every cf-benchmark figure below.",
+			len(r.Fixed), fixed.format(func(v float64) string { return fmt.Sprintf("%.2f", v) }), share)
 	}
-	p("- Other processes on the machine (outside this run) used %.1f CPU-s during %.0f s of measurements%s.", r.Foreign.Seconds(), r.Measured.Seconds(), busy)
+	busy := ""
+	if r.Measured > 0 && r.Foreign.Seconds() > busyShare*r.Measured.Seconds() {
+		busy = ": **the machine was busy; treat these figures with care**"
+	}
+	steal := ""
+	if r.Steal > 0 {
+		steal = fmt.Sprintf("; the hypervisor stole %.1f CPU-s", r.Steal.Seconds())
+	}
+	p("- Host load: everything outside the measured generator and the harness's own processes (nginx, Postgres) used %.1f CPU-s during %.0f s of measurements (%.1f%% of a core; the machine's busy time from /proc/stat less ours)%s%s. Each row gives it for its runs; a run where it exceeded %.0f%% of a core is counted as busy.",
+		r.Foreign.Seconds(), r.Measured.Seconds(), pct(r.Foreign, r.Measured), steal, busy, 100*busyShare)
 	if r.Cores < 2 {
 		p("- **Only one core: target and generators share it, so these figures say little.**")
 	}
 	p("")
-	p("| generator | mode | req/s | req per CPU-s | ratio to oha (req per CPU-s) | ratio to wrk | peak RSS MB | notes |")
-	p("|---|---|---:|---:|---:|---:|---:|---|")
-	byName := map[string]*Gen{}
-	for i := range r.Gens {
-		byName[r.Gens[i].Name] = &r.Gens[i]
-	}
-	ref := func(name string) float64 {
-		if g := byName[name]; g != nil {
-			if c, ok := g.closed(); ok {
-				return c.eff
-			}
-		}
-		return 0
-	}
-	ohaC, wrkC := ref("oha"), ref("wrk")
+	p("| generator | mode | req/s | req per CPU-s | ratio to oha | ratio to oha --db-url | ratio to wrk | peak RSS MB | host load (others' CPU) | notes |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
 	for i := range r.Gens {
 		g := &r.Gens[i]
 		if g.Skipped != "" {
-			p("| %s | closed | – | – | – | – | – | skipped: %s |", g.Label, g.Skipped)
+			p("| %s | closed | – | – | – | – | – | – | – | skipped: %s |", g.Label, g.Skipped)
 			continue
 		}
 		c, ok := g.closed()
 		if !ok {
-			p("| %s | closed | – | – | – | – | – | failed: %s |", g.Label, orDefault(strings.Join(g.Failures, "; "), "no run"))
+			p("| %s | closed | – | – | – | – | – | – | – | failed: %s |", g.Label, orDefault(strings.Join(g.Failures, "; "), "no run"))
 			continue
 		}
 		notes := []string{g.HowClosed}
-		notes = append(notes, r.runNotes(g, c)...)
+		notes = append(notes, r.runNotes(g)...)
 		if len(g.Failures) > 0 {
 			notes = append(notes, "failed: "+strings.Join(g.Failures, "; "))
 		}
-		p("| %s | closed | %s | %s | %s | %s | %.1f | %s |", g.Label, report.Thousands(c.rps), report.Thousands(c.eff), ratio(c.eff, ohaC), ratio(c.eff, wrkC),
-			c.rss, strings.Join(notes, "; "))
-	}
-	var ohaO *Open
-	if g := byName["oha"]; g != nil && g.Open != nil && g.Open.Search.Held > 0 {
-		ohaO = g.Open
+		peer := func(name string) string { return r.ratio(c.eff, name, false, eff) }
+		p("| %s | closed | %s | %s | %s | %s | %s | %s | %s | %s |", g.Label, statOf(c.rps).thousands(), statOf(c.eff).thousands(),
+			peer("oha"), peer("oha-db"), peer("wrk"), statOf(c.rss).format(mb), hostLoad(c), strings.Join(notes, "; "))
 	}
 	for i := range r.Gens {
 		g := &r.Gens[i]
-		if g.Skipped != "" || g.Open == nil {
+		if g.Skipped != "" || len(g.Opens) == 0 {
 			continue
 		}
-		o := g.Open
-		s := o.Search
-		if s.Held == 0 {
-			why := ""
-			if s.Failed > 0 {
-				why = fmt.Sprintf("; lowest probe %d/s: %s", s.Failed, s.Verdict(s.Failed))
+		o, ok := g.open(r.OpenProbe)
+		var searches []string
+		for j, s := range g.Opens {
+			d := fmt.Sprintf("%d: ", j+1)
+			if s.Search.Held > 0 {
+				d += fmt.Sprintf("held %d (p99 %.2f ms)", s.Search.Held, float64(s.P99)/1e6)
+			} else {
+				d += "none held"
 			}
-			p("| %s | open | none held | – | – | – | – | no rate held%s |", g.Label, why)
+			if s.Search.Failed > 0 {
+				d += fmt.Sprintf(", %d/s: %s", s.Search.Failed, s.Search.Verdict(s.Search.Failed))
+			} else if s.Search.Held > 0 {
+				d += ", every probe held (raise -open-probes)"
+			}
+			searches = append(searches, d)
+		}
+		note := "searches " + strings.Join(searches, "; ") + "; " + g.HowOpen
+		seen := map[string]bool{}
+		for _, s := range g.Opens {
+			for _, n := range s.Best.Notes {
+				if !seen[n] {
+					seen[n] = true
+					note += "; " + n
+				}
+			}
+		}
+		if !ok {
+			p("| %s | open | none held | – | – | – | – | – | – | %s |", g.Label, note)
 			continue
 		}
-		rps, eff := o.rates(r.OpenProbe)
-		note := fmt.Sprintf("held %d req/s (p99 %.2f ms)", s.Held, float64(o.P99)/1e6)
-		if s.Failed > 0 {
-			note += fmt.Sprintf("; %d/s: %s", s.Failed, s.Verdict(s.Failed))
-		} else {
-			note += "; every probe held (raise -open-probes)"
-		}
-		note += "; " + g.HowOpen
-		for _, n := range o.Best.Notes {
-			note += "; " + n
-		}
-		oEff := 0.0
-		if ohaO != nil {
-			_, oEff = ohaO.rates(r.OpenProbe)
-			if g.Name != "oha" {
-				ohaRps, _ := ohaO.rates(r.OpenProbe)
-				note += fmt.Sprintf("; held rate %s oha's", ratio(rps, ohaRps))
-			}
-		}
-		p("| %s | open | %s | %s | %s | – | %.1f | %s |", g.Label, report.Thousands(rps), report.Thousands(eff), ratio(eff, oEff), float64(o.Best.RSS)/(1<<20), note)
+		heldRatio := func(name string) string { return r.ratio(o.held, name, true, held) }
+		note = fmt.Sprintf("held %s req/s, p99 %s ms there; held rate %s oha's, %s oha --db-url's; ", statOf(o.held).thousands(),
+			statOf(o.p99).format(func(v float64) string { return fmt.Sprintf("%.2f", v) }), heldRatio("oha"), heldRatio("oha-db")) + note
+		peer := func(name string) string { return r.ratio(o.eff, name, true, eff) }
+		p("| %s | open | %s | %s | %s | %s | – | %s | %s | %s |", g.Label, statOf(o.rps).thousands(), statOf(o.eff).thousands(),
+			peer("oha"), peer("oha-db"), statOf(o.rss).format(mb), hostLoad(o), note)
 	}
 	p("")
 	versions := "nginx " + r.Nginx
 	for _, g := range r.Gens {
-		if g.Skipped == "" {
+		if g.Skipped == "" && g.Name != "oha-db" {
 			versions += fmt.Sprintf(", %s %s", g.Name, g.Version)
 		}
 	}
-	p("Ratios compare req per CPU-s within a mode (open-loop rows against oha's open-loop row, each at its own held rate); wrk has no open-loop mode. Versions: %s.", versions)
+	p("Ratios compare req per CPU-s within a mode (open-loop rows against the peer's open-loop row, each at its own held rate); wrk has no open-loop mode. Versions: %s.", versions)
 	return nil
 }
 
-// runNotes are the closed-loop row's remarks: errors, the tool's own notes, foreign
-// CPU, fewer runs than asked.
-func (r *Report) runNotes(g *Gen, c closed) []string {
+const ours = "cf-benchmark"
+
+func (r *Report) gen(name string) *Gen {
+	for i := range r.Gens {
+		if r.Gens[i].Name == name && r.Gens[i].Skipped == "" {
+			return &r.Gens[i]
+		}
+	}
+	return nil
+}
+
+// ratio is "1.05× (0.98–1.10×)": the ratio of xs's median to the median of the
+// peer's same figure (pick chooses it, from its open-loop searches with open) and the
+// range of the ratios of run i to the peer's run i.
+func (r *Report) ratio(xs []float64, peer string, open bool, pick func(figures) []float64) string {
+	g := r.gen(peer)
+	if g == nil {
+		return "–"
+	}
+	var f figures
+	var ok bool
+	if open {
+		f, ok = g.open(r.OpenProbe)
+	} else {
+		f, ok = g.closed()
+	}
+	ys := pick(f)
+	if !ok || median(ys) == 0 {
+		return "–"
+	}
+	s := fmt.Sprintf("%.2f×", median(xs)/median(ys))
+	if len(xs) == len(ys) && len(xs) > 1 {
+		var rs []float64
+		for i := range xs {
+			if ys[i] > 0 {
+				rs = append(rs, xs[i]/ys[i])
+			}
+		}
+		if len(rs) > 1 {
+			s += fmt.Sprintf(" (%.2f–%.2f×)", slices.Min(rs), slices.Max(rs))
+		}
+	}
+	return s
+}
+
+func eff(f figures) []float64  { return f.eff }
+func held(f figures) []float64 { return f.held }
+
+// hostLoad is the host-load cell: the CPU the rest of the machine used during the row's
+// runs and how many of them were busy.
+func hostLoad(f figures) string {
+	s := fmt.Sprintf("%.1f CPU-s in %.0f s (%.1f%% of a core)", f.foreign.Seconds(), f.elapsed.Seconds(), pct(f.foreign, f.elapsed))
+	if f.busy > 0 {
+		s += fmt.Sprintf("; **%d of %d run(s) on a busy machine**", f.busy, len(f.eff))
+	}
+	return s
+}
+
+// runNotes are the closed-loop row's remarks: errors, the tool's own notes, fewer
+// runs than asked.
+func (r *Report) runNotes(g *Gen) []string {
 	var notes []string
 	var errs int64
-	var foreign time.Duration
 	seen := map[string]bool{}
 	for _, run := range g.Runs {
 		errs += run.Errors
-		foreign += run.Foreign
 		for _, n := range run.Notes {
 			if !seen[n] {
 				seen[n] = true
@@ -233,14 +349,12 @@ func (r *Report) runNotes(g *Gen, c closed) []string {
 	if errs > 0 {
 		notes = append(notes, fmt.Sprintf("%d errors or non-2xx over all runs", errs))
 	}
-	if g.Name == "cf-benchmark" {
-		notes = append(notes, fmt.Sprintf("median CPU %.2f s per run", c.cpu))
-	}
-	if foreign > r.Closed*time.Duration(len(g.Runs))/20 {
-		notes = append(notes, fmt.Sprintf("**other processes used %.1f CPU-s during its runs**", foreign.Seconds()))
+	if g.Name == ours {
+		c, _ := g.closed()
+		notes = append(notes, fmt.Sprintf("CPU %s s per run", statOf(c.cpu).format(func(v float64) string { return fmt.Sprintf("%.2f", v) })))
 	}
 	if len(g.Runs) != r.Repeat {
-		notes = append(notes, fmt.Sprintf("median of %d run(s), not %d", len(g.Runs), r.Repeat))
+		notes = append(notes, fmt.Sprintf("%d run(s), not %d", len(g.Runs), r.Repeat))
 	}
 	return notes
 }
@@ -249,11 +363,13 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.0f s", d.Seconds()) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%g ms", float64(d)/1e6) }
 
-func ratio(a, b float64) string {
-	if b == 0 {
-		return "–"
+func mb(v float64) string { return fmt.Sprintf("%.1f", v) }
+
+func pct(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
 	}
-	return fmt.Sprintf("%.2f×", a/b)
+	return 100 * a.Seconds() / b.Seconds()
 }
 
 func orDefault(s, d string) string {

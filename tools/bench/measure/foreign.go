@@ -16,9 +16,10 @@ const clockTick = 100
 
 // proc is one process's line of /proc/PID/stat.
 type proc struct {
-	ppid  int
-	ticks int64 // utime + stime: its own, not its reaped children's (see ForeignUntil)
-	comm  string
+	ppid   int
+	ticks  int64 // utime + stime: its own, not its reaped children's (see ForeignUntil)
+	cticks int64 // cutime + cstime: the children it reaped (see OwnUntil)
+	comm   string
 }
 
 // CPUSnapshot is every process's CPU time at one moment.
@@ -54,12 +55,16 @@ func parseStat(line string) (int, proc, bool) {
 		return 0, proc{}, false
 	}
 	ppid, _ := strconv.Atoi(f[1])
-	var ticks int64
-	for _, s := range f[11:13] {
+	var ticks, cticks int64
+	for i, s := range f[11:15] {
 		n, _ := strconv.ParseInt(s, 10, 64)
-		ticks += n
+		if i < 2 {
+			ticks += n
+		} else {
+			cticks += n
+		}
 	}
-	return pid, proc{ppid: ppid, ticks: ticks, comm: line[open+1 : end]}, true
+	return pid, proc{ppid: ppid, ticks: ticks, cticks: cticks, comm: line[open+1 : end]}, true
 }
 
 // Foreign is the CPU processes outside the harness used between two snapshots.
@@ -75,18 +80,7 @@ type Foreign struct {
 // reaps them would count a long-lived child's whole life again (a shell reaping a
 // test binary showed minutes of CPU in a second).
 func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
-	own := map[int]bool{os.Getpid(): true}
-	for _, p := range ours {
-		own[p] = true
-	}
-	mine := func(pid int) bool {
-		for q, n := pid, 0; q > 1 && n < 64; q, n = later[q].ppid, n+1 {
-			if own[q] {
-				return true
-			}
-		}
-		return false
-	}
+	mine := later.mine(ours)
 	by := map[string]int64{}
 	var sum int64
 	for pid, p := range later {
@@ -110,4 +104,77 @@ func (s CPUSnapshot) ForeignUntil(later CPUSnapshot, ours []int) Foreign {
 		top = append(top, fmt.Sprintf("%s:%.1fs", c, float64(by[c])/clockTick))
 	}
 	return Foreign{CPU: time.Duration(sum) * time.Second / clockTick, Top: strings.Join(top, ",")}
+}
+
+// mine reports whether pid is the harness, one of ours or a descendant of either.
+func (s CPUSnapshot) mine(ours []int) func(pid int) bool {
+	own := map[int]bool{os.Getpid(): true}
+	for _, p := range ours {
+		own[p] = true
+	}
+	return func(pid int) bool {
+		for q, n := pid, 0; q > 1 && n < 64; q, n = s[q].ppid, n+1 {
+			if own[q] {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// OwnUntil is the CPU the harness's own long-lived processes used from s to later,
+// not counting the measured command: each one's own CPU and, but for the harness
+// itself (whose reaped child is the measured command), the CPU of the children it
+// reaped meanwhile (Postgres's backends that ended with the run). ours as in Runner.
+func (s CPUSnapshot) OwnUntil(later CPUSnapshot, ours []int) time.Duration {
+	mine := later.mine(ours)
+	me := os.Getpid()
+	var sum int64
+	for pid, p := range later {
+		if !mine(pid) {
+			continue
+		}
+		d := p.ticks - s[pid].ticks
+		if pid != me {
+			d += p.cticks - s[pid].cticks
+		}
+		sum += max(d, 0)
+	}
+	return time.Duration(sum) * time.Second / clockTick
+}
+
+// HostCPU is the machine's CPU time from the first line of /proc/stat: Busy is user,
+// nice, system, irq and softirq time over every core (what processes and the kernel
+// on their behalf used), Steal what the hypervisor gave other machines.
+type HostCPU struct {
+	Busy, Steal time.Duration
+	OK          bool // false where /proc/stat cannot be read
+}
+
+// ReadHostCPU reads /proc/stat.
+func ReadHostCPU() HostCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return HostCPU{}
+	}
+	return parseHostCPU(string(b))
+}
+
+// parseHostCPU reads "cpu  user nice system idle iowait irq softirq steal ...".
+func parseHostCPU(stat string) HostCPU {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return HostCPU{}
+	}
+	var v [8]int64
+	for i := range v {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return HostCPU{}
+		}
+		v[i] = n
+	}
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / clockTick }
+	return HostCPU{Busy: tick(v[0] + v[1] + v[2] + v[5] + v[6]), Steal: tick(v[7]), OK: true}
 }

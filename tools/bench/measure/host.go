@@ -54,11 +54,15 @@ func Settle(ctx context.Context, port int, log func(string, ...any)) {
 // for at most *budget over all calls (it spends the budget). ours as in Runner.
 func Quiet(ctx context.Context, budget *time.Duration, ours []int, log func(string, ...any)) {
 	for first := true; ; first = false {
-		s := Snapshot()
+		s, h := Snapshot(), ReadHostCPU()
 		if !wait.For(ctx, time.Second) {
 			return
 		}
-		f := s.ForeignUntil(Snapshot(), ours)
+		later, h2 := Snapshot(), ReadHostCPU()
+		f := s.ForeignUntil(later, ours)
+		if h.OK && h2.OK {
+			f.CPU = max(h2.Busy-h.Busy-s.OwnUntil(later, ours), 0)
+		}
 		if f.CPU <= 100*time.Millisecond {
 			return
 		}

@@ -1,8 +1,9 @@
 // Package measure runs one generator pinned to a core and measures what it cost: wall
 // time, user + system CPU and peak RSS of its whole process tree (the rusage wait4
 // returns, which includes every descendant it reaped, as GNU time reports), and the CPU
-// that processes outside the harness used meanwhile on a shared machine (foreign CPU,
-// from /proc).
+// that everything outside the measurement used meanwhile on a shared machine (foreign
+// CPU: the machine's busy time from /proc/stat less the measured command's and the
+// harness's own processes', so that short-lived processes count too).
 package measure
 
 import (
@@ -22,6 +23,7 @@ type Usage struct {
 	CPU     time.Duration // user + system of the process tree
 	MaxRSS  int64         // bytes, the largest resident set of any process in the tree
 	Foreign Foreign       // CPU used by processes outside the harness meanwhile
+	Steal   time.Duration // CPU time the hypervisor gave to other machines meanwhile
 }
 
 // Run is one command run by Runner.
@@ -54,14 +56,22 @@ func (m *Runner) Run(ctx context.Context, r Run) (stdout, stderr []byte, u Usage
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	before := Snapshot()
+	before, hostBefore := Snapshot(), ReadHostCPU()
 	start := time.Now()
 	err = cmd.Run()
 	u.Elapsed = time.Since(start)
-	u.Foreign = before.ForeignUntil(Snapshot(), m.Ours)
+	after, hostAfter := Snapshot(), ReadHostCPU()
 	if ps := cmd.ProcessState; ps != nil {
 		u.CPU = ps.UserTime() + ps.SystemTime()
 		u.MaxRSS = maxRSS(ps)
+	}
+	u.Foreign = before.ForeignUntil(after, m.Ours)
+	if hostBefore.OK && hostAfter.OK {
+		// The whole machine's busy time less ours: processes that started and ended
+		// during the run count too, which the per-process snapshots miss.
+		busy := hostAfter.Busy - hostBefore.Busy
+		u.Foreign.CPU = max(busy-u.CPU-before.OwnUntil(after, m.Ours), 0)
+		u.Steal = hostAfter.Steal - hostBefore.Steal
 	}
 	if err != nil {
 		tail := errb.Bytes()

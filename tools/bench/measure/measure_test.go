@@ -59,3 +59,25 @@ func TestRunStopsACommandAtItsLimit(t *testing.T) {
 		t.Fatalf("%v after %v", err, u.Elapsed)
 	}
 }
+
+func TestParseHostCPU(t *testing.T) {
+	h := parseHostCPU("cpu  100 10 50 9000 7 3 2 40 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+	if !h.OK || h.Busy != 1650*time.Millisecond || h.Steal != 400*time.Millisecond {
+		t.Fatalf("%+v, want busy 1.65 s (user, nice, system, irq, softirq) and steal 0.4 s", h)
+	}
+	if h := parseHostCPU("intr 1 2 3"); h.OK {
+		t.Fatalf("parsed %+v from no cpu line", h)
+	}
+}
+
+// The harness's own processes count with the children they reaped, but the harness
+// itself does not count the measured command it reaped (its rusage does).
+func TestOwnCountsReapedChildrenButNotTheMeasuredCommand(t *testing.T) {
+	me := os.Getpid()
+	before := CPUSnapshot{me: {ppid: 1, ticks: 10, cticks: 0}, 500: {ppid: 1, ticks: 0, cticks: 0}, 100: {ppid: 1, ticks: 0}}
+	after := CPUSnapshot{me: {ppid: 1, ticks: 30, cticks: 800}, 500: {ppid: 1, ticks: 50, cticks: 100}, 100: {ppid: 1, ticks: 900},
+		600: {ppid: me, ticks: 70}}
+	if got := before.OwnUntil(after, []int{500}); got != 2400*time.Millisecond {
+		t.Fatalf("own %v, want 2.4 s: harness 0.2, postgres 0.5 + reaped 1.0, a new child 0.7", got)
+	}
+}
