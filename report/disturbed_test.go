@@ -30,20 +30,24 @@ func TestDisturbedStepsAreSaid(t *testing.T) {
 		marked    map[int]string // step → its disturbances' text
 		disturbed []int
 		text      []string
+		// bottleneck is the headline's: what disturbed the step that broke the SLO.
+		bottleneck string
 	}{
-		{"clean", nil, nil, nil, nil},
+		{"clean", nil, nil, nil, nil, ""},
 		{"a crash at the step that broke the SLO", []Finding{finding(2, "instance_crashed", "stub-fast", "app", 0)},
 			map[int]string{2: "instance 0 of stub-fast crashed"}, []int{2},
-			[]string{"the SLO broke at step 2, during which instance 0 of stub-fast crashed: the break may be that, not the load"}},
+			[]string{"the SLO broke at step 2, during which instance 0 of stub-fast crashed: the break may be that, not the load"}, "what disturbed the step"},
 		{"an OOM kill and a generator move at the step it rests on",
 			[]Finding{finding(1, "instance_oom", "stub-fast", "app", 1), finding(1, "instance_moved", "study-gen-fast", "generator", 2)},
 			map[int]string{1: "instance 1 of stub-fast was killed for memory (OOM) and instance 2 of study-gen-fast was moved to another cell"}, []int{1},
-			[]string{"it rests on step 1, during which instance 1 of stub-fast was killed for memory (OOM) and instance 2 of study-gen-fast was moved"}},
+			[]string{"it rests on step 1, during which instance 1 of stub-fast was killed for memory (OOM) and instance 2 of study-gen-fast was moved"}, ""},
 		{"tunnel, relay, another app: not the step's", []Finding{finding(1, "instance_restarted", "study-tunnel", "tunnel", 0),
-			finding(2, "instance_crashed", "study-relay", "relay", 0), finding(2, "instance_crashed", "stub-slow", "app", 0)}, nil, nil, nil},
+			finding(2, "instance_crashed", "study-relay", "relay", 0), finding(2, "instance_crashed", "stub-slow", "app", 0)}, nil, nil, nil, ""},
 		{"a step away from the limit: marked, not said", []Finding{finding(3, "instance_restarted", "stub-fast", "app", 0)},
-			map[int]string{3: "instance 0 of stub-fast was restarted"}, nil, nil},
-		{"another check: no mark", []Finding{finding(2, "stall", "stub-fast", "app", 0)}, nil, nil, nil},
+			map[int]string{3: "instance 0 of stub-fast was restarted"}, nil, nil, ""},
+		{"an OOM kill at the step that broke the SLO: the app's memory", []Finding{finding(2, "instance_oom", "stub-fast", "app", 0)},
+			map[int]string{2: "instance 0 of stub-fast was killed for memory (OOM)"}, []int{2}, []string{"the SLO broke at step 2"}, "app memory"},
+		{"another check: no mark", []Finding{finding(2, "stall", "stub-fast", "app", 0)}, nil, nil, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -93,6 +97,9 @@ func TestDisturbedStepsAreSaid(t *testing.T) {
 			h := headline(r, v, nil, nil)
 			if (len(tc.disturbed) > 0) != strings.Contains(h.Text, "disturbed:") || len(h.Disturbed) != len(tc.disturbed) {
 				t.Errorf("headline %q (disturbed %v), want disturbed steps %v said", h.Text, h.Disturbed, tc.disturbed)
+			}
+			if h.Bottleneck != tc.bottleneck {
+				t.Errorf("bottleneck %q (%s), want %q", h.Bottleneck, h.BottleneckEvidence, tc.bottleneck)
 			}
 		})
 	}

@@ -196,11 +196,26 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 }
 
 // bottleneck names where a variant's limit is, judged at the steps around it (the
-// step that broke the SLO first, then the one the figure rests on), and why: a finding
-// that locates it (limitingChecks); the SLO's app CPU bound broken; the app's CPU at
+// step that broke the SLO first, then the one the figure rests on), and why: what
+// disturbed the first of them (Step.Disturbances); a finding that locates it
+// (limitingChecks); the SLO's app CPU bound broken; the app's CPU at
 // SaturatedCPU or more of what is available; the layer of the latency decomposition
 // with the largest mean. "" with the reason when none of them can be judged.
 func bottleneck(r *Run, v *Variant, limit []int, stepOf func(int) *Step) (string, string) {
+	// The step where the limit shows (the one that broke the SLO, or without an SLO
+	// the best) measured what disturbed it as much as the load: that comes first. An
+	// instance killed out of memory there is the app's memory; anything else is named
+	// as it is, not as a figure it bent.
+	if len(limit) > 0 && limit[0] > 0 {
+		if s := stepOf(limit[0]); s != nil && s.Disturbed() {
+			for _, d := range s.Disturbances {
+				if d.Cause == "instance_oom" {
+					return "app memory", fmt.Sprintf("%s at step %d", d.Text, s.Step)
+				}
+			}
+			return "what disturbed the step", fmt.Sprintf("at step %d %s", s.Step, disturbances(s))
+		}
+	}
 	for _, lc := range limitingChecks {
 		for _, n := range limit {
 			if i := slices.IndexFunc(r.Findings, func(f Finding) bool { return f.Variant == v.Name && f.Step == n && n > 0 && f.Check == lc.check }); i >= 0 {
