@@ -322,7 +322,7 @@ var roleWords = map[string]struct{ what, effect string }{
 	InstanceRoleApp: {"the app under test",
 		"the step's errors and latency around then are the platform's doing, not the load's: the step is marked in the report, and capacity at the SLO says when it rests on it"},
 	InstanceRoleGenerator: {"a generator app",
-		"the step's load dipped while it was away (its users or its share of the rate did not send)"},
+		"the step's load dipped while it was away (its users or its share of the rate did not send): the step is marked in the report"},
 	InstanceRoleTunnel: {"the tunnel app, the run's way to the results database",
 		"the run's own reads and writes of the results database waited meanwhile; the samples are not affected"},
 	InstanceRoleRelay: {"the relay app, the generators' way to the results database",
@@ -338,7 +338,7 @@ func InstanceFinding(level spec.CheckLevel, ev InstanceEvent, idx int, start tim
 	}
 	words := roleWords[ev.Role]
 	if words.what == "" {
-		words.what = "an app of the run"
+		words.what, words.effect = "an app of the run", "the step may have measured it"
 	}
 	who := fmt.Sprintf("instance %d of %s (%s)", ev.Index, ev.App, words.what)
 	if ev.Index < 0 {

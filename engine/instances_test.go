@@ -158,6 +158,9 @@ func TestInstanceEventsOff(t *testing.T) {
 	if f := InstanceFinding(spec.CheckOff, ev, 0, time.Now()); f != nil {
 		t.Fatalf("finding %+v with the check off", f)
 	}
+	// A role without words of its own is still said.
+	ev.Role, ev.Index = "drain", -1
+	wantFinding(t, InstanceFinding(spec.CheckWarn, ev, 0, ev.At), InstanceCrashedCheck, spec.CheckWarn, "an instance of a (an app of the run) crashed")
 }
 
 // TestInstanceEventsFromStatsWhenForbidden: a user who may not read audit events (403)
