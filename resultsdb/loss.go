@@ -23,6 +23,15 @@ type Loss struct {
 	Running int
 }
 
+// replacedSQL holds for the worker row w whose instance was replaced: a later worker
+// of the same run, variant, app and instance index registered. Diego replaces an
+// instance it evacuates (the replacement starts first, then the old one gets SIGTERM)
+// or restarts (through the CC, or after a crash or an OOM kill) under a new instance
+// guid and the same index, and the replacement joins the run by itself: the old one
+// did not leave the step, its index carries on. Its samples still count as Loss says.
+const replacedSQL = `EXISTS (SELECT 1 FROM workers r WHERE r.run_id = w.run_id AND r.variant = w.variant
+  AND r.app_name = w.app_name AND r.instance_index = w.instance_index AND r.id > w.id)`
+
 // Any reports whether samples are known to be lost. An instance that went silent
 // having stored all it had sent by its last heartbeat is not: what it sent after is
 // unknown, and a clean run whose instance was killed late in its stop must not warn.

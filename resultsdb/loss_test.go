@@ -158,3 +158,74 @@ func age(t *testing.T, s *Store, id int32) {
 		t.Fatal(err)
 	}
 }
+
+// TestAReplacedInstanceDidNotLeaveTheStep: an instance of a step that Diego replaced
+// (evacuated, or restarted through the CC or after a crash: a later worker of the same
+// app and index registered) did not leave it, stopped or silent: its index carries on;
+// one stopped or silent with no replacement (scaled down by hand, killed for good) did.
+func TestAReplacedInstanceDidNotLeaveTheStep(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run, err := s.CreateRun(ctx, "spec", "spec.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		variant  string
+		end      func(old int32) // what becomes of instance 1
+		replaced bool
+		left     int
+	}{
+		{"evacuated", func(old int32) { s.StopWorker(ctx, old, WorkerCounters{}) }, true, 0},
+		{"crashed and restarted", func(old int32) { age(t, s, old) }, true, 0},
+		{"scaled down", func(old int32) { s.StopWorker(ctx, old, WorkerCounters{}) }, false, 1},
+		{"killed for good", func(old int32) { age(t, s, old) }, false, 1},
+	} {
+		t.Run(c.variant, func(t *testing.T) {
+			st := Step{RunID: run.ID, Variant: c.variant, Index: 0, Instances: 2, Started: now, WarmupUntil: now, Ends: now.Add(time.Minute)}
+			if err := s.StartStep(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			var ids [2]int32
+			for i := range ids {
+				if ids[i], err = s.JoinRun(ctx, Worker{RunID: run.ID, Variant: c.variant, AppName: "gen", InstanceIndex: i, InstanceGUID: "guid"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.JoinStep(ctx, ids[i], &st, now, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.replaced {
+				next, err := s.JoinRun(ctx, Worker{RunID: run.ID, Variant: c.variant, AppName: "gen", InstanceIndex: 1, InstanceGUID: "guid-new"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.JoinStep(ctx, next, &st, now.Add(20*time.Second), true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.end(ids[1])
+			l, err := s.StepLoad(ctx, run.ID, c.variant, 0, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Left != c.left || !l.Ended.IsZero() {
+				t.Errorf("step load %+v, want %d left and the load not ended", l, c.left)
+			}
+			// The step's end waits for no instance that will not store more: one stopped,
+			// or silent and replaced (its container is gone); one silent for good may
+			// only be cut off and is waited for.
+			p, err := s.StepProgress(ctx, run.ID, c.variant, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"evacuated": 1, "crashed and restarted": 1, "scaled down": 1}[c.variant]; p.Stopped != want {
+				t.Errorf("progress %+v, want %d stopped", p, want)
+			}
+		})
+	}
+}

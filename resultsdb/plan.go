@@ -201,8 +201,9 @@ func (s *Store) FinishStep(ctx context.Context, id int32, step int, sent, missed
 // StepProgress is how far the workers of one step are.
 type StepProgress struct {
 	Joined, Done int
-	// Stopped counts workers that joined, are not done and stopped: they will not store
-	// more of the step's samples.
+	// Stopped counts workers that joined, are not done and stopped, or went silent and
+	// were replaced (replacedSQL: their container is gone): they will not store more of
+	// the step's samples.
 	Stopped int
 }
 
@@ -212,7 +213,8 @@ func (s *Store) StepProgress(ctx context.Context, runID, variant string, idx int
 	var p StepProgress
 	err := s.pool.QueryRow(ctx, `
 SELECT count(*), count(ws.done_at),
-       count(*) FILTER (WHERE ws.done_at IS NULL AND w.stopped_at IS NOT NULL)
+       count(*) FILTER (WHERE ws.done_at IS NULL AND (w.stopped_at IS NOT NULL
+         OR (w.heartbeat_at < clock_timestamp() - interval '10 seconds' AND `+replacedSQL+`)))
 FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id
 WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3`, runID, variant, idx).Scan(&p.Joined, &p.Done, &p.Stopped)
 	if err != nil {
@@ -233,7 +235,8 @@ type StepLoad struct {
 
 // StepLoad reports how many instances that joined step idx of variant left before its
 // planned end, and when its load ended if all of them did. An instance left when it
-// stopped; with silent, also when it has sent no heartbeat for 10 s and has not stored
+// stopped, unless it was replaced (replacedSQL: evacuated or restarted, its index
+// carries on); with silent, also when it has sent no heartbeat for 10 s and has not stored
 // the step's samples (its last heartbeat is when it left: it died, or was killed before
 // it could say so). silent is for a database that has been reachable for a while: during
 // an outage nobody heartbeats. An instance done with the step did not leave it, even
@@ -246,8 +249,8 @@ func (s *Store) StepLoad(ctx context.Context, runID, variant string, idx int, si
 	)
 	err := s.pool.QueryRow(ctx, `
 WITH gone AS (
-  SELECT st.ends_at, least(w.stopped_at,
-           CASE WHEN $4 AND ws.done_at IS NULL AND w.heartbeat_at < clock_timestamp() - interval '10 seconds' THEN w.heartbeat_at END) AS at
+  SELECT st.ends_at, CASE WHEN NOT `+replacedSQL+` THEN least(w.stopped_at,
+           CASE WHEN $4 AND ws.done_at IS NULL AND w.heartbeat_at < clock_timestamp() - interval '10 seconds' THEN w.heartbeat_at END) END AS at
   FROM worker_steps ws JOIN workers w ON w.id = ws.worker_id
   JOIN steps st ON st.run_id = w.run_id AND st.variant = w.variant AND st.idx = ws.step
   WHERE w.run_id = $1 AND w.variant = $2 AND ws.step = $3)
