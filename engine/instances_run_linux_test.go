@@ -17,7 +17,8 @@ import (
 )
 
 // instanceRunSpec is a short run on the local foundation: the stub as the app under
-// test, one generator instance of one paced user, two steps.
+// test, one generator instance of one paced user, two steps; it exports beside itself
+// (the test's temp dir), not into the working directory.
 const instanceRunSpec = `version: 1
 name: NAME
 landscape:
@@ -40,6 +41,7 @@ ramp: {start: 1, step: 1, max: 2, hold: 8s, warmup: 1s}
 slo: {latency: p99, max_latency: 1s, max_error_rate: 0.001}
 collectors:
   container_metrics: {interval: 1s}
+export: {dir: results}
 `
 
 // crashReporter kills the app under test's instance 3 s into step 2 when told to.
