@@ -153,8 +153,7 @@ func (t *Tokens) Token(ctx context.Context) (string, error) {
 	}
 	if err := t.Renew(ctx, time.Time{}); err != nil {
 		if now.Before(exp) {
-			t.log.Warn("renew the access token", "err", err, "expires", exp)
-			return cur.Access, nil
+			return cur.Access, nil // Renew logged it
 		}
 		return "", err
 	}
@@ -199,6 +198,9 @@ func (t *Tokens) Renew(ctx context.Context, sent time.Time) error {
 	next, err := t.renew(ctx, cur)
 	if err != nil {
 		t.failed, t.failErr = t.clock(), fmt.Errorf("renew the access token: %w", err)
+		if ctx.Err() == nil {
+			t.log.Warn("renew the access token", "err", err, "expires", exp)
+		}
 		return t.failErr
 	}
 	t.failed, t.failErr = time.Time{}, nil
@@ -312,8 +314,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil // the body is spent; the caller sees the 401
 	}
 	if rerr := a.tokens.Renew(ctx, sent); rerr != nil {
-		a.tokens.log.Warn("the access token was rejected and could not be renewed", "url", redactURL(req.URL), "err", rerr)
-		return resp, nil
+		return resp, nil // the caller sees the 401; Renew logged why
 	}
 	retry := withToken(req, a.tokens.Current())
 	if req.GetBody != nil {
@@ -336,13 +337,6 @@ func withToken(req *http.Request, tok string) *http.Request {
 func drain(resp *http.Response) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-}
-
-// redactURL is u without its query, which may carry a token.
-func redactURL(u *url.URL) string {
-	c := *u
-	c.RawQuery, c.User = "", nil
-	return c.String()
 }
 
 // placeholderToken is the access token go-cfclient is given when Tokens hold the
