@@ -172,6 +172,23 @@ func (t *Tokens) Current() string {
 // a concurrent request with the same old token). Zero sent renews unless the current
 // token is fresh (more than renewMargin left).
 func (t *Tokens) Renew(ctx context.Context, sent time.Time) error {
+	return t.renewIf(ctx, func(_ string, iat, exp, renewed, now time.Time) bool {
+		if sent.IsZero() {
+			return exp.IsZero() || exp.Sub(now) < renewMargin(iat, exp) // else another caller renewed it meanwhile
+		}
+		return !renewed.After(sent)
+	})
+}
+
+// Rejected renews the token after a server rejected tok, unless the current token is
+// another already.
+func (t *Tokens) Rejected(ctx context.Context, tok string) error {
+	return t.renewIf(ctx, func(cur string, _, _, _, _ time.Time) bool { return cur == tok })
+}
+
+// renewIf renews the token when stale says, as of now, that it must be, one renewal
+// at a time.
+func (t *Tokens) renewIf(ctx context.Context, stale func(cur string, iat, exp, renewed, now time.Time) bool) error {
 	if t.renew == nil {
 		return ErrTokenRejected
 	}
@@ -185,11 +202,7 @@ func (t *Tokens) Renew(ctx context.Context, sent time.Time) error {
 	cur, iat, exp, renewed := t.cur, t.issued, t.expires, t.renewed
 	t.mu.Unlock()
 	now := t.clock()
-	if sent.IsZero() {
-		if !exp.IsZero() && exp.Sub(now) >= renewMargin(iat, exp) {
-			return nil // another caller renewed it while this one waited
-		}
-	} else if renewed.After(sent) {
+	if !stale(cur.Access, iat, exp, renewed, now) {
 		return nil
 	}
 	if !t.failed.IsZero() && now.Sub(t.failed) < renewRetry {
@@ -305,7 +318,6 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	sent := a.tokens.clock()
 	resp, err := a.base.RoundTrip(withToken(req, tok))
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		return resp, err
@@ -313,7 +325,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return resp, nil // the body is spent; the caller sees the 401
 	}
-	if rerr := a.tokens.Renew(ctx, sent); rerr != nil {
+	if rerr := a.tokens.Rejected(ctx, tok); rerr != nil {
 		return resp, nil // the caller sees the 401; Renew logged why
 	}
 	retry := withToken(req, a.tokens.Current())
