@@ -352,3 +352,34 @@ func TestGoCFClientAloneDoesNotRecoverARevokedToken(t *testing.T) {
 		t.Errorf("go-cfclient did not renew a token 5 s from expiry (%d grants)", grants)
 	}
 }
+
+// TestUAAGrantsAsTheCFCLI: the refresh grant sends the refresh token with the client in
+// Basic auth, and keeps the refresh token when UAA sends none; the client_credentials
+// grant (cf auth --client-credentials) sends the client alone.
+func TestUAAGrantsAsTheCFCLI(t *testing.T) {
+	var got []string
+	now := time.Now()
+	uaa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		r.ParseForm()
+		got = append(got, fmt.Sprintf("%s:%s %s %s", user, pass, r.PostForm.Get("grant_type"), r.PostForm.Get("refresh_token")))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer"}`, jwtAt("new", now, now.Add(time.Hour)))
+	}))
+	defer uaa.Close()
+	ctx := context.Background()
+	tok, err := UAARefresh(nil, uaa.URL+"/oauth/token", "cf", "")(ctx, Token{Access: "old", Refresh: "rt"})
+	if err != nil || tok.Access == "" || tok.Refresh != "" {
+		t.Errorf("refresh grant: %+v, %v; want a new access token and the refresh token kept (empty: keep)", tok, err)
+	}
+	if _, err := UAARefresh(nil, uaa.URL+"/oauth/token", "cf", "")(ctx, Token{Access: "old"}); err == nil || !strings.Contains(err.Error(), "cf login") {
+		t.Errorf("refresh grant without a refresh token: %v, want a hint to log in", err)
+	}
+	if _, err := UAAClientCredentials(nil, uaa.URL+"/oauth/token", "ci-client", "s3cret")(ctx, Token{Access: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"cf: refresh_token rt", "ci-client:s3cret client_credentials "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("UAA saw %q, want %q", got, want)
+	}
+}
