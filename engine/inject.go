@@ -64,7 +64,11 @@ func (r *runner) injectFaults(ctx context.Context, leg spec.Leg, st resultsdb.St
 		return func() {}
 	}
 	local := time.Now().Add(st.Started.Sub(dbNow))
-	in := &injector{pf: dep.cf, apps: map[spec.FaultTarget]*platform.App{spec.FaultApp: d.app, spec.FaultGenerator: d.fleet.app},
+	apps := map[spec.FaultTarget]*platform.App{spec.FaultApp: d.app}
+	if d.fleet != nil {
+		apps[spec.FaultGenerator] = d.fleet.app
+	}
+	in := &injector{pf: dep.cf, apps: apps,
 		step: st, local: local, end: local.Add(st.Ends.Sub(st.Started)),
 		record: func(e resultsdb.Event) {
 			e.RunID = r.run.ID
@@ -119,7 +123,7 @@ func (in *injector) inject(ctx context.Context, f spec.Fault) resultsdb.Event {
 		ev["app"], ev["index"] = string(f.App), f.Index
 		app := in.apps[f.App]
 		if app == nil {
-			return in.failed(e, f, time.Now(), fmt.Errorf("variant %s has no app under test to hit (a url: variant)", in.step.Variant))
+			return in.failed(e, f, time.Now(), fmt.Errorf("variant %s has no %s app to hit", in.step.Variant, f.App))
 		}
 		ev["app_name"] = app.Name
 		w := hitInstance{app: app, index: f.Index, uptime: -1}
