@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/foundation"
+	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/platform"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/spec"
+)
+
+// evacuateReporter evacuates the generators' cell 3 s into step 2.
+type evacuateReporter struct {
+	discardReporter
+	t     *testing.T
+	f     *foundation.Foundation
+	mu    sync.Mutex
+	notes []string
+	hits  []foundation.Hit
+	done  chan struct{}
+}
+
+func (e *evacuateReporter) Note(msg string) {
+	e.mu.Lock()
+	e.notes = append(e.notes, msg)
+	e.mu.Unlock()
+	if !strings.HasPrefix(msg, "fast: step 2/2 starts") {
+		return
+	}
+	go func() {
+		defer close(e.done)
+		time.Sleep(3 * time.Second)
+		hits, err := e.f.Evacuate("loadgen")
+		if err != nil {
+			e.t.Errorf("evacuate loadgen: %v", err)
+		}
+		e.mu.Lock()
+		e.hits = hits
+		e.mu.Unlock()
+	}()
+}
+
+func (e *evacuateReporter) Done(Stage, *Outcome) {}
+
+// TestARunOutlivesAnEvacuationOfItsGenerators: a whole run on the local foundation
+// whose generators' cell is evacuated 3 s into step 2, as Diego drains a cell in a
+// rolling upgrade: the generator instance and the tunnel app the run reaches its results
+// database through each get a replacement (a new guid and port) and then stop. The run
+// completes: the tunnel client reconnects to the new tunnel instance, the replaced
+// generator is not taken for one taken away (no generators_lost) and what it sent is
+// stored (no samples_lost).
+func TestARunOutlivesAnEvacuationOfItsGenerators(t *testing.T) {
+	t.Parallel()
+	f, cl := testfoundation.Start(t)
+	cf := platform.New(cl)
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "stub")
+	if err := os.MkdirAll(stub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(testfoundation.StubBinary(t), filepath.Join(stub, "cfbench-stub")); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "applications:\n  - name: stub-fast\n    path: stub\n    buildpacks: [binary_buildpack]\n    command: ./cfbench-stub\n" +
+		"    memory: 64M\n    disk_quota: 64M\n    instances: 1\n    health-check-type: port\n    routes: [{route: stub-fast.apps.localhost}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "stub.yml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cfbench")
+	build := exec.Command("go", "build", "-o", bin, "github.com/cf-benchmark/cf-benchmark/cmd/cfbench")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build cfbench: %v\n%s", err, out)
+	}
+	text := strings.Replace(instanceRunSpec, "NAME", "evac", 1)
+	file := filepath.Join(dir, "evac.yml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Parse(file, []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &evacuateReporter{t: t, f: f, done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	o, err := RunSession(ctx, sp, text, SessionConfig{CF: cf, API: cl.Config.ApiURL(""), Pushed: Pushed{Binary: bin}, Reporter: rep,
+		PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir()})
+	select {
+	case <-rep.done:
+	case <-time.After(time.Minute):
+		t.Fatal("step 2 never started: nothing was evacuated")
+	}
+	rep.mu.Lock()
+	hits, notes := rep.hits, strings.Join(rep.notes, "\n")
+	rep.mu.Unlock()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, notes)
+	}
+	if o.Run.Status != resultsdb.RunCompleted {
+		t.Fatalf("run %s (%s)\n%s", o.Run.Status, o.Run.Reason, notes)
+	}
+	moved := map[string]bool{}
+	for _, h := range hits {
+		moved[h.AppGUID] = true
+	}
+	var gen, tunnelApp bool
+	for _, name := range []string{GeneratorApp(sp, "fast"), TunnelApp(sp)} {
+		spaces, _ := cf.Client().Spaces.ListAll(ctx, nil)
+		for _, s := range spaces {
+			if a, err := cf.FindApp(ctx, s.GUID, name); err == nil && a != nil && moved[a.GUID] {
+				gen, tunnelApp = gen || name == GeneratorApp(sp, "fast"), tunnelApp || name == TunnelApp(sp)
+			}
+		}
+	}
+	if !gen || !tunnelApp {
+		t.Fatalf("evacuated %+v: want the generator and the tunnel app among them", hits)
+	}
+	for _, f := range o.Findings {
+		t.Logf("finding %s at step %d: %s", f.Check, f.Step+1, f.Message)
+		if f.Check == GeneratorsLostCheck || f.Check == LossCheck {
+			t.Errorf("finding %s: %s", f.Check, f.Message)
+		}
+	}
+}
