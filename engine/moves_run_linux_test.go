@@ -17,21 +17,30 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
-// evacuateReporter evacuates the generators' cell 3 s into step 2.
+// evacuateReporter crashes the tunnel app 3 s into step 1 and evacuates the
+// generators' cell 3 s into step 2.
 type evacuateReporter struct {
 	discardReporter
-	t     *testing.T
-	f     *foundation.Foundation
-	mu    sync.Mutex
-	notes []string
-	hits  []foundation.Hit
-	done  chan struct{}
+	t      *testing.T
+	f      *foundation.Foundation
+	cf     *platform.CF
+	tunnel string // the tunnel app's name
+	mu     sync.Mutex
+	notes  []string
+	hits   []foundation.Hit
+	done   chan struct{}
+
+	crashed  foundation.Hit
+	crashErr error
 }
 
 func (e *evacuateReporter) Note(msg string) {
 	e.mu.Lock()
 	e.notes = append(e.notes, msg)
 	e.mu.Unlock()
+	if strings.HasPrefix(msg, "fast: step 1/2 starts") {
+		go e.crashTunnel()
+	}
 	if !strings.HasPrefix(msg, "fast: step 2/2 starts") {
 		return
 	}
@@ -48,16 +57,39 @@ func (e *evacuateReporter) Note(msg string) {
 	}()
 }
 
+// crashTunnel kills the tunnel app's instance 3 s into step 1 (SIGKILL: its tunnels
+// drop at once); the foundation restarts it on another port.
+func (e *evacuateReporter) crashTunnel() {
+	time.Sleep(3 * time.Second)
+	ctx := context.Background()
+	spaces, err := e.cf.Client().Spaces.ListAll(ctx, nil)
+	if err != nil {
+		e.t.Errorf("list spaces: %v", err)
+		return
+	}
+	for _, s := range spaces {
+		if a, err := e.cf.FindApp(ctx, s.GUID, e.tunnel); err == nil && a != nil {
+			hit, err := e.f.Crash(a.ProcessGUID, 0)
+			e.mu.Lock()
+			e.crashed, e.crashErr = hit, err
+			e.mu.Unlock()
+			return
+		}
+	}
+	e.t.Errorf("no tunnel app %s to crash", e.tunnel)
+}
+
 func (e *evacuateReporter) Done(Stage, *Outcome) {}
 
-// TestARunOutlivesAnEvacuationOfItsGenerators: a whole run on the local foundation
-// whose generators' cell is evacuated 3 s into step 2, as Diego drains a cell in a
-// rolling upgrade: the generator instance and the tunnel app the run reaches its results
-// database through each get a replacement (a new guid and port) and then stop. The run
-// completes: the tunnel client reconnects to the new tunnel instance, the replaced
-// generator is not taken for one taken away (no generators_lost) and what it sent is
-// stored (no samples_lost).
-func TestARunOutlivesAnEvacuationOfItsGenerators(t *testing.T) {
+// TestARunOutlivesMovesOfItsTunnelAndGenerators: a whole run on the local foundation
+// whose tunnel app (the run's way to its results database) crashes 3 s into step 1 and
+// is restarted by the foundation on another port, and whose generators' cell is
+// evacuated 3 s into step 2, as Diego drains a cell in a rolling upgrade: the generator
+// instances and the tunnel app each get a replacement (a new guid and port) and then
+// stop. The run completes: the tunnel client reconnects each time, the replaced
+// generators are not taken for ones taken away (no generators_lost) and what they sent
+// is stored (no samples_lost).
+func TestARunOutlivesMovesOfItsTunnelAndGenerators(t *testing.T) {
 	t.Parallel()
 	f, cl := testfoundation.Start(t)
 	cf := platform.New(cl)
@@ -89,7 +121,7 @@ func TestARunOutlivesAnEvacuationOfItsGenerators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := &evacuateReporter{t: t, f: f, done: make(chan struct{})}
+	rep := &evacuateReporter{t: t, f: f, cf: cf, tunnel: TunnelApp(sp), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	o, err := RunSession(ctx, sp, text, SessionConfig{CF: cf, API: cl.Config.ApiURL(""), Pushed: Pushed{Binary: bin}, Reporter: rep,
@@ -100,8 +132,11 @@ func TestARunOutlivesAnEvacuationOfItsGenerators(t *testing.T) {
 		t.Fatal("step 2 never started: nothing was evacuated")
 	}
 	rep.mu.Lock()
-	hits, notes := rep.hits, strings.Join(rep.notes, "\n")
+	hits, notes, crashed, crashErr := rep.hits, strings.Join(rep.notes, "\n"), rep.crashed, rep.crashErr
 	rep.mu.Unlock()
+	if crashErr != nil || crashed.InstanceGUID == "" {
+		t.Errorf("crash the tunnel app: %+v, %v", crashed, crashErr)
+	}
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, notes)
 	}
