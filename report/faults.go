@@ -37,13 +37,13 @@ type Fault struct {
 	// DisturbedS counts the seconds after it that were not within the pre-fault level.
 	DisturbedS int `json:"disturbed_s"`
 	// P99BeforeUS is the pre-fault level (the step's p99 from its warm-up's end to the
-	// fault), P99LimitUS the most a second's p99 may have to be within it, P99DuringUS
+	// fault, or to its first fault), P99LimitUS the most a second's p99 may have to be within it, P99DuringUS
 	// the p99 from the fault until back (to the step's end when not back).
 	P99BeforeUS int64 `json:"p99_before_us"`
 	P99LimitUS  int64 `json:"p99_limit_us"`
 	P99DuringUS int64 `json:"p99_during_us"`
 	// RequestsAfter and FailedAfter count the requests from the fault to the step's
-	// end, and those that failed; FailedByClass splits them as a step's errors.
+	// end (or its next fault), and those that failed; FailedByClass splits them as a step's errors.
 	RequestsAfter int64            `json:"requests_after"`
 	FailedAfter   int64            `json:"failed_after"`
 	FailedByClass map[string]int64 `json:"failed_by_class,omitempty"`

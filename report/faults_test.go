@@ -90,6 +90,11 @@ func TestFaultSectionFromExportDirIsTheSame(t *testing.T) {
 		Message: "crash", Evidence: map[string]any{"action": "crash", "app": "app", "index": 0, "instance_guids": []string{"g-0"}, "running_again_ms": 900}}); err != nil {
 		t.Fatal(err)
 	}
+	// And the router 8 s in: the crash's aftermath ends there.
+	if err := store.AddEvent(ctx, resultsdb.Event{RunID: id, At: at.Add(3 * time.Second), Variant: "java", Step: 3, Kind: resultsdb.FaultEventKind,
+		Level: "info", Message: "router", Evidence: map[string]any{"action": "restart-router"}}); err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), id)
 	if _, err := export.Export(ctx, store, id, dir, nil); err != nil {
 		t.Fatal(err)
@@ -113,8 +118,9 @@ func TestFaultSectionFromExportDirIsTheSame(t *testing.T) {
 		t.Errorf("the report from the export directory differs from the database's:\n%s", lineDiff(a.String(), b.String()))
 	}
 	fs := fromDir.Runs[0].Faults
-	if len(fs) != 1 || fs[0].Step != 4 || fs[0].OffsetS != 5 || fs[0].RequestsAfter == 0 || fs[0].FailedAfter == 0 || fs[0].P99BeforeUS == 0 ||
-		len(fs[0].PerSecond) != 5 || fs[0].FailedByClass["http_503"] != fs[0].FailedAfter {
+	if len(fs) != 2 || fs[0].Step != 4 || fs[0].OffsetS != 5 || fs[0].RequestsAfter == 0 || fs[0].FailedAfter == 0 || fs[0].P99BeforeUS == 0 ||
+		len(fs[0].PerSecond) != 3 || fs[0].FailedByClass["http_503"] != fs[0].FailedAfter ||
+		fs[1].What != "the router" || len(fs[1].PerSecond) != 2 || fs[1].P99BeforeUS != fs[0].P99BeforeUS {
 		t.Errorf("faults %+v", fs)
 	}
 }

@@ -155,10 +155,40 @@ func (s *Store) Faults(ctx context.Context, runID string) ([]Fault, error) {
 	return readFaults(ctx, s.pool, s.dialect(), runID)
 }
 
-// FaultRecovery measures the requests of step idx of variant around a fault at at (on
-// the database's clock, as the step's times).
-func (s *Store) FaultRecovery(ctx context.Context, runID, variant string, idx int, at time.Time) (FaultRecovery, error) {
-	return faultRecovery(ctx, s.pool, s.dialect(), runID, variant, idx, at)
+// FaultSpan is what a fault's recovery is measured over, on the database's clock: the
+// pre-fault level from the end of the step's warm-up to Baseline (the step's first
+// fault: a second fault is judged against the step undisturbed, not against the first
+// one's aftermath), the fault at At, and its aftermath to Until (the step's next fault;
+// the zero time for none: the step's end), so that a later fault's disturbance is not
+// counted as this one's.
+type FaultSpan struct {
+	Baseline, At, Until time.Time
+}
+
+// FaultSpans are the spans of faults (as Faults returns them): per step, the first
+// fault's time as the baseline of all, and each fault's aftermath to the next one.
+func FaultSpans(faults []Fault) []FaultSpan {
+	out := make([]FaultSpan, len(faults))
+	for i, f := range faults {
+		out[i] = FaultSpan{Baseline: f.At, At: f.At}
+		for _, g := range faults {
+			if g.Variant != f.Variant || g.Idx != f.Idx || g.Error != "" {
+				continue
+			}
+			if g.At.Before(out[i].Baseline) {
+				out[i].Baseline = g.At
+			}
+			if g.At.After(f.At) && (out[i].Until.IsZero() || g.At.Before(out[i].Until)) {
+				out[i].Until = g.At
+			}
+		}
+	}
+	return out
+}
+
+// FaultRecovery measures the requests of step idx of variant around a fault (span).
+func (s *Store) FaultRecovery(ctx context.Context, runID, variant string, idx int, span FaultSpan) (FaultRecovery, error) {
+	return faultRecovery(ctx, s.pool, s.dialect(), runID, variant, idx, span)
 }
 
 func readFaults(ctx context.Context, db queryer, d dialect, runID string) ([]Fault, error) {
@@ -185,12 +215,14 @@ FROM run_events WHERE run_id = $1 AND kind = $2 ORDER BY id`, runID, FaultEventK
 		if err != nil {
 			return nil, fmt.Errorf("read the faults of run %s: %w", runID, err)
 		}
-		if f.Idx >= 0 && f.Error == "" {
-			if f.Recovery, err = faultRecovery(ctx, db, d, runID, f.Variant, f.Idx, f.At); err != nil {
+		out = append(out, f)
+	}
+	for i, span := range FaultSpans(out) {
+		if f := &out[i]; f.Idx >= 0 && f.Error == "" {
+			if f.Recovery, err = faultRecovery(ctx, db, d, runID, f.Variant, f.Idx, span); err != nil {
 				return nil, err
 			}
 		}
-		out = append(out, f)
 	}
 	return out, nil
 }
@@ -222,114 +254,98 @@ func FaultOfEvent(at time.Time, variant string, idx int, level, message string, 
 }
 
 // faultSamples are the samples of the step that count: after its warm-up ($1 run, $2
-// variant, $3 step).
-const faultSamples = `FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+// variant, $3 step); afterFault those of them from the fault ($4, µs from the epoch) to
+// the end of its span ($5).
+const (
+	faultSamples = `FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
 WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup`
+	afterFault = faultSamples + ` AND s.intended_us >= $4::bigint AND s.intended_us < $5::bigint`
+)
 
-func faultRecovery(ctx context.Context, db queryer, d dialect, runID, variant string, idx int, at time.Time) (FaultRecovery, error) {
+func faultRecovery(ctx context.Context, db queryer, d dialect, runID, variant string, idx int, span FaultSpan) (FaultRecovery, error) {
 	fail := func(err error) (FaultRecovery, error) {
 		return FaultRecovery{}, fmt.Errorf("measure the recovery from the fault in step %d of %s: %w", idx+1, variant, err)
 	}
-	// The fault and the step's end in µs since the run's epoch, as samples count.
-	var atUS, endUS int64
+	// The span in µs since the run's epoch, as samples count; its end the step's when
+	// nothing comes sooner.
+	var until *time.Time
+	if !span.Until.IsZero() {
+		until = &span.Until
+	}
+	var baseUS, atUS, endUS int64
 	if err := db.QueryRow(ctx, `SELECT (extract(epoch FROM $4::timestamptz - r.epoch) * 1e6)::bigint,
-       (extract(epoch FROM coalesce(st.ended_at, st.ends_at, now()) - r.epoch) * 1e6)::bigint
+       (extract(epoch FROM $5::timestamptz - r.epoch) * 1e6)::bigint,
+       (extract(epoch FROM least(coalesce(st.ended_at, st.ends_at, now()), $6::timestamptz) - r.epoch) * 1e6)::bigint
 FROM runs r JOIN steps st ON st.run_id = r.id AND st.variant = $2 AND st.idx = $3 WHERE r.id = $1`,
-		runID, variant, idx, at).Scan(&atUS, &endUS); err != nil {
+		runID, variant, idx, span.Baseline, span.At, until).Scan(&baseUS, &atUS, &endUS); err != nil {
 		return fail(err)
 	}
 	r := FaultRecovery{ErrorsByClass: map[string]int64{}}
 	var mean float64
-	// Before and after the fault.
-	rows, err := db.Query(ctx, intervalsSQL(d, faultSamples, column{"s.intended_us >= $4::bigint", "after"}), runID, variant, idx, atUS)
-	if err != nil {
-		return fail(err)
-	}
-	for rows.Next() {
-		var after bool
+	phase := func(sql string, args ...any) (FaultPhase, error) {
 		var p FaultPhase
-		var p50, p99 int64
-		if err := rows.Scan(&after, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
-			rows.Close()
-			return fail(err)
+		var p99 int64
+		err := db.QueryRow(ctx, intervalsSQL(d, sql, column{"1", "one"}), args...).Scan(new(int32), &p.Count, &p.Errors, new(int64), &p99, &mean)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return FaultPhase{}, nil
 		}
 		p.P99 = us(p99)
-		if after {
-			r.After = p
-		} else {
-			r.Before = p
-		}
+		return p, err
 	}
-	if err := rows.Err(); err != nil {
+	var err error
+	// Before the step's first fault, and from this one to the end of its span.
+	if r.Before, err = phase(faultSamples+` AND s.intended_us < $4::bigint`, runID, variant, idx, baseUS); err != nil {
 		return fail(err)
 	}
-	// Second by second after it, to the step's end.
+	if r.After, err = phase(afterFault, runID, variant, idx, atUS, endUS); err != nil {
+		return fail(err)
+	}
+	// Second by second after it, and in sliding windows of RecoveryWindow seconds: each
+	// sample is in the windows that start at its second and the RecoveryWindow-1 before.
 	n := max(int(math.Ceil(float64(endUS-atUS)/1e6)), 0)
 	r.Seconds = make([]FaultPhase, n)
-	rows, err = db.Query(ctx, intervalsSQL(d, faultSamples+` AND s.intended_us >= $4::bigint`, column{"(s.intended_us - $4::bigint) / 1000000", "k"}),
-		runID, variant, idx, atUS)
-	if err != nil {
-		return fail(err)
-	}
-	for rows.Next() {
-		var k, p50, p99 int64
-		var p FaultPhase
-		if err := rows.Scan(&k, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
-			rows.Close()
-			return fail(err)
-		}
-		p.P99 = us(p99)
-		if k >= 0 && k < int64(n) {
-			r.Seconds[k] = p
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fail(err)
-	}
-	// Sliding windows of RecoveryWindow seconds: each sample is in the windows that
-	// start at its second and at the RecoveryWindow-1 seconds before.
 	r.Windows = make([]FaultPhase, max(n-RecoveryWindow+1, 0))
-	rows, err = db.Query(ctx, intervalsSQL(d, `FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
-CROSS JOIN LATERAL generate_series((s.intended_us - $4::bigint) / 1000000 - `+strconv.Itoa(RecoveryWindow-1)+`, (s.intended_us - $4::bigint) / 1000000) AS win(k)
-WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup AND s.intended_us >= $4::bigint AND win.k >= 0`, column{"win.k", "k"}),
-		runID, variant, idx, atUS)
-	if err != nil {
-		return fail(err)
-	}
-	for rows.Next() {
-		var k, p50, p99 int64
-		var p FaultPhase
-		if err := rows.Scan(&k, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
-			rows.Close()
+	for _, q := range []struct {
+		from string
+		key  column
+		into []FaultPhase
+	}{
+		{afterFault, column{"(s.intended_us - $4::bigint) / 1000000", "k"}, r.Seconds},
+		{`FROM workers w JOIN samples s ON s.worker_id = w.id AND s.step = $3
+CROSS JOIN LATERAL generate_series((s.intended_us - $4::bigint) / 1000000 - ` + strconv.Itoa(RecoveryWindow-1) + `, (s.intended_us - $4::bigint) / 1000000) AS win(k)
+WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup AND s.intended_us >= $4::bigint AND s.intended_us < $5::bigint AND win.k >= 0`,
+			column{"win.k", "k"}, r.Windows},
+	} {
+		rows, err := db.Query(ctx, intervalsSQL(d, q.from, q.key), runID, variant, idx, atUS, endUS)
+		if err != nil {
 			return fail(err)
 		}
-		p.P99 = us(p99)
-		if k >= 0 && k < int64(len(r.Windows)) {
-			r.Windows[k] = p
+		for rows.Next() {
+			var k, p50, p99 int64
+			var p FaultPhase
+			if err := rows.Scan(&k, &p.Count, &p.Errors, &p50, &p99, &mean); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+			p.P99 = us(p99)
+			if k >= 0 && k < int64(len(q.into)) {
+				q.into[k] = p
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fail(err)
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
 	}
 	// From it until the latency was back.
 	r.During = r.After
-	if back, state := r.Back(); state == RecoveryBack || state == RecoveryNotBack {
-		until := endUS + 1
-		if state == RecoveryBack {
-			until = atUS + back.Microseconds()
-		}
-		var p99 int64
-		r.During = FaultPhase{}
-		err := db.QueryRow(ctx, intervalsSQL(d, faultSamples+` AND s.intended_us >= $4::bigint AND s.intended_us < $5::bigint`, column{"1", "one"}),
-			runID, variant, idx, atUS, until).Scan(new(int32), &r.During.Count, &r.During.Errors, new(int64), &p99, &mean)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if back, state := r.Back(); state == RecoveryBack {
+		if r.During, err = phase(afterFault, runID, variant, idx, atUS, atUS+back.Microseconds()); err != nil {
 			return fail(err)
 		}
-		r.During.P99 = us(p99)
 	}
 	// The failed requests after it, by class.
-	rows, err = db.Query(ctx, `SELECT s.error, s.status, count(*) `+faultSamples+`
-  AND s.intended_us >= $4::bigint AND (s.error <> 0 OR s.status >= 400) GROUP BY 1, 2`, runID, variant, idx, atUS)
+	rows, err := db.Query(ctx, `SELECT s.error, s.status, count(*) `+afterFault+`
+  AND (s.error <> 0 OR s.status >= 400) GROUP BY 1, 2`, runID, variant, idx, atUS, endUS)
 	if err != nil {
 		return fail(err)
 	}
@@ -348,12 +364,6 @@ WHERE w.run_id = $1 AND w.variant = $2 AND NOT s.warmup AND s.intended_us >= $4:
 	return r, nil
 }
 
-// readRunFaults reads the run's faults into r, for a report.
-func readRunFaults(ctx context.Context, tx pgx.Tx, r *ReportRows) (err error) {
-	r.Faults, err = readFaults(ctx, tx, r.dialect, r.Run.ID)
-	return err
-}
-
 // RecoverySample is a request of a fault's step as FaultRecoveryOf reads it: when it was
 // due and its latency (µs from the run's epoch), whether it failed and its class (as
 // errorClass names it), whether it was sent in the warm-up.
@@ -365,10 +375,10 @@ type RecoverySample struct {
 }
 
 // FaultRecoveryOf computes what FaultRecovery reads from the database from a step's
-// samples (any order) with the fault at atUS and the step's end at endUS, both µs from
-// the run's epoch: for readers of an export directory, which must give the same
-// figures.
-func FaultRecoveryOf(atUS, endUS int64, samples []RecoverySample) FaultRecovery {
+// samples (any order), the span in µs from the run's epoch: the baseline, the fault and
+// the end of its span (the step's end or its next fault, whichever is sooner): for
+// readers of an export directory, which must give the same figures.
+func FaultRecoveryOf(baseUS, atUS, endUS int64, samples []RecoverySample) FaultRecovery {
 	n := max(int(math.Ceil(float64(endUS-atUS)/1e6)), 0)
 	r := FaultRecovery{ErrorsByClass: map[string]int64{}, Seconds: make([]FaultPhase, n), Windows: make([]FaultPhase, max(n-RecoveryWindow+1, 0))}
 	var before, after []int64
@@ -385,9 +395,11 @@ func FaultRecoveryOf(atUS, endUS int64, samples []RecoverySample) FaultRecovery 
 		if s.Warmup {
 			continue
 		}
-		if s.IntendedUS < atUS {
+		if s.IntendedUS < baseUS {
 			add(&r.Before, s)
 			before = append(before, s.LatencyUS)
+		}
+		if s.IntendedUS < atUS || s.IntendedUS >= endUS {
 			continue
 		}
 		rest = append(rest, s)
@@ -416,11 +428,8 @@ func FaultRecoveryOf(atUS, endUS int64, samples []RecoverySample) FaultRecovery 
 		r.Windows[k].P99 = p99Of(l)
 	}
 	r.During = r.After
-	if back, state := r.Back(); state == RecoveryBack || state == RecoveryNotBack {
-		until := endUS + 1
-		if state == RecoveryBack {
-			until = atUS + back.Microseconds()
-		}
+	if back, state := r.Back(); state == RecoveryBack {
+		until := atUS + back.Microseconds()
 		var during []int64
 		r.During = FaultPhase{}
 		for _, s := range rest {
@@ -441,4 +450,10 @@ func p99Of(xs []int64) time.Duration {
 	}
 	slices.Sort(xs)
 	return us(xs[max(int64(math.Ceil(0.99*float64(len(xs)))), 1)-1])
+}
+
+// readRunFaults reads the run's faults into r, for a report.
+func readRunFaults(ctx context.Context, tx pgx.Tx, r *ReportRows) (err error) {
+	r.Faults, err = readFaults(ctx, tx, r.dialect, r.Run.ID)
+	return err
 }

@@ -36,7 +36,7 @@ func TestFaultRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := epoch.Add(10 * time.Second)
-	r, err := s.FaultRecovery(ctx, run.ID, "v", 0, at)
+	r, err := s.FaultRecovery(ctx, run.ID, "v", 0, FaultSpan{Baseline: at, At: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestFaultRecovery(t *testing.T) {
 		}
 		samples = append(samples, s)
 	}
-	if got := FaultRecoveryOf(10_000_000, 20_000_000, samples); !reflect.DeepEqual(got, r) {
+	if got := FaultRecoveryOf(10_000_000, 10_000_000, 20_000_000, samples); !reflect.DeepEqual(got, r) {
 		t.Errorf("from the samples\n%+v\nfrom the database\n%+v", got, r)
 	}
 
@@ -104,6 +104,27 @@ func TestFaultRecovery(t *testing.T) {
 	}
 	if len(rows.Faults) != 1 || rows.Faults[0].Recovery.After.Errors != 100 {
 		t.Errorf("report rows' faults %+v", rows.Faults)
+	}
+
+	// A second fault in the step, at 16 s: the first's aftermath ends there, and the
+	// second is judged against the step before the first.
+	at2 := epoch.Add(16 * time.Second)
+	if err := s.AddEvent(ctx, Event{RunID: run.ID, At: at2, Variant: "v", Step: 0, Kind: FaultEventKind, Level: "info", Message: "router",
+		Evidence: map[string]any{"action": "restart-router"}}); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err = s.Faults(ctx, run.ID); err != nil || len(fs) != 2 {
+		t.Fatalf("faults %+v, %v", fs, err)
+	}
+	first, second := fs[0].Recovery, fs[1].Recovery
+	if first.After.Count != 600 || len(first.Seconds) != 6 || len(first.Windows) != 4 || first.Before != r.Before {
+		t.Errorf("the first fault's aftermath to the second: after %+v, %d seconds, %d windows, before %+v", first.After, len(first.Seconds), len(first.Windows), first.Before)
+	}
+	if second.Before != r.Before || second.After.Count != 400 || len(second.Seconds) != 4 {
+		t.Errorf("the second fault: before %+v (want the first's), after %+v, %d seconds", second.Before, second.After, len(second.Seconds))
+	}
+	if got := FaultRecoveryOf(10_000_000, 16_000_000, 20_000_000, samples); !reflect.DeepEqual(got, second) {
+		t.Errorf("the second from the samples\n%+v\nfrom the database\n%+v", got, second)
 	}
 }
 

@@ -70,12 +70,18 @@ func (d *reading) faults(r *resultsdb.ReportRows) error {
 	if err != nil {
 		return err
 	}
-	for i := range r.Faults {
+	for i, span := range resultsdb.FaultSpans(r.Faults) {
 		f := &r.Faults[i]
 		k := stepKey{f.Variant, f.Idx}
-		if samples, ok := measured[k]; ok {
-			f.Recovery = resultsdb.FaultRecoveryOf(f.At.Sub(epoch).Microseconds(), ends[k], samples)
+		samples, ok := measured[k]
+		if !ok || f.Error != "" {
+			continue
 		}
+		end := ends[k]
+		if !span.Until.IsZero() {
+			end = min(end, span.Until.Sub(epoch).Microseconds())
+		}
+		f.Recovery = resultsdb.FaultRecoveryOf(span.Baseline.Sub(epoch).Microseconds(), span.At.Sub(epoch).Microseconds(), end, samples)
 	}
 	return nil
 }
