@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,5 +167,124 @@ func TestARunOutlivesMovesOfItsTunnelAndGenerators(t *testing.T) {
 		if f.Check == GeneratorsLostCheck || f.Check == LossCheck {
 			t.Errorf("finding %s: %s", f.Check, f.Message)
 		}
+	}
+}
+
+// passwordToken logs in to f's UAA with the password grant, as cf login does.
+func passwordToken(t *testing.T, info foundation.Info) platform.Token {
+	t.Helper()
+	form := url.Values{"grant_type": {"password"}, "username": {info.User}, "password": {info.Password}}
+	req, _ := http.NewRequest(http.MethodPost, info.APIURL+"/oauth/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("cf", "")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		Access  string `json:"access_token"`
+		Refresh string `json:"refresh_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.Access == "" {
+		t.Fatalf("password grant: %s, %v", resp.Status, err)
+	}
+	return platform.Token{Access: tok.Access, Refresh: tok.Refresh}
+}
+
+// expireReporter expires every access token 3 s into each step.
+type expireReporter struct {
+	discardReporter
+	f       *foundation.Foundation
+	mu      sync.Mutex
+	notes   []string
+	expired int
+}
+
+func (e *expireReporter) Note(msg string) {
+	e.mu.Lock()
+	e.notes = append(e.notes, msg)
+	e.mu.Unlock()
+	if strings.HasPrefix(msg, "fast: step ") && strings.Contains(msg, " starts") {
+		go func() {
+			time.Sleep(3 * time.Second)
+			e.f.ExpireTokens(time.Now())
+			e.mu.Lock()
+			e.expired++
+			e.mu.Unlock()
+		}()
+	}
+}
+
+func (e *expireReporter) Done(Stage, *Outcome) {}
+
+// TestARunOutlivesShortTokensAndTheRateLimit: a whole run on the local foundation with
+// 5-second access tokens, every token expired 3 s into each step, and CC's rate
+// limiter on for its admin at 60 requests per 10 s (a run asks about 250 in its minute),
+// through platform.Connect as the plugin connects: it completes, renewing its token many
+// times, and paces its CC requests by the budget the CC announced.
+func TestARunOutlivesShortTokensAndTheRateLimit(t *testing.T) {
+	t.Parallel()
+	f, _ := testfoundation.Start(t, func(c *foundation.Config) {
+		c.AccessTokenTTL = 5 * time.Second
+		c.RateLimit, c.RateLimitInterval, c.RateLimitAdmins = 60, 10*time.Second, true
+	})
+	info := f.Info()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cf, err := platform.Connect(ctx, platform.Login{API: info.APIURL, Token: passwordToken(t, info)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "stub")
+	if err := os.MkdirAll(stub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(testfoundation.StubBinary(t), filepath.Join(stub, "cfbench-stub")); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "applications:\n  - name: stub-fast\n    path: stub\n    buildpacks: [binary_buildpack]\n    command: ./cfbench-stub\n" +
+		"    memory: 64M\n    disk_quota: 64M\n    instances: 1\n    health-check-type: port\n    routes: [{route: stub-fast.apps.localhost}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "stub.yml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cfbench")
+	build := exec.Command("go", "build", "-o", bin, "github.com/cf-benchmark/cf-benchmark/cmd/cfbench")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build cfbench: %v\n%s", err, out)
+	}
+	text := strings.Replace(instanceRunSpec, "NAME", "tokens", 1)
+	file := filepath.Join(dir, "tokens.yml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Parse(file, []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &expireReporter{f: f}
+	o, err := RunSession(ctx, sp, text, SessionConfig{CF: cf, API: info.APIURL, Pushed: Pushed{Binary: bin}, Reporter: rep,
+		PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir()})
+	rep.mu.Lock()
+	notes, expired := strings.Join(rep.notes, "\n"), rep.expired
+	rep.mu.Unlock()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, notes)
+	}
+	if o.Run.Status != resultsdb.RunCompleted {
+		t.Fatalf("run %s (%s)\n%s", o.Run.Status, o.Run.Reason, notes)
+	}
+	for _, f := range o.Findings {
+		t.Logf("finding %s at step %d: %s", f.Check, f.Step+1, f.Message)
+		if f.Check == GeneratorsLostCheck || f.Check == LossCheck {
+			t.Errorf("finding %s: %s", f.Check, f.Message)
+		}
+	}
+	st := cf.Requests()
+	t.Logf("%s; %d token renewals; tokens expired %d times", st, cf.TokenRenewals(), expired)
+	if expired < 2 || cf.TokenRenewals() < 3 || st.Limit != 60 || st.Waited == 0 {
+		t.Errorf("%d expiries, %d renewals, limit %d: want every step's expiry, renewals, and the CC's budget seen", expired, cf.TokenRenewals(), st.Limit)
 	}
 }
