@@ -161,7 +161,9 @@ func (f *Fault) Lines() []string {
 	case resultsdb.RecoveryUndisturbed:
 		rec = append(rec, "p99 never left the pre-fault level")
 	case resultsdb.RecoveryNotBack:
-		rec = append(rec, fmt.Sprintf("p99 not recovered within the step (%d of the %d s after the fault outside the pre-fault level)", f.DisturbedS, len(f.PerSecond)))
+		first := slices.IndexFunc(f.PerSecond, func(s FaultSecond) bool { return !s.Good })
+		rec = append(rec, fmt.Sprintf("p99 not recovered within the step: %d of the %d s after the fault were outside the pre-fault level, the first %d s after it, and no %d s window after that was within it",
+			f.DisturbedS, len(f.PerSecond), first, resultsdb.RecoveryWindow))
 	case resultsdb.RecoveryNoBaseline:
 		rec = append(rec, "no requests before the fault to compare with")
 	}

@@ -124,3 +124,14 @@ func TestFaultSectionFromExportDirIsTheSame(t *testing.T) {
 		t.Errorf("faults %+v", fs)
 	}
 }
+
+// TestFaultNotRecovered: a fault whose step never showed the p99 back says where the
+// disturbance began.
+func TestFaultNotRecovered(t *testing.T) {
+	f := Fault{Variant: "v", Step: 2, OffsetS: 10, Action: "evacuate", What: "cell apps", Recovery: "not_back", DisturbedS: 1,
+		PerSecond: []FaultSecond{{Good: true}, {Good: true}, {Good: true}, {Good: true}, {Good: true}, {Good: false}, {Good: true}}}
+	lines := f.Lines()
+	if want := "p99 not recovered within the step: 1 of the 7 s after the fault were outside the pre-fault level, the first 5 s after it, and no 3 s window after that was within it"; lines[1] != want {
+		t.Errorf("line %q, want %q", lines[1], want)
+	}
+}
