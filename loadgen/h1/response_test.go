@@ -101,3 +101,48 @@ func TestParseChunkSize(t *testing.T) {
 		}
 	}
 }
+
+// A Parser finds a response only once all of it is there, takes exactly its bytes and
+// judges the connection as Conn.Do does.
+func TestParserWaitsForTheWholeResponse(t *testing.T) {
+	full := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+	chunked := "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+	var p Parser
+	for _, tc := range []struct {
+		in         string
+		status     int
+		bytes      int64
+		used       int
+		keep       bool
+		incomplete bool
+	}{
+		{in: full, status: 200, bytes: 5, used: len(full), keep: true},
+		{in: full + "HTTP/1.1", status: 200, bytes: 5, used: len(full), keep: true},
+		{in: chunked, status: 201, bytes: 3, used: len(chunked), keep: true},
+		{in: "HTTP/1.1 100 Continue\r\n\r\n" + full, status: 200, bytes: 5, used: len(full) + 25, keep: true},
+		{in: "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n", status: 204, used: 46},
+		{in: full[:len(full)-1], incomplete: true},
+		{in: full[:20], incomplete: true},
+		{in: chunked[:len(chunked)-2], incomplete: true},
+		{in: "HTTP/1.1 200 OK\r\n\r\nuntil close", incomplete: true},
+	} {
+		resp, used, keep, err := p.Parse([]byte(tc.in), false)
+		if tc.incomplete {
+			if err != ErrIncomplete {
+				t.Errorf("%q: %v, want ErrIncomplete", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || resp.Status != tc.status || resp.Bytes != tc.bytes || used != tc.used || keep != tc.keep {
+			t.Errorf("%q: %+v used %d keep %t err %v; want status %d, %d bytes, used %d, keep %t", tc.in, resp, used, keep, err,
+				tc.status, tc.bytes, tc.used, tc.keep)
+		}
+	}
+	if _, _, _, err := p.Parse([]byte("HTTP/2 200\r\n\r\n"), false); !errors.Is(err, ErrMalformed) {
+		t.Errorf("bad status line: %v", err)
+	}
+	b := []byte(full)
+	if n := testing.AllocsPerRun(100, func() { p.Parse(b, false) }); n != 0 {
+		t.Errorf("Parse allocates %v times", n)
+	}
+}

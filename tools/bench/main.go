@@ -42,9 +42,10 @@ func main() {
 	probes := fs.Int("open-probes", 8, "open-loop probes per generator")
 	openSeconds := fs.Int("open-seconds", 10, "length of one open-loop probe, seconds")
 	openP99 := fs.Duration("open-p99", 10*time.Millisecond, "a rate holds when its p99 stays under this and drift under 1%")
-	only := fs.String("only", "", "space-separated subset of: wrk oha oha-db hey vegeta k6 cf-benchmark (oha-db: oha with --db-url, storing every request in SQLite)")
+	only := fs.String("only", "", "space-separated subset of: wrk oha oha-db hey vegeta k6 cf-benchmark cf-benchmark-baseline (oha-db: oha with --db-url, storing every request in SQLite)")
 	out := fs.String("out", "tools/bench/results-latest.md", "where to write the report")
 	oursBin := fs.String("ours", "bin/cf-benchmark", "the cf-benchmark program to measure (make build writes it)")
+	baseline := fs.String("baseline", "", "another cf-benchmark build to measure beside -ours, paired (generator cf-benchmark-baseline)")
 	keep := fs.Bool("keep", false, "keep the run's temp dir (configs, raw outputs) for a look")
 	quiet := fs.Duration("quiet-wait", 15*time.Minute, "at most this long, over the whole run, waiting for other processes to go quiet")
 	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() > 0 {
@@ -73,7 +74,7 @@ func main() {
 	defer stop()
 	rep, err := harness.Run(ctx, harness.Config{Closed: time.Duration(*seconds) * time.Second, Repeat: *repeat, Conns: *conns,
 		OpenStart: *openStart, Probes: *probes, OpenProbe: time.Duration(*openSeconds) * time.Second, OpenP99: *openP99,
-		Only: strings.Fields(*only), QuietWait: *quiet, Cache: filepath.Join(cache, "bench"), Ours: *oursBin,
+		Only: strings.Fields(*only), QuietWait: *quiet, Cache: filepath.Join(cache, "bench"), Ours: *oursBin, Baseline: *baseline,
 		Assets: "tools/bench", Keep: *keep, Log: logf})
 	if err != nil {
 		logf("%v", err)

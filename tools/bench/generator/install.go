@@ -24,9 +24,12 @@ const (
 // with go install, oha with cargo install) or with apt-get (wrk), and logs each
 // installation to Cache/logs.
 type Installer struct {
-	Cache string               // e.g. ~/.cache/cf-benchmark/bench
-	Ours  string               // the cf-benchmark binary (bin/cf-benchmark)
-	Log   func(string, ...any) // progress for the user
+	Cache string // e.g. ~/.cache/cf-benchmark/bench
+	Ours  string // the cf-benchmark binary (bin/cf-benchmark)
+	// Baseline, when set, is another cf-benchmark binary measured as the generator
+	// Baseline (cf-benchmark-baseline), to compare two builds in one run, paired.
+	Baseline string
+	Log      func(string, ...any) // progress for the user
 }
 
 // Locate returns the tools named in names that can run, and for the others why not.
@@ -53,7 +56,9 @@ func (in *Installer) Locate(ctx context.Context, names []string) (tools []*Tool,
 		case "k6":
 			t, err = in.goTool(ctx, k6(), k6Module, k6Version)
 		case Ours:
-			t, err = in.ours()
+			t, err = in.ours(Ours, in.Ours)
+		case Baseline:
+			t, err = in.ours(Baseline, in.Baseline)
 		default:
 			err = fmt.Errorf("unknown generator %q (known: %s)", name, strings.Join(Names, ", "))
 		}
@@ -67,16 +72,20 @@ func (in *Installer) Locate(ctx context.Context, names []string) (tools []*Tool,
 	return tools, skipped
 }
 
-func (in *Installer) ours() (*Tool, error) {
-	if _, err := os.Stat(in.Ours); err != nil {
-		return nil, fmt.Errorf("%s is missing: run make bench, which builds it", in.Ours)
+func (in *Installer) ours(name, bin string) (*Tool, error) {
+	if bin == "" {
+		return nil, fmt.Errorf("no -baseline binary given")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s is missing: run make bench, which builds it", bin)
 	}
 	if _, err := exec.LookPath("psql"); err != nil {
 		// Not used by the harness, but its absence means PostgreSQL is not installed.
 		return nil, fmt.Errorf("PostgreSQL is not installed (scripts/install-deps.sh installs it)")
 	}
-	t := ours(in.Ours)
-	out, _ := exec.Command(in.Ours, "--version").Output()
+	t := ours(bin)
+	t.Name = name
+	out, _ := exec.Command(bin, "--version").Output()
 	t.Version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "cf-benchmark"))
 	return t, nil
 }

@@ -71,6 +71,8 @@ func (t *Tool) Label() string {
 	switch t.Name {
 	case Ours:
 		return "cf-benchmark (records every request into Postgres)"
+	case Baseline:
+		return "cf-benchmark baseline " + t.Version + " (" + t.Path + ")"
 	case "wrk":
 		return "wrk " + t.Version + " (Debian)"
 	case "oha-db":
@@ -79,11 +81,14 @@ func (t *Tool) Label() string {
 	return t.Name + " " + t.Version
 }
 
-// Ours is our own generator's name.
-const Ours = "cf-benchmark"
+// Ours is our own generator's name; Baseline another build of it (-baseline).
+const (
+	Ours     = "cf-benchmark"
+	Baseline = "cf-benchmark-baseline"
+)
 
 // Names lists the generators in the report's order.
-var Names = []string{"wrk", "oha", "oha-db", "hey", "vegeta", "k6", Ours}
+var Names = []string{"wrk", "oha", "oha-db", "hey", "vegeta", "k6", Ours, Baseline}
 
 // secs is d as a command-line duration in whole seconds ("10s").
 func secs(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second)) }

@@ -35,6 +35,7 @@ type Config struct {
 	QuietWait time.Duration // how long, over the whole run, to wait for a quiet machine
 	Cache     string        // where peers are installed (…/cf-benchmark/bench)
 	Ours      string        // bin/cf-benchmark
+	Baseline  string        // another cf-benchmark build, the generator cf-benchmark-baseline
 	Assets    string        // tools/bench/
 	Keep      bool          // keep the run's temp dir
 	Log       func(string, ...any)
@@ -44,7 +45,10 @@ type Config struct {
 func Run(ctx context.Context, cfg Config) (*mdreport.Report, error) {
 	start := time.Now()
 	if len(cfg.Only) == 0 {
-		cfg.Only = generator.Names
+		cfg.Only = generator.Names[:len(generator.Names)-1]
+		if cfg.Baseline != "" {
+			cfg.Only = generator.Names
+		}
 	}
 	tmp, err := os.MkdirTemp("", "cf-benchmark-bench.")
 	if err != nil {
@@ -60,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (*mdreport.Report, error) {
 	if err := generator.AptGet(ctx, cfg.Cache, "nginx"); err != nil {
 		return nil, err
 	}
-	in := &generator.Installer{Cache: cfg.Cache, Ours: cfg.Ours, Log: cfg.Log}
+	in := &generator.Installer{Cache: cfg.Cache, Ours: cfg.Ours, Baseline: cfg.Baseline, Log: cfg.Log}
 	tools, skipped := in.Locate(ctx, cfg.Only)
 
 	rep := &mdreport.Report{Machine: machine(), Cores: runtime.NumCPU(), TargetCore: 0, GenCore: 1, Conns: cfg.Conns, Repeat: cfg.Repeat,
@@ -84,7 +88,7 @@ func Run(ctx context.Context, cfg Config) (*mdreport.Report, error) {
 	h := &harness{cfg: cfg, rep: rep, port: target.port, quiet: cfg.QuietWait,
 		gc: generator.Config{URL: target.url(), Conns: cfg.Conns, Assets: cfg.Assets}}
 	for _, t := range tools {
-		if t.Name == generator.Ours {
+		if (t.Name == generator.Ours || t.Name == generator.Baseline) && h.gc.DSN == "" {
 			srv, dsn, err := startPostgres(ctx, filepath.Join(tmp, "pg"), rep.TargetCore)
 			if err != nil {
 				skipped[t.Name] = "the private Postgres did not start: " + err.Error()

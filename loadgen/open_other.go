@@ -1,0 +1,13 @@
+//go:build !linux
+
+package loadgen
+
+import "context"
+
+// Elsewhere the open loop runs on a scheduler goroutine and senders (RunOpen); the
+// event loop is Linux's (open_linux.go).
+type loopPool struct{}
+
+func (*loopPool) closeAll() {}
+
+func (g *Generator) runOpenLoop(context.Context, Phase) bool { return false }
