@@ -32,6 +32,31 @@ func cpuPerRequest(s *Step) float64 {
 	return *s.App.CPUTotalCores / s.Throughput
 }
 
+// capacityRatio is a capacity x over the reference's, and how sure it is when either is a
+// lower bound (an SLO not crossed): x ≥ its figure makes the ratio at least x/ref, a
+// reference ≥ its figure makes it at most; two lower bounds make it unknown (nil).
+func capacityRatio(x float64, lower bool, ref float64, refLower, self bool) (*float64, string) {
+	switch {
+	case self:
+		return ratio(x, ref), ""
+	case lower && refLower:
+		return nil, ""
+	case lower:
+		return ratio(x, ref), "at_least"
+	case refLower:
+		return ratio(x, ref), "at_most"
+	}
+	return ratio(x, ref), ""
+}
+
+// boundedRatio writes a ratio with its bound: "≥ 2.10×", "≤ 0.50×", "1.30×"; "–" for none.
+func boundedRatio(r *float64, bound string) string {
+	if r == nil {
+		return "–"
+	}
+	return map[string]string{"at_least": "≥ ", "at_most": "≤ "}[bound] + fmt.Sprintf("%.2f×", *r)
+}
+
 // compareVariants sets every variant of a run against the first.
 func compareVariants(vs []*Variant) *Comparison {
 	if len(vs) < 2 {
@@ -39,14 +64,17 @@ func compareVariants(vs []*Variant) *Comparison {
 	}
 	ref := vs[0]
 	c := &Comparison{Reference: ref.Name}
-	refCap, _, refOK := capacityValue(ref.Capacity)
+	refCap, refLower, refOK := capacityValue(ref.Capacity)
 	for _, v := range vs {
 		r := VariantRatios{Variant: v.Name, MaxThroughput: maxThroughput(v), Steps: []StepRatios{}}
 		r.ThroughputRatio = ratio(r.MaxThroughput, maxThroughput(ref))
-		if x, _, ok := capacityValue(v.Capacity); ok {
+		if x, lower, ok := capacityValue(v.Capacity); ok {
 			r.Capacity, r.CapacityBasis = &x, capacityBasis(v.Capacity)
+			if lower {
+				r.CapacityBound = "at_least"
+			}
 			if refOK {
-				r.CapacityRatio = ratio(x, refCap)
+				r.CapacityRatio, r.CapacityRatioBound = capacityRatio(x, lower, refCap, refLower, v == ref)
 			}
 		}
 		for _, s := range v.Steps {

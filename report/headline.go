@@ -138,10 +138,10 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 		if i := slices.IndexFunc(cmp.Variants, func(x VariantRatios) bool { return x.Variant == v.Name }); i >= 0 {
 			h.Reference, h.Ratio = cmp.Reference, cmp.Variants[i].ThroughputRatio
 			if h.Measure == "capacity" {
-				h.Ratio = cmp.Variants[i].CapacityRatio
+				h.Ratio, h.RatioBound = cmp.Variants[i].CapacityRatio, cmp.Variants[i].CapacityRatioBound
 			}
 			if h.Ratio != nil {
-				ratios = append(ratios, fmt.Sprintf("%.2f× %s", *h.Ratio, cmp.Reference))
+				ratios = append(ratios, boundedRatio(h.Ratio, h.RatioBound)+" "+cmp.Reference)
 			}
 		}
 	}

@@ -67,7 +67,7 @@ func TestHeadline(t *testing.T) {
 	rep.Headline = headlines(rep)
 	want := []string{
 		"node: ≥ 829 req/s at the SLO (step 2, measured; not crossed), 1.00× the baseline's; 1,036 req/s per core at step 2; bottleneck: not judged (app CPU at most 80% of what is available; no latency decomposition)",
-		"java: 1,451 req/s at the SLO (step 2, measured), 1.75× node, 0.80× the baseline's; 1,935 req/s per core at step 2; bottleneck: app CPU (96% of the CPU available at step 3); limited by: stall (step 3)",
+		"java: 1,451 req/s at the SLO (step 2, measured), ≤ 1.75× node, 0.80× the baseline's; 1,935 req/s per core at step 2; bottleneck: app CPU (96% of the CPU available at step 3); limited by: stall (step 3)",
 	}
 	if len(rep.Headline) != len(want) {
 		t.Fatalf("headline = %+v", rep.Headline)

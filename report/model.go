@@ -56,8 +56,10 @@ type Headline struct {
 	// reference, for runs with repeats and where either figure is missing), from the
 	// run's Comparison; BaselineRatio over the --baseline run's variant of the same
 	// name, from the Changes.
+	// RatioBound is the capacity ratio's VariantRatios.CapacityRatioBound.
 	Reference     string   `json:"reference,omitempty"`
 	Ratio         *float64 `json:"ratio,omitempty"`
+	RatioBound    string   `json:"ratio_bound,omitempty"`
 	BaselineRun   string   `json:"baseline_run,omitempty"`
 	BaselineRatio *float64 `json:"baseline_ratio,omitempty"`
 	// ThroughputPerCore is Step's requests per second per core the app used
@@ -485,10 +487,18 @@ type VariantRatios struct {
 	Capacity *float64 `json:"capacity,omitempty"`
 	// CapacityBasis says how Capacity was found: "step 2, measured", "interpolated
 	// between steps 3 and 4", or with repeats "mean of the repeats".
-	CapacityBasis   string   `json:"capacity_basis,omitempty"`
-	CapacityRatio   *float64 `json:"capacity_ratio,omitempty"`
-	MaxThroughput   float64  `json:"max_throughput"`
-	ThroughputRatio *float64 `json:"max_throughput_ratio,omitempty"`
+	CapacityBasis string `json:"capacity_basis,omitempty"`
+	// CapacityBound is "at_least" when Capacity is a lower bound (no step broke the SLO
+	// after it).
+	CapacityBound string `json:"capacity_bound,omitempty"`
+	// CapacityRatio is Capacity over the reference's; CapacityRatioBound says how sure
+	// it is when either is a lower bound: "at_least" (this variant's is, the
+	// reference's is not), "at_most" (the reference's is, this one's is not). When both
+	// are lower bounds the ratio is not known and CapacityRatio is nil.
+	CapacityRatio      *float64 `json:"capacity_ratio,omitempty"`
+	CapacityRatioBound string   `json:"capacity_ratio_bound,omitempty"`
+	MaxThroughput      float64  `json:"max_throughput"`
+	ThroughputRatio    *float64 `json:"max_throughput_ratio,omitempty"`
 	// Repeats is how many repeats the figures are the means of; absent without.
 	Repeats int `json:"repeats,omitempty"`
 	// Steps compare step by step, matched by step number.

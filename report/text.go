@@ -360,10 +360,13 @@ func (t *textWriter) run(r *Run, what string) {
 		rows = rows[:0]
 		for _, v := range c.Variants {
 			capa := optNum(v.Capacity)
+			if v.CapacityBound == "at_least" {
+				capa = "≥ " + capa
+			}
 			if v.CapacityBasis != "" {
 				capa += " (" + v.CapacityBasis + ")"
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Variant, capa, ratioText(v.CapacityRatio), num(v.MaxThroughput), ratioText(v.ThroughputRatio)))
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Variant, capa, boundedRatio(v.CapacityRatio, v.CapacityRatioBound), num(v.MaxThroughput), ratioText(v.ThroughputRatio)))
 		}
 		t.table(fmt.Sprintf("%s\tcapacity req/s\t× %s\tmax req/s\t× %s", what, c.Reference, c.Reference), rows)
 		rows = rows[:0]

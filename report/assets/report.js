@@ -398,7 +398,9 @@ window.cfbRender = function (data, root) {
       if (c.repeats) add(sec, "p", {}, "Configurations, each the mean of its repeats; \u201cinside\u201d marks a difference within the repeats' spread (their min–max ranges overlap).");
       var spread = function (b) { return b === undefined ? "" : b ? " (inside)" : " (apart)"; };
       table(sec, [what, "capacity req/s", "× " + c.reference, "max req/s", "× " + c.reference], c.variants.map(function (v) {
-        return [v.variant, v.capacity === undefined ? "–" : num(v.capacity), ratio(v.capacity_ratio), num(v.max_throughput), ratio(v.max_throughput_ratio)];
+        var bound = { at_least: "≥ ", at_most: "≤ " };
+        return [v.variant, v.capacity === undefined ? "–" : (bound[v.capacity_bound] || "") + num(v.capacity),
+          v.capacity_ratio === undefined ? "–" : (bound[v.capacity_ratio_bound] || "") + ratio(v.capacity_ratio), num(v.max_throughput), ratio(v.max_throughput_ratio)];
       }), "num");
       rows = [];
       c.variants.slice(1).forEach(function (v) {
