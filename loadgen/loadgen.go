@@ -334,6 +334,9 @@ func (g *Generator) users(ctx context.Context, ph Phase, left *atomic.Int64) {
 	if ph.Users > 0 {
 		n = ph.Users
 	}
+	if g.runClosedLoop(ctx, ph, n, left) {
+		return
+	}
 	for u := range n {
 		wg.Add(1)
 		rng := rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(u)<<32|uint64(ph.Step)))

@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -101,6 +103,12 @@ type openLoop struct {
 
 	nextExpire time.Time
 
+	// The closed loop: users send their next request as soon as one ends; left, when
+	// set, counts the requests of the Count model.
+	closedLoop bool
+	left       *atomic.Int64
+	now        time.Time // when the loop last woke
+
 	parser   h1.Parser
 	events   [64]unix.EpollEvent
 	tick     time.Duration
@@ -136,13 +144,53 @@ func (p *loopPool) closeAll() {
 	p.conns = nil
 }
 
+// runClosedLoop runs n closed-loop users (left as in Generator.users) on event loops,
+// one per P; false when they are not for this generator (net/http, no keep-alive,
+// think time) or this machine, before anything was sent.
+func (g *Generator) runClosedLoop(ctx context.Context, ph Phase, n int, left *atomic.Int64) bool {
+	if g.lean == nil || !g.cfg.KeepAlive || g.noLoop || g.cfg.ThinkTime > 0 {
+		return false
+	}
+	k := min(runtime.GOMAXPROCS(0), n)
+	share := func(i int) int {
+		if i < n%k {
+			return n/k + 1
+		}
+		return n / k
+	}
+	loops := make([]*openLoop, 0, k)
+	for i := range k {
+		l, err := newOpenLoop(g, ctx, ph, share(i))
+		if err != nil {
+			for _, l := range loops {
+				l.close()
+			}
+			return false
+		}
+		l.closedLoop, l.left = true, left
+		l.rng = rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(i)<<32|uint64(ph.Step)))
+		loops = append(loops, l)
+	}
+	var wg sync.WaitGroup
+	for i, l := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.runClosed(share(i))
+			l.close()
+		}()
+	}
+	wg.Wait()
+	return true
+}
+
 // runOpenLoop runs the phase on the event loop; false when it is not for this
 // generator (net/http, no keep-alive) or this machine, before anything was sent.
 func (g *Generator) runOpenLoop(ctx context.Context, ph Phase) bool {
 	if g.lean == nil || !g.cfg.KeepAlive || g.noLoop {
 		return false
 	}
-	l, err := newOpenLoop(g, ctx, ph)
+	l, err := newOpenLoop(g, ctx, ph, math.MaxInt)
 	if err != nil {
 		return false
 	}
@@ -151,7 +199,9 @@ func (g *Generator) runOpenLoop(ctx context.Context, ph Phase) bool {
 	return true
 }
 
-func newOpenLoop(g *Generator, ctx context.Context, ph Phase) (*openLoop, error) {
+// newOpenLoop makes a loop for the phase that takes up to adopt of the generator's
+// idle connections.
+func newOpenLoop(g *Generator, ctx context.Context, ph Phase, adopt int) (*openLoop, error) {
 	l := &openLoop{g: g, ctx: ctx, ph: ph, timer: -1, event: -1, socks: -1,
 		rng: rand.New(rand.NewPCG(uint64(g.cfg.WorkerID), uint64(ph.Step)))}
 	var err error
@@ -194,11 +244,16 @@ func newOpenLoop(g *Generator, ctx context.Context, ph Phase) (*openLoop, error)
 		return fail(err)
 	}
 	g.loopIdle.mu.Lock()
-	for _, c := range g.loopIdle.conns {
-		l.adopt(c)
-		l.idle = append(l.idle, c)
+	for len(g.loopIdle.conns) > 0 && len(l.idle) < adopt {
+		n := len(g.loopIdle.conns) - 1
+		c := g.loopIdle.conns[n]
+		g.loopIdle.conns = g.loopIdle.conns[:n]
+		if l.adopt(c) {
+			l.idle = append(l.idle, c)
+		} else {
+			unix.Close(c.fd)
+		}
 	}
-	g.loopIdle.conns = nil
 	g.loopIdle.mu.Unlock()
 	return l, nil
 }
@@ -266,23 +321,64 @@ func (l *openLoop) arm(next time.Time, tick time.Duration) {
 	unix.TimerfdSettime(l.timer, 0, &spec, nil)
 }
 
-func (l *openLoop) run() {
-	g, ph := l.g, &l.ph
+// watch kicks the loop when the context ends, the phase is stopped or its end comes;
+// call the function it returns when the loop ends.
+func (l *openLoop) watch() func() {
 	stopCtx := context.AfterFunc(l.ctx, l.kick)
-	defer stopCtx()
 	done := make(chan struct{})
-	defer close(done)
-	if ph.Stop != nil {
+	if l.ph.Stop != nil {
 		go func() {
 			select {
-			case <-ph.Stop:
+			case <-l.ph.Stop:
 				l.kick()
 			case <-done:
 			}
 		}()
 	}
-	endTimer := time.AfterFunc(time.Until(ph.End), l.kick)
-	defer endTimer.Stop()
+	endTimer := time.AfterFunc(time.Until(l.ph.End), l.kick)
+	return func() {
+		stopCtx()
+		close(done)
+		endTimer.Stop()
+	}
+}
+
+// runClosed runs users closed-loop users until the phase ends and every request
+// they sent is recorded.
+func (l *openLoop) runClosed(users int) {
+	defer l.watch()()
+	l.startDraining() // woken by every response, and every 10 ms for timeouts
+	l.now = time.Now()
+	for range users {
+		l.done(nil)
+	}
+	var buf [8]byte
+	for {
+		if l.kicked.Swap(false) {
+			unix.Read(l.event, buf[:])
+			l.now = time.Now()
+			l.collect()
+		}
+		if l.ctx.Err() != nil {
+			l.abortAll()
+			return
+		}
+		l.receive()
+		if l.inFlight == 0 {
+			return
+		}
+		if now := time.Now(); now.After(l.nextExpire) {
+			l.nextExpire = now.Add(10 * time.Millisecond)
+			l.expire(now)
+		}
+		unix.Read(l.timer, buf[:])
+		l.park(time.Time{})
+	}
+}
+
+func (l *openLoop) run() {
+	g, ph := l.g, &l.ph
+	defer l.watch()()
 
 	// The first slot, as RunOpen.
 	slot := ph.Start
@@ -506,12 +602,11 @@ func (l *openLoop) collect() {
 		case !h.has:
 			// A request finished elsewhere.
 			l.inFlight--
-			if c != nil {
-				l.idle = append(l.idle, c)
-			}
+			l.done(c)
 		case c == nil:
 			// The dial failed and its request is recorded.
 			l.inFlight--
+			l.done(nil)
 		case l.ctx.Err() != nil:
 			l.g.record(l.ph, h.slot, time.Now(), time.Now(), h.req, h.seq, 0, 0, l.ctx.Err())
 			l.inFlight--
@@ -537,10 +632,12 @@ func (l *openLoop) send(c *loopConn, intended time.Time, i int, seq uint64, retr
 	c.rbuf = c.rbuf[:0]
 	c.start = time.Now()
 	c.deadline = c.start.Add(g.cfg.Timeout)
-	n, err := unix.Write(c.fd, c.buf)
+	// syscall's Write and Read, not unix's: the race detector sees them as Go's own
+	// network I/O does (a write happens before the read of what it wrote).
+	n, err := syscall.Write(c.fd, c.buf)
 	if err == nil && n == len(c.buf) && r.Body() != nil {
 		var m int
-		m, err = unix.Write(c.fd, r.Body())
+		m, err = syscall.Write(c.fd, r.Body())
 		n += max(m, 0)
 	}
 	switch {
@@ -562,6 +659,7 @@ func (l *openLoop) receive() {
 			return
 		}
 		now := time.Now()
+		l.now = now
 		for _, ev := range l.events[:n] {
 			idx := int(ev.Fd)
 			if idx < 0 || idx >= len(l.conns) || l.conns[idx] == nil {
@@ -584,7 +682,7 @@ func (l *openLoop) read(c *loopConn, now time.Time) {
 		l.drop(c)
 		return
 	}
-	end, n, err := c.recv()
+	end, n, err := c.recv(now)
 	if err == unix.EAGAIN {
 		return
 	}
@@ -621,14 +719,44 @@ func (l *openLoop) read(c *loopConn, now time.Time) {
 	c.busy, c.reused = false, true
 	if !keep || used != len(c.rbuf) {
 		l.drop(c)
+		l.done(nil)
 		return
 	}
-	l.idle = append(l.idle, c)
+	l.done(c)
+}
+
+// done goes on after a request ended on c (nil: its connection is gone): in the
+// closed loop its user sends the next request at once, on c or on an idle or a new
+// connection; in the open loop c waits for the next slot.
+func (l *openLoop) done(c *loopConn) {
+	if !l.closedLoop || !l.userGoesOn() {
+		if c != nil {
+			l.idle = append(l.idle, c)
+		}
+		return
+	}
+	if n := len(l.idle); c == nil && n > 0 {
+		c = l.idle[n-1]
+		l.idle = l.idle[:n-1]
+	}
+	i, seq := l.g.pick(l.rng), l.g.seq.Add(1)
+	l.inFlight++
+	if c == nil {
+		l.dial(l.now, i, seq)
+		return
+	}
+	l.send(c, l.now, i, seq, false)
+}
+
+// userGoesOn says whether a closed-loop user whose request ended sends another, as
+// Generator.user decides.
+func (l *openLoop) userGoesOn() bool {
+	return l.ctx.Err() == nil && l.now.Before(l.ph.End) && !l.ph.stopped() && (l.left == nil || l.left.Add(-1) >= 0)
 }
 
 // recv reads into c.rbuf with recvmsg and returns when the kernel received the last
 // byte read (zero when it does not say).
-func (c *loopConn) recv() (time.Time, int, error) {
+func (c *loopConn) recv(now time.Time) (time.Time, int, error) {
 	b := c.rbuf[len(c.rbuf):cap(c.rbuf)]
 	c.iov.Base = &b[0]
 	c.iov.SetLen(len(b))
@@ -643,12 +771,13 @@ func (c *loopConn) recv() (time.Time, int, error) {
 	}
 	n := int(r)
 	c.rbuf = c.rbuf[:len(c.rbuf)+n]
-	return rxTime(c.oob[:c.msg.Controllen]), n, nil
+	raceAcquireIO(c.fd)
+	return rxTime(c.oob[:c.msg.Controllen], now), n, nil
 }
 
 // rxTime reads the software receive time of SCM_TIMESTAMPING from control messages,
-// as a time with a monotonic reading (the age of the wall-clock stamp, taken now).
-func rxTime(oob []byte) time.Time {
+// as a time with a monotonic reading: now less the stamp's age by the wall clock.
+func rxTime(oob []byte, now time.Time) time.Time {
 	hdr := int(unsafe.Sizeof(unix.Cmsghdr{}))
 	for len(oob) >= hdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
@@ -661,7 +790,6 @@ func rxTime(oob []byte) time.Time {
 			if ts.Sec == 0 && ts.Nsec == 0 {
 				return time.Time{}
 			}
-			now := time.Now()
 			age := now.UnixNano() - ts.Nano()
 			if age < 0 || age > int64(time.Minute) {
 				return time.Time{} // the wall clock stepped
@@ -702,6 +830,7 @@ func (l *openLoop) failed(c *loopConn, status int, n int64, wrote bool, err erro
 	l.inFlight--
 	c.busy = false
 	l.drop(c)
+	l.done(nil)
 }
 
 func closedByPeer(err error) bool {
@@ -816,7 +945,7 @@ func (c *loopConn) waitFor(events int16) error {
 
 func (c *loopConn) writeAll(b []byte) error {
 	for len(b) > 0 {
-		n, err := unix.Write(c.fd, b)
+		n, err := syscall.Write(c.fd, b)
 		if n > 0 {
 			b = b[n:]
 		}
@@ -849,7 +978,7 @@ func (r *blockingReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	for {
-		n, err := unix.Read(r.c.fd, p)
+		n, err := syscall.Read(r.c.fd, p)
 		switch {
 		case err == unix.EAGAIN:
 			if err := r.c.waitFor(unix.POLLIN); err != nil {

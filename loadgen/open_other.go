@@ -2,7 +2,10 @@
 
 package loadgen
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Elsewhere the open loop runs on a scheduler goroutine and senders (RunOpen); the
 // event loop is Linux's (open_linux.go).
@@ -11,3 +14,5 @@ type loopPool struct{}
 func (*loopPool) closeAll() {}
 
 func (g *Generator) runOpenLoop(context.Context, Phase) bool { return false }
+
+func (g *Generator) runClosedLoop(context.Context, Phase, int, *atomic.Int64) bool { return false }
