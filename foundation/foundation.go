@@ -7,10 +7,7 @@ package foundation
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,10 +30,8 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 	"github.com/cf-benchmark/cf-benchmark/foundation/pgbroker"
 	"github.com/cf-benchmark/cf-benchmark/foundation/router"
-	"github.com/cf-benchmark/cf-benchmark/foundation/staging"
 	"github.com/cf-benchmark/cf-benchmark/foundation/syslogagent"
 	"github.com/cf-benchmark/cf-benchmark/internal/cpuaffinity"
-	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
@@ -449,102 +444,6 @@ func (f *Foundation) newRouter() (lifecycle.Part, error) {
 	return f.router, nil
 }
 
-// shipperWriter keeps the access-log file going when the shipper refuses a line (after
-// Close, or over its buffer): io.MultiWriter stops at the first error.
-type shipperWriter struct{ s *logship.Shipper }
-
-func (w shipperWriter) Write(p []byte) (int, error) {
-	w.s.Write(p) // refusals are counted in the shipper's Stats
-	return len(p), nil
-}
-
-// apps labels shipped log lines with the API's app names, spaces and orgs.
-type apps struct{ cc *cc.Server }
-
-func (a apps) App(guid string) (logship.AppInfo, bool) {
-	m, ok := a.cc.AppMeta(guid)
-	return logship.AppInfo{Name: m.Name, SpaceName: m.SpaceName, SpaceGUID: m.SpaceGUID, OrgName: m.OrgName, OrgGUID: m.OrgGUID}, ok
-}
-
-// appLogInterval is how often instance output is moved into the Log Cache.
-const appLogInterval = 250 * time.Millisecond
-
-// tailAppLogs moves instance output from the cells' log files, and the router's lines
-// from its access log, into the Log Cache and to the apps' drains until
-// stopTailingAppLogs.
-func (f *Foundation) tailAppLogs(context.Context) error {
-	dir := f.cfg.StateDir
-	a := newAppLogs(filepath.Join(dir, "instances"), filepath.Join(dir, "access.log"), f.logs, func(process string) (string, bool) {
-		_, ok := f.cc.AppMeta(process)
-		return process, ok
-	})
-	a.drains = func(e logcache.Envelope) {
-		f.agent.Line(e.SourceID, e.Tags["source_type"], e.InstanceID, e.Log.Payload, time.Unix(0, e.Timestamp))
-	}
-	f.logsStop, f.logsDone = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(f.logsDone)
-		t := time.NewTicker(appLogInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-f.logsStop:
-				return
-			case now := <-t.C:
-				a.scan(now)
-			}
-		}
-	}()
-	return nil
-}
-
-func (f *Foundation) stopTailingAppLogs() error {
-	close(f.logsStop)
-	<-f.logsDone
-	return nil
-}
-
-// appLog puts a line Cloud Controller writes to an app's log (staging output, crash
-// notes) into the Log Cache and to the app's drains.
-func (f *Foundation) appLog(app, sourceType, instance, line string) {
-	e := appLogEnvelope(app, sourceType, instance, line, time.Now().UnixNano())
-	f.logs.Put(e)
-	if f.agent != nil {
-		f.agent.Line(app, sourceType, instance, []byte(line), time.Unix(0, e.Timestamp))
-	}
-}
-
-// logReaders lets a token of the API read the Log Cache of the apps the API knows,
-// as the CF auth proxy lets a user read the apps CC shows them (the one user sees
-// every app); other sources, such as platform components, are for admins only.
-type logReaders struct{ cc *cc.Server }
-
-var _ logcache.Authorizer = logReaders{}
-
-func (l logReaders) Authenticated(authorization string) bool {
-	return l.cc.Authenticated(authorization)
-}
-
-func (l logReaders) CanRead(authorization, sourceID string) bool {
-	if !l.Authenticated(authorization) {
-		return false
-	}
-	_, ok := l.cc.AppMeta(sourceID)
-	return ok
-}
-
-// LogShipping reports the counters of the shipper, or of the log store under quota
-// (Shipped: the lines it kept); ok is false when logs go to neither.
-func (f *Foundation) LogShipping() (logship.Stats, bool) {
-	switch {
-	case f.shipper != nil:
-		return f.shipper.Stats(), true
-	case f.store != nil:
-		return f.store.Stats(), true
-	}
-	return logship.Stats{}, false
-}
-
 // CellCPU is the CPU time the instances of the cell of an isolation segment have used,
 // from the cell's cgroup (cells.Cells.CellCPU): what a test compares a run's utilisation
 // with.
@@ -647,151 +546,4 @@ func listen(port int, what string) (net.Listener, error) {
 		return nil, fmt.Errorf("%s port %d is taken (is this foundation already running? try: cf-benchmark foundation status): %w", what, port, err)
 	}
 	return ln, nil
-}
-
-// loadSettings reads the settings, or chooses them (free ports, a password, a secret)
-// and saves them on first start.
-func loadSettings(path string) (Settings, error) {
-	var s Settings
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return s, fmt.Errorf("%s is damaged: %w", path, err)
-		}
-		return s, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return s, err
-	}
-	s = Settings{User: "admin", Password: randomHex(12), Secret: randomHex(32), AppsDomain: "apps.localhost"}
-	for _, p := range []*int{&s.APIPort, &s.RouterPort, &s.PostgresPort} {
-		if *p, err = freeport.Loopback(); err != nil {
-			return s, err
-		}
-	}
-	b, _ = json.MarshalIndent(s, "", "  ")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return s, fmt.Errorf("save foundation settings: %w", err)
-	}
-	return s, nil
-}
-
-func hashOf(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:4])
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// runtime runs the API's apps with staging and cells.
-type runtime struct {
-	cells *cells.Cells
-	// scratch is where apps are staged as the instances' user (the instances' dirs'
-	// root, which that user may enter; the state dir is closed to it).
-	scratch string
-	// noIsolation, when set, goes into every instance's stats details, so that a user
-	// reading cf app sees that the figures come from an unisolated machine.
-	noIsolation string
-}
-
-var _ cc.Runtime = (*runtime)(nil)
-
-func newRuntime(c *cells.Cells, scratch string) *runtime {
-	r := &runtime{cells: c, scratch: scratch}
-	if ok, reason := c.Isolation(); !ok {
-		r.noIsolation = "no cgroup isolation: " + reason
-	}
-	return r
-}
-
-func (r *runtime) Stage(ctx context.Context, req cc.StageRequest) (cc.StageResult, error) {
-	res, err := staging.Stage(ctx, staging.Request{PackageZip: req.PackageZip, DropletDir: req.DropletDir, Buildpacks: req.Buildpacks,
-		Command: req.Command, MemoryMB: req.MemoryMB, Env: req.Env, Log: req.Log, User: r.cells.User(), ScratchDir: r.scratch})
-	if errors.Is(err, staging.ErrNotDetected) {
-		err = fmt.Errorf("%w: %w", cc.ErrNoAppDetected, err)
-	}
-	return cc.StageResult{Buildpack: res.Buildpack, BuildpackVersion: res.BuildpackVersion, StartCommand: res.StartCommand,
-		ProcessTypes: res.ProcessTypes}, err
-}
-
-func (r *runtime) Run(s cc.RunSpec) { r.cells.Desire(cellSpec(s)) }
-
-func cellSpec(s cc.RunSpec) cells.ProcessSpec {
-	return cells.ProcessSpec{ProcessGUID: s.ProcessGUID, AppGUID: s.AppGUID, AppName: s.AppName, ProcessType: s.ProcessType,
-		Dir: s.Dir, Command: s.Command, Env: s.Env, Instances: s.Instances, MemoryMB: s.MemoryMB, DiskMB: s.DiskMB,
-		HealthCheck: cells.HealthCheck{Type: s.HealthCheck, Endpoint: s.HealthPath, Timeout: s.Timeout}, IsolationSegment: s.IsolationSegment}
-}
-
-func (r *runtime) Roll(s cc.RunSpec, maxInFlight, from, to int, done func(error)) {
-	ro := r.cells.RollIndexes(cellSpec(s), maxInFlight, from, to)
-	go func() {
-		if err := ro.Err(); !errors.Is(err, cells.ErrClosed) {
-			done(err)
-		}
-	}()
-}
-
-func (r *runtime) Stop(guid string) { r.cells.Remove(guid) }
-
-func (r *runtime) Terminate(guid string, index int) (string, error) {
-	return r.cells.Terminate(guid, index)
-}
-
-func (r *runtime) Instances(guid string) []cc.Instance {
-	var out []cc.Instance
-	now := time.Now()
-	for _, in := range r.cells.Instances(guid) {
-		var uptime time.Duration
-		if in.State == "RUNNING" && !in.Started.IsZero() {
-			uptime = now.Sub(in.Since) // restarts at every state change, as on Diego
-		}
-		details := in.Details
-		if details == "" {
-			details = r.noIsolation
-		}
-		// The stats host is the cell's address, as on Diego, so that co-located
-		// instances can be told apart; the router reaches instances on in.Host.
-		host := in.CellAddr
-		if host == "" {
-			host = in.Host
-		}
-		out = append(out, cc.Instance{Index: in.Index, GUID: in.GUID, State: in.State, Host: host, Port: in.Port, Uptime: uptime,
-			CPU: in.CPU, CPUEntitlement: in.CPUEntitlement, MemBytes: in.MemBytes, DiskBytes: in.DiskBytes, Details: details})
-	}
-	return out
-}
-
-// table resolves the router's hosts through the API's routes to running instances.
-type table struct {
-	cc    *cc.Server
-	cells *cells.Cells
-}
-
-var _ router.Table = (*table)(nil)
-
-func (t *table) Route(host, path string) (router.Route, bool) {
-	app, http2, ok := t.cc.Lookup(host, path)
-	if !ok {
-		return router.Route{}, false
-	}
-	r := router.Route{AppGUID: app, HTTP2: http2}
-	for _, in := range t.cells.Serving(app) { // the web process shares the app's guid
-		if in.State == "RUNNING" {
-			r.Backends = append(r.Backends, router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID})
-		}
-	}
-	return r, true
-}
-
-func (t *table) Instance(app string, index int) (router.Backend, bool) {
-	for _, in := range t.cells.Serving(app) {
-		if in.Index == index && in.State == "RUNNING" {
-			return router.Backend{Addr: net.JoinHostPort(in.Host, strconv.Itoa(in.Port)), Index: in.Index, InstanceGUID: in.GUID}, true
-		}
-	}
-	return router.Backend{}, false
 }

@@ -1,6 +1,10 @@
 package foundation
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
 
@@ -131,4 +136,42 @@ func freshDir(dir string) (string, error) {
 		return "", fmt.Errorf("instance dirs: %w", err)
 	}
 	return dir, nil
+}
+
+// loadSettings reads the settings, or chooses them (free ports, a password, a secret)
+// and saves them on first start.
+func loadSettings(path string) (Settings, error) {
+	var s Settings
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("%s is damaged: %w", path, err)
+		}
+		return s, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return s, err
+	}
+	s = Settings{User: "admin", Password: randomHex(12), Secret: randomHex(32), AppsDomain: "apps.localhost"}
+	for _, p := range []*int{&s.APIPort, &s.RouterPort, &s.PostgresPort} {
+		if *p, err = freeport.Loopback(); err != nil {
+			return s, err
+		}
+	}
+	b, _ = json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return s, fmt.Errorf("save foundation settings: %w", err)
+	}
+	return s, nil
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:4])
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
