@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 const (
@@ -469,66 +467,6 @@ func (d *decoder) stop(s *StopConditions) func(value) {
 			optional("error_rate_above", d.number(&s.ErrorRateAbove, func(x float64) bool { return x > 0 && x <= 1 }, "a fraction greater than 0 and at most 1")),
 			optional("plateau", d.number(&s.Plateau, func(x float64) bool { return x > 0 && x < 1 }, "a fraction between 0 and 1 (exclusive)")),
 		)
-	}
-}
-
-func (d *decoder) checks(c *Checks) func(value) {
-	return func(v value) {
-		share := func(dst *float64) func(value) {
-			return d.number(dst, func(x float64) bool { return x > 0 && x <= 1 }, "a fraction greater than 0 and at most 1")
-		}
-		warn := []CheckLevel{CheckWarn, CheckOff}
-		d.object(v,
-			optional("colocation", enum(d, &c.Colocation, CheckFail, CheckWarn, CheckOff)),
-			optional("generator_saturation", d.check(&c.GeneratorSaturation.Level, warn,
-				optional("send_lag_share", share(&c.GeneratorSaturation.SendLagShare)),
-				optional("send_lag_min", d.duration(&c.GeneratorSaturation.SendLagMin, 0)),
-				optional("cpu_share", share(&c.GeneratorSaturation.CPUShare)))),
-			optional("plateau", d.check(&c.Plateau.Level, warn,
-				optional("served_below", share(&c.Plateau.ServedBelow)),
-				optional("app_cpu_below", d.number(&c.Plateau.AppCPUBelow, func(x float64) bool { return x > 0 }, "cores greater than 0 (1 = one core)")),
-				optional("load_growth_min", share(&c.Plateau.LoadGrowthMin)))),
-			optional("pool_exhaustion", d.check(&c.PoolExhaustion.Level, warn,
-				optional("wait_share", share(&c.PoolExhaustion.WaitShare)),
-				optional("min_wait", d.duration(&c.PoolExhaustion.MinWait, 0)),
-				optional("connections_share", share(&c.PoolExhaustion.ConnectionsShare)))),
-			optional("contention", d.check(&c.Contention.Level, warn,
-				optional("wait_share", share(&c.Contention.WaitShare)),
-				optional("waited_cores", d.number(&c.Contention.WaitedCores, func(x float64) bool { return x > 0 }, "cores greater than 0 (1 = one core)")),
-				optional("cpu_share", share(&c.Contention.CPUShare)))),
-			optional("stall", d.check(&c.Stall.Level, warn,
-				optional("longest", d.duration(&c.Stall.Longest, positive)),
-				optional("omitted_share", share(&c.Stall.OmittedShare)))),
-			optional("coverage", d.check(&c.Coverage.Level, warn,
-				optional("below", share(&c.Coverage.Below)))),
-			optional("layer_order", d.check(&c.LayerOrder.Level, warn,
-				optional("above", share(&c.LayerOrder.Above)))),
-			optional("neighbours", d.check(&c.Neighbours.Level, warn,
-				optional("cpu_above", d.number(&c.Neighbours.CPUAbove, func(x float64) bool { return x > 0 }, "cores greater than 0 (1 = one core)")),
-				optional("except", d.names(&c.Neighbours.Except)))),
-			optional("instance_events", d.check(&c.InstanceEvents, warn)),
-			optional("generator_cpu", d.renamed("generator_saturation")),
-			optional("flat_throughput", d.renamed("plateau")),
-		)
-	}
-}
-
-// check decodes a check: its level alone ("warn"), or a mapping with level and the
-// check's thresholds.
-func (d *decoder) check(level *CheckLevel, levels []CheckLevel, thresholds ...field) func(value) {
-	return func(v value) {
-		if v.node.Kind == yaml.ScalarNode {
-			enum(d, level, levels...)(v)
-			return
-		}
-		d.object(v, append([]field{optional("level", enum(d, level, levels...))}, thresholds...)...)
-	}
-}
-
-// renamed refuses a field that was renamed, saying its new name.
-func (d *decoder) renamed(to string) func(value) {
-	return func(v value) {
-		d.errorf(v, "was renamed to %s (its rule changed: see docs/checks.md)", to)
 	}
 }
 
