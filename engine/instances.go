@@ -329,6 +329,10 @@ var roleWords = map[string]struct{ what, effect string }{
 		"the generators' samples waited in them meanwhile; they are stored when it is back"},
 }
 
+// generatorMoved is what a generator's move does to a step: the evacuated instance
+// sends until its replacement runs, and the replacement joins the step by itself.
+const generatorMoved = "its replacement joined the step while the old instance sent until it stopped, so the step's load was uneven around then: the step is marked in the report"
+
 // InstanceFinding is the finding of an event ev that happened in (or before) step idx
 // (0-based) of a variant, whose window began at start; level is checks.instance_events
 // (nil when off).
@@ -368,7 +372,11 @@ func InstanceFinding(level spec.CheckLevel, ev InstanceEvent, idx int, start tim
 			msg += fmt.Sprintf(" (crash %d in a row)", ev.CrashCount)
 		}
 	}
-	msg += ". " + strings.ToUpper(words.effect[:1]) + words.effect[1:] + "."
+	effect := words.effect
+	if ev.Check == InstanceMovedCheck && ev.Role == InstanceRoleGenerator {
+		effect = generatorMoved
+	}
+	msg += ". " + strings.ToUpper(effect[:1]) + effect[1:] + "."
 	if ev.Check == InstanceOOMCheck && ev.Role == InstanceRoleApp {
 		msg += " Try: more memory for the app (the variant's memory:), or look for what grows under load."
 	}

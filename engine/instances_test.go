@@ -83,7 +83,7 @@ func TestInstanceEventsLandAtTheirStep(t *testing.T) {
 			"APP/PROC/WEB: Exited with status 137 (out of memory)", InstanceRoleApp, 1, 1},
 		{"moved generator", platform.AuditEvent{GUID: "e3", Type: platform.EventRescheduling, AppGUID: "gen-1", Index: 2, Instance: "g2", Reason: "Cell is being evacuated",
 			CellID: "cell-a", Created: at(2, 3*time.Second)},
-			InstanceMovedCheck, 2, []string{"instance 2 of study-gen-fast (a generator app) was moved to another cell 3s into step 3", "Cell is being evacuated", "load dipped"},
+			InstanceMovedCheck, 2, []string{"instance 2 of study-gen-fast (a generator app) was moved to another cell 3s into step 3", "Cell is being evacuated", "replacement joined the step"},
 			"Cell is being evacuated", InstanceRoleGenerator, 2, 1},
 		{"restarted tunnel", platform.AuditEvent{GUID: "e4", Type: platform.EventTerminateInstance, AppGUID: "tun-1", Index: 0, Created: at(0, 10*time.Second)},
 			InstanceRestartedCheck, 0, []string{"instance 0 of study-tunnel (the tunnel app, the run's way to the results database) was restarted 10s into step 1", "through the Cloud Controller API"},
