@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,9 @@ import (
 const benchServerEnv = "LOADGEN_BENCH_SERVER"
 
 func TestMain(m *testing.M) {
+	if d, err := time.ParseDuration(os.Getenv("LOADGEN_MIN_TICK")); err == nil {
+		minTick = d
+	}
 	if os.Getenv(benchServerEnv) != "" {
 		benchServerMain()
 		return
@@ -185,7 +189,10 @@ func BenchmarkClosedLoop(b *testing.B) {
 // meaningless (the rate sets it), cpu-ns/req is what counts.
 func BenchmarkOpenLoop(b *testing.B) {
 	addr := benchServer(b)
-	const rate = 20000.0
+	rate := 20000.0
+	if r, err := strconv.ParseFloat(os.Getenv("LOADGEN_BENCH_RATE"), 64); err == nil {
+		rate = r
+	}
 	for _, client := range clients {
 		b.Run(client, func(b *testing.B) {
 			cfg := benchConfig(b, addr)

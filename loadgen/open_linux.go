@@ -51,6 +51,13 @@ const loopReadBuf = 8 << 10
 // at most this, so that it notices a stop, a new rate and timeouts in time.
 const maxTick = 5 * time.Millisecond
 
+// minTick is the shortest: slots closer together (above 10,000 req/s) go out in the
+// same tick, each timed from its own slot, its lateness (under 100 µs) counted as send
+// lag. Measured (BenchmarkOpenLoop, 20,000 req/s, a busy machine): a tick per slot
+// cost 33–36 µs of CPU per request, 100 µs ticks 24–25 µs; the send lag of a tick per
+// slot is 60–100 µs on average already, the wake-up's.
+var minTick = 100 * time.Microsecond
+
 // loopConn is one connection of the loop: a socket the loop owns (not in Go's poller)
 // and the request it carries, if any.
 type loopConn struct {
@@ -300,7 +307,12 @@ func (l *openLoop) kick() {
 // pace_linux.go). Where Go's poller cannot wait on an epoll, it waits in epoll_wait
 // for at most 1 ms.
 func (l *openLoop) park(next time.Time) {
-	if next != l.deadline {
+	// To the next whole millisecond: a new deadline per tick costs more than the
+	// wake-up it would bring forward when the P is busy.
+	if !next.IsZero() {
+		next = next.Truncate(time.Millisecond).Add(time.Millisecond)
+	}
+	if !next.Equal(l.deadline) {
 		l.deadline = next
 		l.wakeF.SetReadDeadline(next)
 	}
@@ -419,7 +431,7 @@ func (l *openLoop) run() {
 				interval := time.Duration(float64(time.Second) / rate)
 				if rate != l.armed {
 					l.armed = rate
-					l.tick = interval
+					l.tick = max(interval, minTick)
 					if interval > maxTick {
 						l.tick = interval / time.Duration((interval+maxTick-1)/maxTick)
 					}
