@@ -126,12 +126,14 @@ func benchServer(b *testing.B) string {
 type countingRecorder struct {
 	mu     sync.Mutex
 	n      int
+	lag    int64 // µs, the sum of the samples' send lag
 	failed atomic.Int64
 }
 
 func (r *countingRecorder) Add(s sample.Sample) {
 	r.mu.Lock()
 	r.n++
+	r.lag += int64(s.StartDelayUS)
 	r.mu.Unlock()
 	if s.Failed() {
 		r.failed.Add(1)
@@ -220,6 +222,7 @@ func BenchmarkOpenLoop(b *testing.B) {
 			}
 			reportCPU(b, cpu, rec)
 			b.ReportMetric(float64(g.Missed()), "missed")
+			b.ReportMetric(float64(rec.lag)/float64(max(rec.n, 1)), "lag-mean-µs")
 		})
 	}
 }
