@@ -138,6 +138,10 @@ type RouterLogPull struct {
 	Coverage []resultsdb.Coverage
 }
 
+// FromDrain reports whether the lines came from the run's drain as they arrived (no
+// pull: counters of what the drain stored).
+func (p *RouterLogPull) FromDrain() bool { return p.Source == drain.Source }
+
 // PullRouterLogs opens the run's router log source with open and pulls it into the store
 // (CollectRouterLogs), then computes and stores the coverage and latency decomposition
 // per step (resultsdb.Store.ComputeRouterMetrics). When the pull fails part-way it returns

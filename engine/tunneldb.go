@@ -50,6 +50,28 @@ func OpenThroughTunnel(ctx context.Context, cc tunnel.ClientConfig, dsn string) 
 	return store, func() { store.Close(); stop() }, nil
 }
 
+// TunnelServer is a tunnel app as a user names it: its URL, the Host header to reach it
+// through a router (or ""), its user:password and its key's fingerprint.
+type TunnelServer struct {
+	URL, Host, Auth, Fingerprint string
+}
+
+// OpenTunnelStore opens the results database dsn names through the tunnel app t, as
+// OpenThroughTunnel does; when the app refuses the tunnel, the error says what to try.
+func OpenTunnelStore(ctx context.Context, t TunnelServer, dsn string, log *slog.Logger) (store *resultsdb.Store, close func(), err error) {
+	cc := tunnel.ClientConfig{Server: t.URL, Host: t.Host, Auth: t.Auth, Fingerprint: t.Fingerprint, Logger: log}
+	store, close, err = OpenThroughTunnel(ctx, cc, dsn)
+	switch {
+	case errors.Is(err, tunnel.ErrFingerprint):
+		err = fmt.Errorf("%w\nTry: cf logs cfbench-tunnel --recent | grep fingerprint (the app logs it at start)", err)
+	case errors.Is(err, tunnel.ErrAuth):
+		err = fmt.Errorf("%w\nTry: the user:password the tunnel app was started with (cf env cfbench-tunnel: CFBENCH_TUNNEL_AUTH)", err)
+	case errors.Is(err, tunnel.ErrDenied):
+		err = fmt.Errorf("%w\nTry: --db with the host and port of the tunnel app's binding (cf env cfbench-tunnel)", err)
+	}
+	return store, close, err
+}
+
 // Access is how to reach a run's results database on a Cloud Foundry again: the tunnel
 // app and the service instance it is bound to. It holds no secrets: the tunnel's
 // credentials are read from the app's environment when needed.

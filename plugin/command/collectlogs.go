@@ -39,7 +39,7 @@ var collectLogsCmd = &Command{
 			if sp.Collectors.RouterLogs == nil {
 				return usagef("the spec of run %s has no collectors.router_logs: give a spec that has, with -f FILE", runID)
 			}
-			pull, err := engine.PullRouterLogs(ctx, store, run, sp.Collectors.RouterLogs, logSource(env, logger), logger)
+			pull, err := engine.PullRouterLogs(ctx, store, run, sp.Collectors.RouterLogs, engine.LogSources(env.Getenv, logger), logger)
 			if pull == nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/drain"
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -117,7 +116,7 @@ func routerLogsFailed(env *Env, o *engine.Outcome) {
 // printRouterLogs prints what a pull of router logs did and the coverage per step.
 func printRouterLogs(env *Env, runID string, rp *engine.RouterLogPull) {
 	p := rp.Collection.Pull
-	if rp.Source == drain.Source {
+	if rp.FromDrain() {
 		fmt.Fprintf(env.Stdout, "router logs of run %s from its drain (every line as it came, no pull): %d router lines, %d requests of this run stored, %d of other clients, %d unparseable",
 			runID, p.Retrieved, p.Stored, p.Foreign, p.Unparseable)
 	} else {

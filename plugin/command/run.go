@@ -55,7 +55,7 @@ var runCmd = &Command{
 				return err
 			}
 			logger := env.logger()
-			cfg := engine.SessionConfig{Pushed: pushed, LogSource: logSource(env, logger), Logger: logger,
+			cfg := engine.SessionConfig{Pushed: pushed, LogSource: engine.LogSources(env.Getenv, logger), Logger: logger,
 				LookupEnv: env.lookupEnv, SpillDir: filepath.Join(db.stateDir, "spill")}
 			rec := &recording{dir: db.stateDir, log: logger, rec: statedir.Record{Name: sp.Name, Spec: *file, DB: statedir.DBCF}}
 			if sp.Landscape != nil {

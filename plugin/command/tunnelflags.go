@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 
-	"github.com/cf-benchmark/cf-benchmark/dbaccess/tunnel"
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -45,17 +43,10 @@ func (t *tunnelFlags) openThrough(ctx context.Context, env *Env, db *dbFlags, lo
 	case fingerprint == "":
 		return nil, nil, usagef("--tunnel needs the tunnel app's key fingerprint in --tunnel-fingerprint (or CFBENCH_TUNNEL_FINGERPRINT): the app logs it at start")
 	}
-	cc := tunnel.ClientConfig{Server: t.url, Host: t.host, Auth: auth, Fingerprint: fingerprint, Logger: log}
-	store, close, err := engine.OpenThroughTunnel(ctx, cc, dsn)
-	switch {
-	case errors.Is(err, engine.ErrTunnelConfig):
+	srv := engine.TunnelServer{URL: t.url, Host: t.host, Auth: auth, Fingerprint: fingerprint}
+	store, close, err := engine.OpenTunnelStore(ctx, srv, dsn, log)
+	if errors.Is(err, engine.ErrTunnelConfig) {
 		err = usagef("%v", err)
-	case errors.Is(err, tunnel.ErrFingerprint):
-		err = fmt.Errorf("%w\nTry: cf logs cfbench-tunnel --recent | grep fingerprint (the app logs it at start)", err)
-	case errors.Is(err, tunnel.ErrAuth):
-		err = fmt.Errorf("%w\nTry: the user:password the tunnel app was started with (cf env cfbench-tunnel: CFBENCH_TUNNEL_AUTH)", err)
-	case errors.Is(err, tunnel.ErrDenied):
-		err = fmt.Errorf("%w\nTry: --db with the host and port of the tunnel app's binding (cf env cfbench-tunnel)", err)
 	}
 	return store, close, err
 }
