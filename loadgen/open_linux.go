@@ -90,7 +90,7 @@ type openLoop struct {
 	rng *rand.Rand
 
 	wake  int      // epoll of the timer and the eventfd, in Go's poller through wakeF
-	socks int      // epoll of the sockets (level-triggered)
+	socks int      // epoll of the sockets, edge-triggered: a recv takes all there is (finishSlow what overflows)
 	wakeF *os.File // wake, for parking
 	rc    syscall.RawConn
 	timer int
@@ -569,7 +569,7 @@ func (l *openLoop) adopt(c *loopConn) bool {
 		c.idx = len(l.conns)
 		l.conns = append(l.conns, c)
 	}
-	if err := unix.EpollCtl(l.socks, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP,
+	if err := unix.EpollCtl(l.socks, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET,
 		Fd: int32(c.idx)}); err != nil {
 		l.conns[c.idx] = nil
 		l.free = append(l.free, c.idx)
