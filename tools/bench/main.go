@@ -24,8 +24,11 @@ import (
 )
 
 const example = `
-Example (a quick trial, about 3 minutes once the tools are installed):
-  go run ./tools/bench -seconds 3 -repeat 1 -open-seconds 2
+Examples:
+  # a quick trial, a few minutes once the tools are installed
+  go run ./tools/bench -seconds 3 -repeat 1 -open-seconds 3 -open-probes 5
+  # this build against the one before, paired, with the peers of issue 50
+  go run ./tools/bench -only "wrk oha oha-db cf-benchmark cf-benchmark-baseline" -baseline /tmp/cf-benchmark-before
 `
 
 func main() {
@@ -38,8 +41,8 @@ func main() {
 	seconds := fs.Int("seconds", 10, "length of one closed-loop run, seconds")
 	repeat := fs.Int("repeat", 3, "closed-loop runs and open-loop searches per generator (interleaved); the report gives medians and min–max")
 	conns := fs.Int("connections", 64, "connections, users, VUs or workers of every generator")
-	openStart := fs.Int("open-start", 5000, "first open-loop rate probed, requests/s")
-	probes := fs.Int("open-probes", 8, "open-loop probes per generator")
+	openStart := fs.Int("open-start", 10000, "first open-loop rate probed, requests/s")
+	probes := fs.Int("open-probes", 7, "open-loop probes per generator")
 	openSeconds := fs.Int("open-seconds", 10, "length of one open-loop probe, seconds")
 	openP99 := fs.Duration("open-p99", 10*time.Millisecond, "a rate holds when its p99 stays under this and drift under 1%")
 	only := fs.String("only", "", "space-separated subset of: wrk oha oha-db hey vegeta k6 cf-benchmark cf-benchmark-baseline (oha-db: oha with --db-url, storing every request in SQLite)")

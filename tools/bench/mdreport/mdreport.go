@@ -170,9 +170,9 @@ func (r *Report) Write(w io.Writer) error {
 	p("- cf-benchmark's Postgres (private, package pgserver) runs on core %d beside nginx, so core %d measures only generator work; it also means nginx shares its core with the ingestion while our tool runs, which lowers our req/s (not our req per CPU-s).",
 		r.TargetCore, r.GenCore)
 	if len(r.Fixed) > 0 {
-		var cpu []float64
+		var cpu, rss []float64
 		for _, f := range r.Fixed {
-			cpu = append(cpu, f.CPU.Seconds())
+			cpu, rss = append(cpu, f.CPU.Seconds()), append(rss, float64(f.RSS)/(1<<20))
 		}
 		fixed := statOf(cpu)
 		share := ""
@@ -181,8 +181,8 @@ func (r *Report) Write(w io.Writer) error {
 				share = fmt.Sprintf(", %.1f%% of the median CPU of its closed-loop run (%.2f s)", 100*fixed.med/median(c.cpu), median(c.cpu))
 			}
 		}
-		p("- cf-benchmark's fixed cost per run (start-up, migrations, summary queries, export, HTML report; measured as a run of 1 s at 1 req/s, %d times): %s CPU-s%s. It is counted in every cf-benchmark figure below.",
-			len(r.Fixed), fixed.format(func(v float64) string { return fmt.Sprintf("%.2f", v) }), share)
+		p("- cf-benchmark's fixed cost per run (start-up, migrations, summary queries, export, HTML report; measured as a run of 1 s at 1 req/s, %d times): %s CPU-s%s, peak RSS %s MB. It is counted in every cf-benchmark figure below.",
+			len(r.Fixed), fixed.format(func(v float64) string { return fmt.Sprintf("%.2f", v) }), share, statOf(rss).format(mb))
 	}
 	busy := ""
 	if r.Measured > 0 && r.Foreign.Seconds() > busyShare*r.Measured.Seconds() {
