@@ -5,7 +5,12 @@ package loadgen
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
+
+// minTick is the Linux event loop's shortest tick; the benchmarks' TestMain sets it
+// from LOADGEN_MIN_TICK on every OS, and nothing reads it here.
+var minTick = 100 * time.Microsecond
 
 // Elsewhere the open loop runs on a scheduler goroutine and senders (RunOpen); the
 // event loop is Linux's (open_linux.go).
