@@ -379,6 +379,10 @@ func (l *openLoop) runClosed(users int) {
 		if l.inFlight == 0 {
 			return
 		}
+		// Let the sample writer and the rest run now: a loop that never parks keeps
+		// them waiting in the run queue, and then the runtime takes the P away from
+		// the loop's next system call to run them on another thread.
+		runtime.Gosched()
 		if now := time.Now(); now.After(l.nextExpire) {
 			l.nextExpire = now.Add(10 * time.Millisecond)
 			l.expire(now)
