@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"os/signal"
+	"strconv"
 	"syscall"
 )
 
