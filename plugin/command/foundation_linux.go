@@ -6,14 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
-	"github.com/cf-benchmark/cf-benchmark/foundation/cc"
-	"github.com/cf-benchmark/cf-benchmark/foundation/cells"
-	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
-	"github.com/cf-benchmark/cf-benchmark/foundation/logship"
 )
 
 // foundationCmd runs the local foundation. It is a command of the standalone CLI only:
@@ -34,8 +29,8 @@ var foundationCmd = &Command{
 		esURL := fs.String("es-url", "", "start: ship router access-log lines to this Elasticsearch, shaped as CF's Logstash pipeline shapes them (default $"+esURLEnv+"; a URL with user:password is better given there, off the command line)")
 		quotaFlag := fs.String("log-quota", "", "start: keep at most N router lines per window, like hosted logging (e.g. 1000/1h), in Elasticsearch (--es-url) or else in STATE-DIR/"+foundation.LogStoreFile+"; the rest are dropped and counted")
 		cellsFlag := fs.String("cells", "", "start: cells (isolation segments) and their CPUs, e.g. apps=0,loadgen=1 or apps=0-3,loadgen=4-7 (default: the CPUs split in two)")
-		accessTTL := fs.Duration("access-token-ttl", cc.DefaultAccessTokenTTL, "start: how long an access token lives, as UAA's access_token_validity (cf-deployment's cf client: 20m); the cf CLI refreshes when less than a minute is left")
-		refreshTTL := fs.Duration("refresh-token-ttl", cc.DefaultRefreshTokenTTL, "start: how long a refresh token lives, as UAA's refresh_token_validity (cf-deployment's cf client: 720h)")
+		accessTTL := fs.Duration("access-token-ttl", foundation.DefaultAccessTokenTTL, "start: how long an access token lives, as UAA's access_token_validity (cf-deployment's cf client: 20m); the cf CLI refreshes when less than a minute is left")
+		refreshTTL := fs.Duration("refresh-token-ttl", foundation.DefaultRefreshTokenTTL, "start: how long a refresh token lives, as UAA's refresh_token_validity (cf-deployment's cf client: 720h)")
 		rateLimit := fs.String("rate-limit", "", "start: turn on CC's rate limiter: N requests per user per interval, e.g. 2000/60m (CC's general_limit and reset_interval_in_minutes); off by default, as in CC")
 		rateLimitAdmins := fs.Bool("rate-limit-admins", false, "start: count the admin's requests too (CC exempts admins, and the foundation's one user is its admin)")
 		platformFlag := fs.String("platform-cpus", "", "start: CPUs the foundation's own work (API, router, staging, services' Postgres) runs on, e.g. 1 or 2-3, or any (default: those of no apps cell, as a CF's routers are not its cells)")
@@ -59,25 +54,9 @@ var foundationCmd = &Command{
 				}
 				cfg := foundation.Config{StateDir: *dir, ESURL: *esURL, StatsInterval: *metrics,
 					AccessTokenTTL: *accessTTL, RefreshTokenTTL: *refreshTTL, RateLimitAdmins: *rateLimitAdmins}
-				limit, err := cc.ParseRateLimit(*rateLimit)
-				if err != nil {
-					return usagef("--rate-limit: %v", err)
-				}
-				cfg.RateLimit, cfg.RateLimitInterval = limit.Limit, limit.Interval
-				if cfg.Cells, err = cells.ParseCells(*cellsFlag); err != nil {
-					return usagef("--cells: %v", err)
-				}
-				switch *platformFlag {
-				case "":
-					cfg.PlatformCPUs = foundation.AppsFreeCPUs(cfg.Cells, runtime.NumCPU())
-				case "any":
-				default:
-					if cfg.PlatformCPUs, err = cgroup.ParseCPUList(*platformFlag); err != nil {
-						return usagef("--platform-cpus: %v", err)
-					}
-				}
-				if cfg.LogQuota, cfg.LogQuotaWindow, err = logship.ParseQuota(*quotaFlag); err != nil {
-					return usagef("--log-quota: %v", err)
+				set := foundation.StartFlags{RateLimit: *rateLimit, Cells: *cellsFlag, PlatformCPUs: *platformFlag, LogQuota: *quotaFlag}
+				if err := set.Apply(&cfg); err != nil {
+					return usagef("%v", err)
 				}
 				if !*detach {
 					return serveFoundation(ctx, env, cfg)
