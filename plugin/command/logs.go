@@ -6,29 +6,26 @@ import (
 	"flag"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/collectors/routerlogs/accesslog"
+	"github.com/cf-benchmark/cf-benchmark/engine"
 )
 
 var logsCmd = &Command{
 	Name:        "logs",
 	PluginName:  "benchmark-logs",
-	Synopsis:    "parse [--format " + strings.Join(accesslog.Formats(), "|") + "] < ACCESS_LOG",
+	Synopsis:    "parse [--format " + strings.Join(engine.AccessLogFormats(), "|") + "] < ACCESS_LOG",
 	Summary:     "Parse access-log lines (gorouter, also from cf logs or a syslog drain; Apache common/combined) from stdin into JSON lines",
 	ExampleArgs: "logs parse --format gorouter < access.log",
 	Flags: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
-		format := fs.String("format", string(accesslog.Gorouter), "log format of the input: "+strings.Join(accesslog.Formats(), ", "))
+		format := fs.String("format", engine.DefaultAccessLogFormat, "log format of the input: "+strings.Join(engine.AccessLogFormats(), ", "))
 		return func(ctx context.Context, env *Env, args []string) error {
 			if len(args) != 1 || args[0] != "parse" {
 				return usagef("give the subcommand: parse")
 			}
-			parse, err := accesslog.Parser(*format)
-			if err != nil {
-				return usagef("--format %q: want one of %s", *format, strings.Join(accesslog.Formats(), ", "))
+			err := engine.ParseAccessLogs(ctx, *format, env.Stdin, env.Stdout, env.Stderr)
+			if errors.Is(err, engine.ErrLogFormat) {
+				return usagef("--format %q: want one of %s", *format, strings.Join(engine.AccessLogFormats(), ", "))
 			}
-			if env.Stdin == nil {
-				return errors.New("no standard input to read")
-			}
-			return parseLogs(ctx, env, parse)
+			return err
 		}
 	},
 }
