@@ -1,15 +1,13 @@
 package command
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/netip"
-	"net/url"
+	neturl "net/url"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/report/dashboard"
+	"github.com/cf-benchmark/cf-benchmark/engine"
 )
 
 // dashboardFlag is --dashboard [ADDR]: a flag without a value (a free port on
@@ -42,50 +40,49 @@ func (d *dashboardFlag) Set(v string) error {
 // IsBoolFlag lets --dashboard stand without a value.
 func (d *dashboardFlag) IsBoolFlag() bool { return true }
 
-// take checks the address asked for and returns args without it when it was given as
-// the argument after a bare --dashboard: the first of args that isRunID (nil: none)
-// does not claim.
-func (d *dashboardFlag) take(args []string, isRunID func(string) bool) ([]string, error) {
-	if !d.given {
-		return args, nil
+// take returns args without the address when it was given as the argument after a
+// bare --dashboard: the first of args that isRunID (nil: none) does not claim.
+// engine.NewWatch checks the address.
+func (d *dashboardFlag) take(args []string, isRunID func(string) bool) []string {
+	if !d.given || d.addr != "" {
+		return args
 	}
-	if d.addr == "" {
-		for i, a := range args {
-			if isRunID == nil || !isRunID(a) {
-				d.addr = a
-				args = append(args[:i:i], args[i+1:]...)
-				break
-			}
+	for i, a := range args {
+		if isRunID == nil || !isRunID(a) {
+			d.addr = a
+			return append(args[:i:i], args[i+1:]...)
 		}
 	}
-	addr, err := dashboard.ListenAddr(d.addr)
+	return args
+}
+
+// watch is the dashboard asked for, and the metrics (--metrics, "" for none).
+func (d *dashboardFlag) watch(metrics string) (*engine.Watch, error) {
+	w, err := engine.NewWatch(engine.WatchOptions{Dashboard: d.given, DashboardAddr: d.addr, Metrics: metrics})
 	if err != nil {
-		return nil, usagef("--dashboard: %v", err)
+		return nil, usagef("%v", err)
 	}
-	d.addr = addr
-	return args, nil
+	return w, nil
 }
 
-// start starts the dashboard when asked for (after take); nil when not.
-func (d *dashboardFlag) start(ctx context.Context, log *slog.Logger) (*dashboard.Server, error) {
-	if !d.given {
-		return nil, nil
-	}
-	srv := dashboard.New(dashboard.Config{Addr: d.addr, Logger: log})
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	return srv, nil
-}
-
-// printDashboard says where the dashboard is, for people (JSON carries it in the
-// started event).
-func printDashboard(env *Env, srv *dashboard.Server) {
+// printDashboard says where the dashboard at url is, for people (JSON carries it in
+// the started event).
+func printDashboard(env *Env, url string) {
 	hint := ""
-	if u, err := url.Parse(srv.URL()); err == nil {
+	if u, err := neturl.Parse(url); err == nil {
 		if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && ip.IsUnspecified() {
 			hint = ", on every interface: open it with this machine's address"
 		}
 	}
-	fmt.Fprintf(env.Stdout, "dashboard: %s (live until the run ends, then its report%s)\n", srv.URL(), hint)
+	fmt.Fprintf(env.Stdout, "dashboard: %s (live until the run ends, then its report%s)\n", url, hint)
+}
+
+// printMetrics says where the metrics go, for people (JSON carries it in the started
+// event).
+func printMetrics(env *Env, where, kind string) {
+	if kind == "prometheus" {
+		fmt.Fprintf(env.Stdout, "metrics: %s (Prometheus; live until the run ends, then its report's figures)\n", where)
+		return
+	}
+	fmt.Fprintf(env.Stdout, "metrics: pushed to %s (OTLP; live until the run ends, then its report's figures)\n", where)
 }

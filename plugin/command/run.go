@@ -32,14 +32,12 @@ var runCmd = &Command{
 		cff.register(fs)
 		var dash dashboardFlag
 		dash.register(fs)
-		var met metricsFlag
-		met.register(fs)
+		met := fs.String("metrics", "", "publish the run's figures as it goes: prometheus[:ADDR] serves them for scraping at http://ADDR/metrics "+
+			"(default 127.0.0.1 and a free port, printed), otlp=URL pushes them to an OTLP/HTTP receiver every 10 s; the report's own numbers, then its final ones")
 		return func(ctx context.Context, env *Env, args []string) error {
-			args, err := dash.take(args, nil)
+			args = dash.take(args, nil)
+			watch, err := dash.watch(*met)
 			if err != nil {
-				return err
-			}
-			if err := met.parse(); err != nil {
 				return err
 			}
 			if *file == "" || len(args) > 0 {
@@ -74,45 +72,26 @@ var runCmd = &Command{
 				}
 			}
 			// The dashboard and the metrics outlive an interrupt: the export and the report still come.
-			srv, err := dash.start(context.WithoutCancel(ctx), logger)
-			if err != nil {
+			if err := watch.Start(context.WithoutCancel(ctx), logger); err != nil {
 				return err
 			}
-			w := &watching{SessionReporter: rec, store: cfg.Store}
-			if srv != nil {
-				defer srv.Close()
-				w.to = append(w.to, srv)
-			}
-			out, err := met.start(context.WithoutCancel(ctx), logger)
-			if err != nil {
-				return err
-			}
-			if out != nil {
-				defer out.Close()
-				w.to = append(w.to, out)
-			}
+			defer watch.Close()
+			dashURL := watch.DashboardURL()
+			where, kind := watch.Metrics()
 			rec.SessionReporter = &textReporter{env: env}
 			if *asJSON {
 				jr := newJSONReporter(env)
-				if srv != nil {
-					jr.dashboard = srv.URL()
-				}
-				if out != nil {
-					jr.metrics = out.Where()
-				}
+				jr.dashboard, jr.metrics = dashURL, where
 				rec.SessionReporter = jr
 			} else {
-				if srv != nil {
-					printDashboard(env, srv)
+				if dashURL != "" {
+					printDashboard(env, dashURL)
 				}
-				if out != nil {
-					met.print(env, out)
+				if where != "" {
+					printMetrics(env, where, kind)
 				}
 			}
-			cfg.Reporter = rec
-			if len(w.to) > 0 {
-				cfg.Reporter = w
-			}
+			cfg.Reporter = watch.Reporter(rec, cfg.Store)
 			o, err := engine.RunSession(ctx, sp, string(text), cfg)
 			if cfg.CF != nil && !*asJSON {
 				fmt.Fprintln(env.Stdout, cfg.CF.Requests()) // CC requests: N (X/min; budget: …)

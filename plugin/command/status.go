@@ -31,7 +31,8 @@ var statusCmd = &Command{
 		var dash dashboardFlag
 		dash.register(fs)
 		return func(ctx context.Context, env *Env, args []string) error {
-			args, err := dash.take(args, resultsdb.ValidRunID)
+			args = dash.take(args, resultsdb.ValidRunID)
+			watch, err := dash.watch("")
 			if err != nil {
 				return err
 			}
@@ -52,7 +53,7 @@ var statusCmd = &Command{
 			// A run whose process died stays "running" until someone looks: this is it.
 			engine.AbortDeadRuns(ctx, store, rf.scaleDown(env, runID), func(msg string) { fmt.Fprintln(env.Stdout, msg) }, logger)
 			if dash.given {
-				return followRun(ctx, env, store, runID, &dash, logger)
+				return followRun(ctx, env, store, runID, watch, logger)
 			}
 			return printStatus(ctx, env, store, runID)
 		}
@@ -161,7 +162,7 @@ func printExported(env *Env, dir string, m *export.Manifest, dbErr error) {
 
 // followRun serves the dashboard of run id, under way in another process, until it
 // ends (the page then shows its report) or the user stops watching.
-func followRun(ctx context.Context, env *Env, store *resultsdb.Store, id string, dash *dashboardFlag, log *slog.Logger) error {
+func followRun(ctx context.Context, env *Env, store *resultsdb.Store, id string, watch *engine.Watch, log *slog.Logger) error {
 	run, err := store.GetRun(ctx, id)
 	if err != nil {
 		return err
@@ -170,13 +171,12 @@ func followRun(ctx context.Context, env *Env, store *resultsdb.Store, id string,
 		fmt.Fprintf(env.Stdout, "run %s is %s: nothing live to show.\nTry: %s %s --format html -o report.html\n", id, run.Status, env.command("report"), id)
 		return nil
 	}
-	srv, err := dash.start(ctx, log)
-	if err != nil {
+	if err := watch.Start(ctx, log); err != nil {
 		return err
 	}
-	defer srv.Close()
-	printDashboard(env, srv)
-	if err := srv.Follow(ctx, store, id); err != nil {
+	defer watch.Close()
+	printDashboard(env, watch.DashboardURL())
+	if err := watch.Follow(ctx, store, id); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(env.Stdout, "stopped watching; run %s goes on\n", id)
 			return nil
