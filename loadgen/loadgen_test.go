@@ -460,3 +460,40 @@ func TestOpenLoopTimesOutRequests(t *testing.T) {
 		})
 	}
 }
+
+// A request body larger than the socket takes at once is sent whole: the event loop
+// finishes the write on a goroutine.
+func TestOpenLoopSendsLargeBodies(t *testing.T) {
+	body := []byte(strings.Repeat("b", 8<<20))
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n, _ := io.Copy(io.Discard, r.Body)
+				if n != int64(len(body)) {
+					w.WriteHeader(http.StatusBadRequest)
+				}
+			}))
+			defer srv.Close()
+			u, _ := url.Parse(srv.URL)
+			rec := &collector{}
+			g, err := New(Config{Target: u, Requests: []Request{{Method: "POST", Path: "/", Body: body, Weight: 1}}, Model: Open, Rate: 20,
+				MaxInFlight: 4, KeepAlive: true, Timeout: 10 * time.Second, Epoch: time.Now()}, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			useClient(t, g, client)
+			start := time.Now()
+			g.Run(context.Background(), Phase{Start: start, End: start.Add(200 * time.Millisecond)})
+			if got := uint64(len(rec.s)) + g.Missed(); got != 4 {
+				t.Fatalf("%d samples and %d missed, want the phase's 4 slots", len(rec.s), g.Missed())
+			}
+			for _, s := range rec.s {
+				if s.Status != 200 || s.Err != sample.ErrNone {
+					t.Fatalf("sample %+v, want 200: the server got the whole body", s)
+				}
+			}
+		})
+	}
+}

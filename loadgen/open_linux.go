@@ -905,8 +905,13 @@ func (l *openLoop) finishSlow(c *loopConn, written int) {
 	go func() {
 		var err error
 		if written >= 0 {
-			rest := append(c.buf[written:len(c.buf):len(c.buf)], r.Body()...)
-			err = c.writeAll(rest)
+			if written < len(c.buf) {
+				err = c.writeAll(c.buf[written:])
+				written = len(c.buf)
+			}
+			if err == nil {
+				err = c.writeAll(r.Body()[written-len(c.buf):])
+			}
 		}
 		var resp h1.Response
 		keep := false
