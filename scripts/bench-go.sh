@@ -29,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${BENCH_GO_COUNT:-5}
-OUT=${BENCH_GO_OUT:-bench/go-latest.md}
+OUT=${BENCH_GO_OUT:-tools/bench/go-latest.md}
 GO=${GO:-go}
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
