@@ -15,6 +15,7 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -177,7 +178,7 @@ func passwordToken(t *testing.T, info foundation.Info) platform.Token {
 	req, _ := http.NewRequest(http.MethodPost, info.APIURL+"/oauth/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("cf", "")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

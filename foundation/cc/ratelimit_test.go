@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 )
 
 // TestRateLimitRemaining: X-RateLimit-Remaining is CC's estimate, what is left rounded
@@ -132,7 +134,7 @@ func TestRateLimiter(t *testing.T) {
 	// Another client, behind the same proxy: X-Forwarded-For.
 	req, _ := http.NewRequest("GET", e.http.URL+"/v3/apps", nil)
 	req.Header.Set("X-Forwarded-For", "10.0.0.7, 127.0.0.1")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/collectors/logcache"
 	"github.com/cf-benchmark/cf-benchmark/foundation"
 	"github.com/cf-benchmark/cf-benchmark/foundation/testfoundation"
+	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -22,7 +23,7 @@ import (
 // writes the cf CLI's config.json in home, as cf CLI v8 writes it.
 func loginAsTheCFCLI(t *testing.T, info foundation.Info, home string) []byte {
 	t.Helper()
-	resp, err := http.Get(info.APIURL + "/")
+	resp, err := testhttp.Client.Get(info.APIURL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func loginAsTheCFCLI(t *testing.T, info foundation.Info, home string) []byte {
 	req, _ := http.NewRequest(http.MethodPost, uaa+"/oauth/token", bytes.NewBufferString(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("cf", "")
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = testhttp.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
