@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/backoff"
@@ -53,6 +54,16 @@ type Manifest struct {
 	SchemaVersion int        `json:"schema_version"`
 	Exported      time.Time  `json:"exported_at"`
 	Files         []File     `json:"files"`
+}
+
+// RowCounts says how many rows each table's file holds: "runs 1, requests 1200, …", in
+// the order of Files.
+func (m *Manifest) RowCounts() string {
+	var parts []string
+	for _, f := range m.Files {
+		parts = append(parts, fmt.Sprintf("%s %d", f.Table, f.Rows))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Options tune ExportWith; the zero value exports every table and resumes after lost

@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/export"
+	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -26,7 +26,7 @@ var exportCmd = &Command{
 		var cff cfFlags
 		cff.register(fs)
 		dir := fs.String("dir", "", "output directory (default results/RUN_ID)")
-		tables := fs.String("tables", "", "comma-separated tables to export (default all: "+strings.Join(export.Tables, ",")+")")
+		tables := fs.String("tables", "", "comma-separated tables to export (default all: "+strings.Join(engine.ExportTables(), ",")+")")
 		return func(ctx context.Context, env *Env, args []string) error {
 			if len(args) != 1 {
 				return usagef("give exactly one RUN_ID")
@@ -68,22 +68,17 @@ var exportCmd = &Command{
 				return err
 			}
 			defer closeDB()
-			// A connection lost mid-table (the tunnel app restarting, a flaky network)
-			// is resumed after the last whole row; the files come out the same.
-			m, err := export.ExportWith(ctx, store, runID, out, export.Options{Tables: list, Logger: logger})
+			m, err := engine.ExportRun(ctx, store, runID, out, list, logger)
 			if err != nil {
 				return err
 			}
-			printExport(env, out, m)
+			printExport(env, out, m.RunID, m.RowCounts())
 			return nil
 		}
 	},
 }
 
-func printExport(env *Env, dir string, m *export.Manifest) {
-	var parts []string
-	for _, f := range m.Files {
-		parts = append(parts, fmt.Sprintf("%s %d", f.Table, f.Rows))
-	}
-	fmt.Fprintf(env.Stdout, "exported run %s to %s (rows: %s)\n", m.RunID, dir, strings.Join(parts, ", "))
+// printExport says where run runID was exported and the rows of each table.
+func printExport(env *Env, dir, runID, rows string) {
+	fmt.Fprintf(env.Stdout, "exported run %s to %s (rows: %s)\n", runID, dir, rows)
 }

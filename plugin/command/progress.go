@@ -83,7 +83,7 @@ func (r *textReporter) Done(stage engine.Stage, o *engine.Outcome) {
 		routerLogsFailed(r.env, o)
 	case engine.StageExport:
 		fmt.Fprintln(w)
-		printExport(r.env, o.ExportDir, o.Export)
+		printExport(r.env, o.ExportDir, o.Export.RunID, o.Export.RowCounts())
 		fmt.Fprintf(w, "status: %s %s\n", r.env.command("status"), o.Run.ID)
 	case engine.StageReport:
 		if o.Report != nil {

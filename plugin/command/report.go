@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 
-	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
@@ -48,7 +47,7 @@ var reportCmd = &Command{
 			needDB := len(args) == 0
 			for _, id := range append(slices.Clone(args), *baseline) {
 				switch {
-				case id == "" || exportdir.IsExportDir(id):
+				case id == "" || report.IsExportDir(id):
 				case resultsdb.ValidRunID(id):
 					needDB = true
 				default:
@@ -63,7 +62,7 @@ var reportCmd = &Command{
 				return usagef("--fail-on compares with a baseline: give --baseline RUN_ID")
 			}
 			ids := args
-			src := runSources{}
+			var store *resultsdb.Store // nil when every run is an export directory
 			if needDB {
 				logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				first := ""
@@ -73,17 +72,17 @@ var reportCmd = &Command{
 					}
 				}
 				// Every run id of a report is in one results database: the first run's.
-				store, runID, closeDB, err := openRecorded(ctx, env, first, &rf.db, &rf.cf, logger)
+				db, runID, closeDB, err := openRecorded(ctx, env, first, &rf.db, &rf.cf, logger)
 				if err != nil {
 					return err
 				}
 				defer closeDB()
-				src.store = store
+				store = db
 				if len(ids) == 0 {
 					ids = []string{runID}
 				}
 			}
-			rep, err := report.Build(ctx, src, ids, report.Options{Baseline: *baseline, FailOn: thresholds})
+			rep, err := report.Build(ctx, report.Runs(store), ids, report.Options{Baseline: *baseline, FailOn: thresholds})
 			if err != nil {
 				return err
 			}
@@ -101,21 +100,6 @@ var reportCmd = &Command{
 			return nil
 		}
 	},
-}
-
-// runSources reads an export directory from its files and a run id from the results
-// database, so runs of both kinds can be reported and compared side by side.
-type runSources struct {
-	store *resultsdb.Store // nil when every run is an export directory
-}
-
-var _ report.Reader = runSources{}
-
-func (s runSources) ReadRun(ctx context.Context, id string, width func(float64) float64) (*resultsdb.ReportRows, error) {
-	if exportdir.IsExportDir(id) || s.store == nil {
-		return exportdir.Reader{}.ReadRun(ctx, id, width)
-	}
-	return s.store.ReadRun(ctx, id, width)
 }
 
 // writeReport writes rep to path, or to standard output when path is "".

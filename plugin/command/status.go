@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/export"
-	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
@@ -43,8 +41,9 @@ var statusCmd = &Command{
 				// cf CLI is logged out): its export directory may still have it all. A
 				// usage error (a database to give again) stays one.
 				var ue *usageError
-				if dir, m := exportedRun(rf.db.stateDir, args); m != nil && !errors.As(err, &ue) {
-					printExported(env, dir, m, err)
+				if dir, m := report.FindExport(exportDirs(rf.db.stateDir, args)); m != nil && !errors.As(err, &ue) {
+					report.Exported(env.Stdout, dir, m, err)
+					fmt.Fprintf(env.Stdout, "\nTry: %s %s\n", env.command("report"), dir)
 					return nil
 				}
 				return err
@@ -116,20 +115,20 @@ func printStatus(ctx context.Context, env *Env, store *resultsdb.Store, runID st
 	return nil
 }
 
-// exportedRun finds the export directory of the run args name (the newest recorded run
-// without one): SPEC's export.dir/RUN_ID as the run wrote it (results/RUN_ID by
-// default), relative to the working directory as the run's was.
-func exportedRun(stateDir string, args []string) (string, *export.Manifest) {
+// exportDirs are where the export directory of the run args name (the newest recorded
+// run without one) may be: SPEC's export.dir as the run wrote it, then results (the
+// default), relative to the working directory as the run's was; and that run's id.
+func exportDirs(stateDir string, args []string) ([]string, string) {
 	id, err := runIDArg(args)
 	if err != nil {
-		return "", nil
+		return nil, ""
 	}
 	rec, _ := statedir.LoadRecord(stateDir, id)
 	if rec != nil {
 		id = rec.ID
 	}
 	if id == "" {
-		return "", nil
+		return nil, ""
 	}
 	dirs := []string{"results"}
 	if rec != nil && rec.Spec != "" {
@@ -139,25 +138,7 @@ func exportedRun(stateDir string, args []string) (string, *export.Manifest) {
 			}
 		}
 	}
-	for _, d := range dirs {
-		dir := filepath.Join(d, id)
-		if m, err := exportdir.Manifest(dir); err == nil && m.RunID == id {
-			return dir, m
-		}
-	}
-	return "", nil
-}
-
-// printExported says what the export directory dir tells of a run whose database could
-// not be opened (why: dbErr), and how to report it.
-func printExported(env *Env, dir string, m *export.Manifest, dbErr error) {
-	fmt.Fprintf(env.Stdout, "run %s (%s): %s", m.RunID, m.Name, m.Status)
-	if m.Ended != nil {
-		fmt.Fprintf(env.Stdout, ", started %s, %s", m.Started.Local().Format(time.DateTime), m.Ended.Sub(m.Started).Round(time.Second))
-	}
-	fmt.Fprintf(env.Stdout, "\nits results database cannot be reached (%v);\nits results are in %s (%d files, exported %s)\n",
-		dbErr, dir, len(m.Files), m.Exported.Local().Format(time.DateTime))
-	fmt.Fprintf(env.Stdout, "\nTry: %s %s\n", env.command("report"), dir)
+	return dirs, id
 }
 
 // followRun serves the dashboard of run id, under way in another process, until it

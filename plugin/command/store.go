@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
+	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -88,7 +88,7 @@ func openRecorded(ctx context.Context, env *Env, id string, db *dbFlags, cff *cf
 		// Not recorded here, and no private Postgres to look in: do not create one (an
 		// initdb of some 47 MB) only to find the run missing.
 		hint := "give --db DSN where it is stored"
-		if exportdir.IsExportDir(filepath.Join("results", id)) {
+		if report.IsExportDir(filepath.Join("results", id)) {
 			hint = "its results are in " + filepath.Join("results", id) + "; Try: " + env.command("report") + " " + filepath.Join("results", id)
 		}
 		return nil, "", nil, fmt.Errorf("run %s: %w: not recorded in %s and there is no results database in %s (%s)",
