@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,9 +25,6 @@ import (
 const benchServerEnv = "LOADGEN_BENCH_SERVER"
 
 func TestMain(m *testing.M) {
-	if d, err := time.ParseDuration(os.Getenv("LOADGEN_MIN_TICK")); err == nil {
-		minTick = d
-	}
 	if os.Getenv(benchServerEnv) != "" {
 		benchServerMain()
 		return
@@ -126,14 +122,12 @@ func benchServer(b *testing.B) string {
 type countingRecorder struct {
 	mu     sync.Mutex
 	n      int
-	lag    int64 // µs, the sum of the samples' send lag
 	failed atomic.Int64
 }
 
 func (r *countingRecorder) Add(s sample.Sample) {
 	r.mu.Lock()
 	r.n++
-	r.lag += int64(s.StartDelayUS)
 	r.mu.Unlock()
 	if s.Failed() {
 		r.failed.Add(1)
@@ -191,10 +185,7 @@ func BenchmarkClosedLoop(b *testing.B) {
 // meaningless (the rate sets it), cpu-ns/req is what counts.
 func BenchmarkOpenLoop(b *testing.B) {
 	addr := benchServer(b)
-	rate := 20000.0
-	if r, err := strconv.ParseFloat(os.Getenv("LOADGEN_BENCH_RATE"), 64); err == nil {
-		rate = r
-	}
+	const rate = 20000.0
 	for _, client := range clients {
 		b.Run(client, func(b *testing.B) {
 			cfg := benchConfig(b, addr)
@@ -222,7 +213,6 @@ func BenchmarkOpenLoop(b *testing.B) {
 			}
 			reportCPU(b, cpu, rec)
 			b.ReportMetric(float64(g.Missed()), "missed")
-			b.ReportMetric(float64(rec.lag)/float64(max(rec.n, 1)), "lag-mean-µs")
 		})
 	}
 }

@@ -149,10 +149,6 @@ type Generator struct {
 	seq    atomic.Uint64
 	rate   atomic.Uint64 // float64 bits, requests per second (Open)
 	missed atomic.Uint64
-	// The open loop's event loop (open_linux.go): noLoop turns it off (tests of the
-	// goroutine path), loopIdle keeps its idle connections across phases.
-	noLoop   bool
-	loopIdle loopPool
 }
 
 // New checks cfg and returns a generator that reports to rec.
@@ -317,7 +313,6 @@ func (g *Generator) Run(ctx context.Context, ph Phase) {
 // Close releases idle connections; those of requests in flight stay open.
 func (g *Generator) Close() {
 	g.client.CloseIdleConnections()
-	g.loopIdle.closeAll()
 	if g.lean != nil {
 		g.lean.closeIdle()
 	}
@@ -333,9 +328,6 @@ func (g *Generator) users(ctx context.Context, ph Phase, left *atomic.Int64) {
 	n := g.cfg.Users
 	if ph.Users > 0 {
 		n = ph.Users
-	}
-	if g.runClosedLoop(ctx, ph, n, left) {
-		return
 	}
 	for u := range n {
 		wg.Add(1)
@@ -372,9 +364,6 @@ func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *at
 // MaxInFlight requests are outstanding, due slots wait and go out late; those still
 // waiting at ph.End are counted in Missed.
 func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
-	if g.runOpenLoop(ctx, ph) {
-		return
-	}
 	due := make(chan time.Time)
 	var wg sync.WaitGroup
 	senders := 0
@@ -513,31 +502,25 @@ func (g *Generator) pick(rng *rand.Rand) int {
 // it ended.
 func (g *Generator) send(ctx context.Context, ph Phase, intended time.Time, i int, c client) time.Time {
 	seq := g.seq.Add(1)
-	start := time.Now()
-	status, n, err := c.do(ctx, i, seq, start.Add(g.cfg.Timeout))
-	end := time.Now()
-	g.record(ph, intended, start, end, i, seq, status, n, err)
-	return end
-}
-
-// record hands the sample of request seq (request i of the mix) to the recorder: due at
-// intended, sent at start, its response complete at end.
-func (g *Generator) record(ph Phase, intended, start, end time.Time, i int, seq uint64, status int, n int64, err error) {
 	s := sample.Sample{
-		IntendedUS:   intended.Sub(g.cfg.Epoch).Microseconds(),
-		Seq:          uint32(seq),
-		Step:         ph.Step,
-		Request:      uint8(i),
-		Status:       int16(status),
-		Bytes:        int32(min(n, 1<<31-1)),
-		StartDelayUS: int32(start.Sub(intended).Microseconds()),
-		LatencyUS:    int32(min(end.Sub(intended).Microseconds(), 1<<31-1)),
+		IntendedUS: intended.Sub(g.cfg.Epoch).Microseconds(),
+		Seq:        uint32(seq),
+		Step:       ph.Step,
+		Request:    uint8(i),
 	}
 	if intended.Before(ph.WarmupUntil) {
 		s.Flags |= sample.FlagWarmup
 	}
+	start := time.Now()
+	status, n, err := c.do(ctx, i, seq, start.Add(g.cfg.Timeout))
+	end := time.Now()
+	s.Status = int16(status)
+	s.Bytes = int32(min(n, 1<<31-1))
+	s.StartDelayUS = int32(start.Sub(intended).Microseconds())
+	s.LatencyUS = int32(min(end.Sub(intended).Microseconds(), 1<<31-1))
 	if err != nil {
 		s.Err = sample.Classify(err)
 	}
 	g.rec.Add(s)
+	return end
 }

@@ -3,14 +3,12 @@ package loadgen
 import (
 	"cmp"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,9 +45,7 @@ func newGen(t *testing.T, target string, users int, reqs []Request, rec Recorder
 }
 
 // clients are the generator's HTTP clients; tests of behaviour run against each.
-// "h1-senders" is h1 with the open loop on sender goroutines, where the event loop
-// (open_linux.go) is not used: off Linux.
-var clients = []string{"h1", "h1-senders", "net/http"}
+var clients = []string{"h1", "net/http"}
 
 // useClient makes g use the named client; New picks h1 for every http:// target.
 func useClient(t testing.TB, g *Generator, name string) {
@@ -57,11 +53,6 @@ func useClient(t testing.TB, g *Generator, name string) {
 	switch {
 	case name == "net/http":
 		g.lean, g.why = nil, "test"
-	case name == "h1-senders":
-		g.noLoop = true
-		if g.lean == nil {
-			t.Fatalf("the generator uses %s", g.Client())
-		}
 	case g.lean == nil:
 		t.Fatalf("the generator uses %s", g.Client())
 	}
@@ -383,117 +374,5 @@ func TestPhaseUsersReplaceTheConfiguredOnes(t *testing.T) {
 	g.Run(context.Background(), Phase{Users: users, End: time.Now().Add(time.Minute), Stop: stop})
 	if m := most.Load(); m != users {
 		t.Fatalf("at most %d requests at once, want the phase's %d users (the generator was made with 1)", m, users)
-	}
-}
-
-// Every open-loop request is one sample with the whole response counted, whatever the
-// response's framing or size (the event loop reads small ones itself and finishes the
-// rest on a goroutine), and a server that closes each connection costs no request.
-func TestOpenLoopReadsEveryKindOfResponse(t *testing.T) {
-	big := strings.Repeat("x", 100<<10)
-	for name, h := range map[string]http.HandlerFunc{
-		"small": func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello") },
-		"large": func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, big) },
-		"chunked": func(w http.ResponseWriter, _ *http.Request) {
-			io.WriteString(w, "he")
-			w.(http.Flusher).Flush()
-			io.WriteString(w, "llo")
-		},
-		"close": func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Connection", "close")
-			io.WriteString(w, "hello")
-		},
-	} {
-		for _, client := range clients {
-			t.Run(name+"/"+client, func(t *testing.T) {
-				t.Parallel()
-				srv := httptest.NewServer(h)
-				defer srv.Close()
-				want := int32(5)
-				if name == "large" {
-					want = int32(len(big))
-				}
-				const rate = 200.0
-				rec := &collector{}
-				g := openGen(t, srv.URL, rate, 8, rec)
-				useClient(t, g, client)
-				start := time.Now()
-				g.Run(context.Background(), Phase{Start: start, End: start.Add(500 * time.Millisecond)})
-				if got := uint64(len(rec.s)) + g.Missed(); got != 100 {
-					t.Fatalf("%d samples and %d missed, want the phase's 100 slots", len(rec.s), g.Missed())
-				}
-				for _, s := range rec.s {
-					if s.Status != 200 || s.Bytes != want || s.Err != sample.ErrNone || s.LatencyUS < int32(s.StartDelayUS) {
-						t.Fatalf("sample %+v, want 200 with %d bytes, no error, latency from the slot", s, want)
-					}
-				}
-			})
-		}
-	}
-}
-
-// A request the target never answers is a timeout sample, in time.
-func TestOpenLoopTimesOutRequests(t *testing.T) {
-	for _, client := range clients {
-		t.Run(client, func(t *testing.T) {
-			t.Parallel()
-			srv, _ := countingStallServer(t)
-			u, _ := url.Parse(srv.URL)
-			rec := &collector{}
-			g, err := New(Config{Target: u, Requests: []Request{{Method: "GET", Path: "/", Weight: 1}}, Model: Open, Rate: 100,
-				MaxInFlight: 4, KeepAlive: true, Timeout: 200 * time.Millisecond, Epoch: time.Now()}, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			useClient(t, g, client)
-			start := time.Now()
-			g.Run(context.Background(), Phase{Start: start, End: start.Add(100 * time.Millisecond)})
-			if len(rec.s) == 0 {
-				t.Fatal("no samples")
-			}
-			for _, s := range rec.s {
-				if s.Err != sample.ErrTimeout || s.LatencyUS < 200_000 || s.LatencyUS > 5_000_000 {
-					t.Fatalf("sample %+v, want a timeout after about 200 ms", s)
-				}
-			}
-		})
-	}
-}
-
-// A request body larger than the socket takes at once is sent whole: the event loop
-// finishes the write on a goroutine.
-func TestOpenLoopSendsLargeBodies(t *testing.T) {
-	body := []byte(strings.Repeat("b", 8<<20))
-	for _, client := range clients {
-		t.Run(client, func(t *testing.T) {
-			t.Parallel()
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n, _ := io.Copy(io.Discard, r.Body)
-				if n != int64(len(body)) {
-					w.WriteHeader(http.StatusBadRequest)
-				}
-			}))
-			defer srv.Close()
-			u, _ := url.Parse(srv.URL)
-			rec := &collector{}
-			g, err := New(Config{Target: u, Requests: []Request{{Method: "POST", Path: "/", Body: body, Weight: 1}}, Model: Open, Rate: 20,
-				MaxInFlight: 4, KeepAlive: true, Timeout: 10 * time.Second, Epoch: time.Now()}, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			useClient(t, g, client)
-			start := time.Now()
-			g.Run(context.Background(), Phase{Start: start, End: start.Add(200 * time.Millisecond)})
-			if got := uint64(len(rec.s)) + g.Missed(); got != 4 {
-				t.Fatalf("%d samples and %d missed, want the phase's 4 slots", len(rec.s), g.Missed())
-			}
-			for _, s := range rec.s {
-				if s.Status != 200 || s.Err != sample.ErrNone {
-					t.Fatalf("sample %+v, want 200: the server got the whole body", s)
-				}
-			}
-		})
 	}
 }

@@ -79,12 +79,16 @@ func main() {
 		OpenStart: *openStart, Probes: *probes, OpenProbe: time.Duration(*openSeconds) * time.Second, OpenP99: *openP99,
 		Only: strings.Fields(*only), QuietWait: *quiet, Cache: filepath.Join(cache, "bench"), Ours: *oursBin, Baseline: *baseline,
 		Assets: "tools/bench", Keep: *keep, Log: logf})
-	if err != nil {
+	if err != nil && rep == nil {
 		logf("%v", err)
 		os.Exit(1)
 	}
+	// Interrupted: what was measured so far is still worth its report.
 	var b bytes.Buffer
 	rep.Write(&b)
+	if err != nil {
+		fmt.Fprintf(&b, "\n**Interrupted (%v): the runs and searches after that are missing.**\n", err)
+	}
 	os.Stdout.Write(b.Bytes())
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
 		err = os.WriteFile(*out+".tmp", b.Bytes(), 0o644)
@@ -97,4 +101,8 @@ func main() {
 		os.Exit(1)
 	}
 	logf("done in %s; report in %s", rep.Took.Round(time.Second), *out)
+	if err != nil {
+		logf("%v", err)
+		os.Exit(1)
+	}
 }

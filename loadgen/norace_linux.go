@@ -1,6 +1,0 @@
-//go:build linux && !race
-
-package loadgen
-
-// raceAcquireIO: see race_linux.go.
-func raceAcquireIO(int) {}
