@@ -61,6 +61,7 @@ func (r *runner) injectFaults(ctx context.Context, leg spec.Leg, st resultsdb.St
 	d := dep.variant(leg.Variant.Name)
 	dbNow, err := r.now(ctx)
 	if err != nil {
+		r.opts.Reporter.Note(fmt.Sprintf("%s: the faults of step %d were not applied: the results database's clock could not be read: %v", leg.Name, st.Index+1, err))
 		return func() {}
 	}
 	local := time.Now().Add(st.Started.Sub(dbNow))
