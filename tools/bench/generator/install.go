@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The peers' versions: the Go tools from the Go module proxy, oha from crates.io, wrk
+// The peers' versions: the Go tools from the Go module proxy, oha from the Rust crate registry, wrk
 // from Debian.
 const (
 	heyModule, heyVersion       = "github.com/rakyll/hey", "v0.1.4"
