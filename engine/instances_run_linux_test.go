@@ -107,36 +107,10 @@ func TestInstanceChecksInARunOnTheLocalFoundation(t *testing.T) {
 	t.Parallel()
 	_, cl := testfoundation.Start(t)
 	cf := platform.New(cl)
-	dir := t.TempDir()
-	stub := filepath.Join(dir, "stub")
-	if err := os.MkdirAll(stub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(testfoundation.StubBinary(t), filepath.Join(stub, "cfbench-stub")); err != nil {
-		t.Fatal(err)
-	}
-	manifest := "applications:\n  - name: stub-fast\n    path: stub\n    buildpacks: [binary_buildpack]\n    command: ./cfbench-stub\n" +
-		"    memory: 64M\n    disk_quota: 64M\n    instances: 1\n    health-check-type: port\n    routes: [{route: stub-fast.apps.localhost}]\n"
-	if err := os.WriteFile(filepath.Join(dir, "stub.yml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "cfbench")
-	build := exec.Command("go", "build", "-o", bin, "github.com/cf-benchmark/cf-benchmark/cmd/cfbench")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build cfbench: %v\n%s", err, out)
-	}
+	dir, bin := stubRunDir(t)
 	run := func(name string, kill bool) (*Outcome, *crashReporter) {
 		t.Helper()
-		text := strings.Replace(instanceRunSpec, "NAME", name, 1)
-		file := filepath.Join(dir, name+".yml")
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sp, err := spec.Parse(file, []byte(text), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sp, text := instanceRun(t, dir, name)
 		rep := &crashReporter{t: t, cf: cf, kill: kill, done: make(chan struct{})}
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
@@ -192,4 +166,46 @@ func TestInstanceChecksInARunOnTheLocalFoundation(t *testing.T) {
 	if !strings.Contains(v.Capacity.Text+strings.Join(v.Capacity.LimitedBy, " "), "during which instance 0 of stub-fast crashed") {
 		t.Errorf("capacity %q (limited by %v) does not say step 2 was disturbed", v.Capacity.Text, v.Capacity.LimitedBy)
 	}
+}
+
+// stubRunDir readies a temp dir for runs of instanceRunSpec on the local foundation: the
+// stub app beside its manifest (stub.yml), and cfbench built for the cells. It returns
+// the dir and the cfbench binary.
+func stubRunDir(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	stub := filepath.Join(dir, "stub")
+	if err := os.MkdirAll(stub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(testfoundation.StubBinary(t), filepath.Join(stub, "cfbench-stub")); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "applications:\n  - name: stub-fast\n    path: stub\n    buildpacks: [binary_buildpack]\n    command: ./cfbench-stub\n" +
+		"    memory: 64M\n    disk_quota: 64M\n    instances: 1\n    health-check-type: port\n    routes: [{route: stub-fast.apps.localhost}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "stub.yml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "cfbench")
+	build := exec.Command("go", "build", "-o", bin, "github.com/cf-benchmark/cf-benchmark/cmd/cfbench")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build cfbench: %v\n%s", err, out)
+	}
+	return dir, bin
+}
+
+// instanceRun writes instanceRunSpec, named name, into dir and parses it.
+func instanceRun(t *testing.T, dir, name string) (*spec.Spec, string) {
+	t.Helper()
+	text := strings.Replace(instanceRunSpec, "NAME", name, 1)
+	file := filepath.Join(dir, name+".yml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Parse(file, []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp, text
 }

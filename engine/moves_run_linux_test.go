@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +15,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/internal/testhttp"
 	"github.com/cf-benchmark/cf-benchmark/platform"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 // evacuateReporter crashes the tunnel app 3 s into step 1 and evacuates the
@@ -97,34 +93,8 @@ func TestARunOutlivesMovesOfItsTunnelAndGenerators(t *testing.T) {
 	t.Parallel()
 	f, cl := testfoundation.Start(t)
 	cf := platform.New(cl)
-	dir := t.TempDir()
-	stub := filepath.Join(dir, "stub")
-	if err := os.MkdirAll(stub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(testfoundation.StubBinary(t), filepath.Join(stub, "cfbench-stub")); err != nil {
-		t.Fatal(err)
-	}
-	manifest := "applications:\n  - name: stub-fast\n    path: stub\n    buildpacks: [binary_buildpack]\n    command: ./cfbench-stub\n" +
-		"    memory: 64M\n    disk_quota: 64M\n    instances: 1\n    health-check-type: port\n    routes: [{route: stub-fast.apps.localhost}]\n"
-	if err := os.WriteFile(filepath.Join(dir, "stub.yml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "cfbench")
-	build := exec.Command("go", "build", "-o", bin, "github.com/cf-benchmark/cf-benchmark/cmd/cfbench")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build cfbench: %v\n%s", err, out)
-	}
-	text := strings.Replace(instanceRunSpec, "NAME", "evac", 1)
-	file := filepath.Join(dir, "evac.yml")
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Parse(file, []byte(text), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := stubRunDir(t)
+	sp, text := instanceRun(t, dir, "evac")
 	rep := &evacuateReporter{t: t, f: f, cf: cf, tunnel: TunnelApp(sp), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -237,34 +207,8 @@ func TestARunOutlivesShortTokensAndTheRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	stub := filepath.Join(dir, "stub")
-	if err := os.MkdirAll(stub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(testfoundation.StubBinary(t), filepath.Join(stub, "cfbench-stub")); err != nil {
-		t.Fatal(err)
-	}
-	manifest := "applications:\n  - name: stub-fast\n    path: stub\n    buildpacks: [binary_buildpack]\n    command: ./cfbench-stub\n" +
-		"    memory: 64M\n    disk_quota: 64M\n    instances: 1\n    health-check-type: port\n    routes: [{route: stub-fast.apps.localhost}]\n"
-	if err := os.WriteFile(filepath.Join(dir, "stub.yml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "cfbench")
-	build := exec.Command("go", "build", "-o", bin, "github.com/cf-benchmark/cf-benchmark/cmd/cfbench")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build cfbench: %v\n%s", err, out)
-	}
-	text := strings.Replace(instanceRunSpec, "NAME", "tokens", 1)
-	file := filepath.Join(dir, "tokens.yml")
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Parse(file, []byte(text), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := stubRunDir(t)
+	sp, text := instanceRun(t, dir, "tokens")
 	rep := &expireReporter{f: f}
 	o, err := RunSession(ctx, sp, text, SessionConfig{CF: cf, API: info.APIURL, Pushed: Pushed{Binary: bin}, Reporter: rep,
 		PollEvery: 200 * time.Millisecond, SpillDir: t.TempDir()})
