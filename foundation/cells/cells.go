@@ -20,17 +20,16 @@ package cells
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/foundation/cells/cgroup"
+	"github.com/cf-benchmark/cf-benchmark/internal/freeport"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 	"github.com/cf-benchmark/cf-benchmark/internal/osproc"
 )
@@ -248,7 +247,7 @@ type Cells struct {
 	cells    []*cell // Config.Cells resolved; CPUs and groups are filled in by Start
 	memoryMB int     // a cell's memory capacity, for CPU entitlement
 	procs    map[string]*process
-	ports    map[int]bool
+	ports    *freeport.Pool                // the instances' ports
 	lastDone map[instanceKey]chan struct{} // newest instance per slot, so a replacement waits for it
 	tmpRoot  string
 	ownTmp   bool
@@ -330,7 +329,7 @@ func New(cfg Config) *Cells {
 		memoryMB:  cfg.CellMemoryMB,
 		isolation: "not started",
 		procs:     map[string]*process{},
-		ports:     map[int]bool{},
+		ports:     freeport.NewPool(),
 		lastDone:  map[instanceKey]chan struct{}{},
 		quit:      make(chan struct{}),
 	}
@@ -499,34 +498,6 @@ func (c *Cells) shutdown() error {
 		}
 	}
 	return err
-}
-
-// allocPort finds a free TCP port on Host that no other instance holds.
-func (c *Cells) allocPort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", net.JoinHostPort(c.cfg.Host, "0"))
-		if err != nil {
-			return 0, fmt.Errorf("find a free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		c.mu.Lock()
-		taken := c.ports[port]
-		if !taken {
-			c.ports[port] = true
-		}
-		c.mu.Unlock()
-		if !taken {
-			return port, nil
-		}
-	}
-	return 0, errors.New("find a free port: every port offered is held by another instance")
-}
-
-func (c *Cells) releasePort(port int) {
-	c.mu.Lock()
-	delete(c.ports, port)
-	c.mu.Unlock()
 }
 
 // restartDelay is Diego's crash backoff with a configurable base and cap: the first

@@ -147,11 +147,11 @@ func (in *instance) run() {
 // to being stopped), why, and since when it had been RUNNING (zero if never).
 func (in *instance) runOnce() (crashed bool, details string, runningSince time.Time) {
 	c := in.c
-	port, err := c.allocPort()
+	port, err := c.ports.Take(c.cfg.Host)
 	if err != nil {
 		return in.crash(err.Error()), err.Error(), time.Time{}
 	}
-	defer c.releasePort(port)
+	defer c.ports.Release(port)
 	guid := newGUID()
 
 	c.mu.Lock()

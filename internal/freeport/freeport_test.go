@@ -25,7 +25,7 @@ func TestLoopbackPortCanBeBound(t *testing.T) {
 // TestLoopbackAvoidsTheEphemeralRange: where the kernel says which ports it gives
 // outgoing connections, Loopback's ports lie below them.
 func TestLoopbackAvoidsTheEphemeralRange(t *testing.T) {
-	first, ok := ephemeralFirst()
+	first, _, ok := ephemeralRange()
 	if !ok || first <= lowest+1000 {
 		t.Skipf("no ephemeral range to avoid here (%d, %v)", first, ok)
 	}
