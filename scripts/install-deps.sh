@@ -42,9 +42,36 @@ as_root() {
 	fi
 }
 
-# The cf CLI builds (minutes, mostly CPU) while apt downloads and unpacks.
-scripts/install-cf-cli.sh >/dev/null &
-cf_cli=$!
+# Each install that is not apt runs as a job beside the others: the builds from Go
+# modules (minutes of CPU) beside apt's and Maven's downloads (network and disk), as a
+# fresh machine spends most of its first `make test` installing. Each job's progress
+# goes to stderr, tagged; a job that fails is named at the end.
+jobs=()
+start() { # start NAME COMMAND...: runs COMMAND in the background as job NAME
+	local name=$1
+	shift
+	"$@" >/dev/null &
+	jobs+=("$name:$!")
+}
+finish() { # waits for every job; fails naming the jobs that failed
+	local j failed=()
+	for j in "${jobs[@]}"; do
+		wait "${j#*:}" || failed+=("${j%%:*}")
+	done
+	if [ ${#failed[@]} -gt 0 ]; then
+		echo "install-deps: failed: ${failed[*]} (the lines above say why)" >&2
+		exit 1
+	fi
+}
+
+start scripts/install-cf-cli.sh scripts/install-cf-cli.sh
+if [ "$mode" = test ]; then
+	# OpenTofu, for the terraform/ tests (e2e/terraform_test.go).
+	start scripts/install-tofu.sh scripts/install-tofu.sh
+	# The bosh CLI, for the bosh-lite rendering tests (e2e/boshlite_test.go).
+	start scripts/install-bosh-cli.sh scripts/install-bosh-cli.sh
+	start "go mod download" go mod download
+fi
 
 missing=()
 have_pg_server || missing+=(postgresql)
@@ -59,6 +86,8 @@ if [ "$mode" = test ]; then
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 	# Maven builds the Java sample app and fetches the search engines' test distributions.
 	command -v mvn >/dev/null 2>&1 || missing+=(maven)
+	# Elasticsearch's and OpenSearch's distributions are zips (scripts/lib/integ-zip.sh).
+	command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 	# The report's browser test renders the HTML report in headless Chromium.
 	command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 	# The metrics test scrapes a run with a real Prometheus server (e2e/metrics_test.go).
@@ -70,17 +99,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-wait "$cf_cli" || { echo "install-deps: scripts/install-cf-cli.sh failed" >&2; exit 1; }
-[ "$mode" = demo ] && exit 0
-
-go mod download
-# OpenTofu, for the terraform/ tests (e2e/terraform_test.go).
-scripts/install-tofu.sh >/dev/null
-# The bosh CLI, for the bosh-lite rendering tests (e2e/boshlite_test.go).
-scripts/install-bosh-cli.sh >/dev/null
-# Elasticsearch's integ-test distribution, for the router-log tests (Maven Central).
-scripts/install-es.sh >/dev/null
-# OpenSearch's integ-test distribution, for the OpenSearch tests (Maven Central).
-scripts/install-opensearch.sh >/dev/null
-# Citus, for the distributed-Postgres tests (pgserver.Cluster, testpg.CitusDSN).
-scripts/install-citus.sh
+if [ "$mode" = test ]; then
+	# Elasticsearch's and OpenSearch's integ-test distributions, for the router-log and
+	# OpenSearch tests, with mvn (installed above); one after the other, as both write
+	# to the one local Maven repository.
+	start "the search engines (scripts/install-es.sh, install-opensearch.sh)" \
+		sh -c 'scripts/install-es.sh && scripts/install-opensearch.sh'
+	# Citus, for the distributed-Postgres tests (pgserver.Cluster, testpg.CitusDSN); it
+	# may run apt itself, so it runs here, where no other job does.
+	scripts/install-citus.sh
+fi
+finish
