@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cloudfoundry/go-cfclient/v3/client"
+	"github.com/cloudfoundry/go-cfclient/v3/resource"
 )
 
 // ChaosRequest is a fault for the local foundation's chaos API (its API root's
@@ -76,7 +80,7 @@ func (c *CF) Chaos(ctx context.Context, req ChaosRequest) (ChaosResult, error) {
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := c.cl.ExecuteAuthRequest(hr) // a status other than 2xx is the CC error it carries
 	if err != nil {
-		return ChaosResult{}, fmt.Errorf("chaos %s: %w", req.Action, err)
+		return ChaosResult{}, fmt.Errorf("chaos %s: %w", req.Action, ccError{err})
 	}
 	defer resp.Body.Close()
 	var out ChaosResult
@@ -84,6 +88,69 @@ func (c *CF) Chaos(ctx context.Context, req ChaosRequest) (ChaosResult, error) {
 		return ChaosResult{}, fmt.Errorf("chaos %s: read the answer: %w", req.Action, err)
 	}
 	return out, nil
+}
+
+// ccError says a CC error as the CC names it ("CF-ResourceNotFound: no such cell …"),
+// not in go-cfclient's wording; errors.As still finds the CloudFoundryError.
+type ccError struct{ err error }
+
+func (e ccError) Error() string {
+	var ce resource.CloudFoundryError
+	if errors.As(e.err, &ce) {
+		return ce.Title + ": " + ce.Detail
+	}
+	return e.err.Error()
+}
+
+func (e ccError) Unwrap() error { return e.err }
+
+var guidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// AppGUID is the guid of the app that app names: the app with that guid, else the one
+// app of that name in whatever space the user sees. No such app, or apps of that name
+// in more than one space (which must then be told apart by guid), is an error that says
+// what to give instead.
+func (c *CF) AppGUID(ctx context.Context, app string) (string, error) {
+	if guidPattern.MatchString(app) {
+		a, err := c.cl.Applications.Get(ctx, app)
+		if err == nil {
+			return a.GUID, nil
+		}
+		if !notFound(err) {
+			return "", fmt.Errorf("app %s: %w", app, ccError{err})
+		}
+	}
+	opts := client.NewAppListOptions()
+	opts.Names.EqualTo(app)
+	apps, err := c.cl.Applications.ListAll(ctx, opts)
+	if err != nil {
+		return "", fmt.Errorf("apps named %q: %w", app, ccError{err})
+	}
+	switch len(apps) {
+	case 0:
+		return "", fmt.Errorf("no app named %q on the foundation (cf apps lists them)", app)
+	case 1:
+		return apps[0].GUID, nil
+	}
+	var spaces []string
+	for _, a := range apps {
+		name := ""
+		if d := a.Relationships.Space.Data; d != nil {
+			name = d.GUID
+		}
+		if sp, err := c.cl.Spaces.Get(ctx, name); err == nil {
+			name = sp.Name
+		}
+		spaces = append(spaces, fmt.Sprintf("%s (guid %s)", name, a.GUID))
+	}
+	slices.Sort(spaces)
+	return "", fmt.Errorf("apps named %q are in more than one space: %s; give the app's guid", app, strings.Join(spaces, ", "))
+}
+
+// notFound reports whether err is the CC's 404.
+func notFound(err error) bool {
+	var he resource.CloudFoundryHTTPError
+	return resource.IsResourceNotFoundError(err) || errors.As(err, &he) && he.StatusCode == http.StatusNotFound
 }
 
 // RestartInstance stops instance index of the app's process of processType ("" = web)
