@@ -55,11 +55,12 @@ func TestRunIntoCitus(t *testing.T) {
 	// One variant, two steps of 15 s: the outage of 10 s and the worker's restart fit
 	// inside step 2, and the step's end still waits for the samples held meanwhile.
 	specFile := writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{
-		"  - name: slow\n    manifest: ../manifests/stub.yml\n    app: stub-slow\n": "",
-		"  max: 3\n  hold: 5s\n": "  max: 2\n  hold: 15s\n",
-		oneUser:                  pacedUser,
+		"  - name: slow\n    manifest: ../manifests/stub.yml\n    app: stub-cpu-slow\n": "",
+		"  max: 3\n  hold: 5s\n":                  "  max: 2\n  hold: 15s\n",
+		"app: stub-cpu-fast\n":                    "app: stub-fast\n",
+		"  users: 4\n":                            pacedUser,
 		"path: ../.cfbench/foundation/access.log": "path: " + info.AccessLog,
-		"  plan: db\n": "  plan: db\n  relay: always\n",
+		"  plan: db\n":                            "  plan: db\n  relay: always\n",
 	})
 	began := time.Now()
 	p := startCF(t, cf, "run-benchmark", "-f", specFile)

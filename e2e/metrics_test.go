@@ -35,9 +35,9 @@ func TestPrometheusScrapesARun(t *testing.T) {
 	bins := buildPushed(t, root)
 	cf, info, _ := loggedIn(t, root, bins)
 	specFile := writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{
-		"  max: 3\n  hold: 5s\n": "  max: 2\n  hold: 8s\n", oneUser: pacedUser,
-		"  - name: slow\n    manifest: ../manifests/stub.yml\n    app: stub-slow\n": "",
-		"path: ../.cfbench/foundation/access.log":                                   "path: " + info.AccessLog})
+		"  max: 3\n  hold: 5s\n": "  max: 2\n  hold: 8s\n", "  users: 4\n": pacedUser, "app: stub-cpu-fast\n": "app: stub-fast\n",
+		"  - name: slow\n    manifest: ../manifests/stub.yml\n    app: stub-cpu-slow\n": "",
+		"path: ../.cfbench/foundation/access.log":                                       "path: " + info.AccessLog})
 	p := startCF(t, cf, "run-benchmark", "-f", specFile, "--metrics", "prometheus")
 	target := p.waitFor(t, regexp.MustCompile(`^metrics: http://(127\.0\.0\.1:\d+)/metrics \(Prometheus;`))[1]
 	prom := startPrometheus(t, target)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,7 +354,7 @@ func buildPushed(t *testing.T, root string) string {
 // apps' environment.
 const secretVar, secretValue = "CFB_E2E_SECRET", "s3cr3t-e2e-value-0f4b"
 
-// oneUser is the workload line of the stub examples (stub-on-cf, repeats, stub-drain);
+// oneUser is the workload line of the stub examples (repeats, stub-drain);
 // pacedUser gives that user a think time of 10 ms. The runs beside the other tests check
 // the pipeline, not the stub's capacity: unpaced, the fast stub answered 600 to 2,300
 // requests a second, each of their steps kept both cores busy with the generators, the
@@ -362,14 +363,28 @@ const secretVar, secretValue = "CFB_E2E_SECRET", "s3cr3t-e2e-value-0f4b"
 // scripts/test.sh) are not paced.
 const oneUser, pacedUser = "  users: 1\n", "  users: 1\n  think_time: 10ms\n"
 
+// lightDemo are the edits that make examples/stub-on-cf.yml (the demo) such a run: the
+// stub apps without a CPU cost (stub-fast, stub-slow: the demo's stub-cpu-* keep their
+// cores busy whatever the pacing) and one paced user per generator instance instead of
+// the demo's 4. Only TestReleaseInstallsTheCFWay runs the demo as it is, for its answer.
+var lightDemo = map[string]string{"app: stub-cpu-fast\n": "app: stub-fast\n", "app: stub-cpu-slow\n": "app: stub-slow\n",
+	"  users: 4\n": pacedUser}
+
+// withEdits is edits with more added: the maps are left as they are.
+func withEdits(edits map[string]string, more map[string]string) map[string]string {
+	out := maps.Clone(edits)
+	maps.Copy(out, more)
+	return out
+}
+
 // writeSpec copies examples/stub-on-cf.yml beside manifests/stub.yml (writeExample),
 // the router logs at the test foundation's access log, the steps long enough for a
 // cf scale by hand to land inside one, and the generators through a relay (which a
-// ramp to 3 instances would not push by itself), paced.
+// ramp to 3 instances would not push by itself), light (lightDemo).
 func writeSpec(t *testing.T, root, bins, accessLog string) string {
-	return writeExample(t, root, bins, "stub-on-cf.yml", map[string]string{"hold: 5s": "hold: 8s", oneUser: pacedUser,
+	return writeExample(t, root, bins, "stub-on-cf.yml", withEdits(lightDemo, map[string]string{"hold: 5s": "hold: 8s",
 		"      path: /hello\n":                    "      path: /hello\n      headers: {X-Run-Secret: \"${" + secretVar + "}\"}\n",
-		"path: ../.cfbench/foundation/access.log": "path: " + accessLog, "  plan: db\n": "  plan: db\n  relay: always\n"})
+		"path: ../.cfbench/foundation/access.log": "path: " + accessLog, "  plan: db\n": "  plan: db\n  relay: always\n"}))
 }
 
 // checkRelayCarried checks that spec's generators (genApp among them) went through its
