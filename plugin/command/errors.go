@@ -28,6 +28,13 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// isUsage reports whether err is an invocation problem: the command's own, or one the
+// engine found in what it was given (engine.ErrUsage).
+func isUsage(err error) bool {
+	var ue *usageError
+	return errors.As(err, &ue) || errors.Is(err, engine.ErrUsage)
+}
+
 // exitCode prints err for the user and returns the exit code it maps to: the edge
 // where errors become what a script sees.
 func exitCode(env *Env, prog string, c *Command, err error) int {
@@ -50,6 +57,9 @@ func exitCode(env *Env, prog string, c *Command, err error) int {
 		return ExitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintf(env.Stderr, "error: %s\nUsage: %s\n", ue.msg, c.Usage(prog))
+		return ExitUsage
+	case errors.Is(err, engine.ErrUsage):
+		fmt.Fprintf(env.Stderr, "error: %v\nUsage: %s\n", err, c.Usage(prog))
 		return ExitUsage
 	case errors.Is(err, engine.ErrUnsupported):
 		fmt.Fprintf(env.Stderr, "error: %v\n", err)

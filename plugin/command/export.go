@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
 var exportCmd = &Command{
@@ -32,11 +30,13 @@ var exportCmd = &Command{
 				return usagef("give exactly one RUN_ID")
 			}
 			runID := args[0]
-			if !resultsdb.ValidRunID(runID) {
+			if !engine.IsRunID(runID) {
 				return usagef("%q is not a run id (they look like 20261122-130501-3f9a)", runID)
 			}
-			if tun.url == "" && (tun.host != "" || tun.auth != "" || tun.fingerprint != "") {
-				return usagef("--tunnel-auth, --tunnel-fingerprint and --tunnel-host go with --tunnel URL")
+			so := db.options(env, &cff)
+			var err error
+			if so.Tunnel, err = tun.server(env); err != nil {
+				return err
 			}
 			var list []string
 			if *tables != "" {
@@ -46,29 +46,14 @@ var exportCmd = &Command{
 			if out == "" {
 				out = filepath.Join("results", runID)
 			}
-			logger := env.logger()
-			var (
-				store   *resultsdb.Store
-				closeDB func()
-				err     error
-			)
-			if tun.url != "" || recordedOnCF(db.stateDir, runID) {
-				// chisel's client allocates a buffer per WebSocket message; collecting
-				// them at the default pace costs about a quarter of an export's CPU.
-				defer debug.SetGCPercent(debug.SetGCPercent(400))
-			}
-			if tun.url != "" {
-				store, closeDB, err = tun.openThrough(ctx, env, &db, logger)
-			} else {
-				// The run's record on this machine says where its results are: the
-				// private Postgres, or a Cloud Foundry database behind its tunnel app.
-				store, _, closeDB, err = openRecorded(ctx, env, runID, &db, &cff, logger)
-			}
+			// Through --tunnel, else where the run's record on this machine says: the
+			// private Postgres, or a Cloud Foundry database behind its tunnel app.
+			rs, err := engine.OpenRun(ctx, so, runID)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			m, err := engine.ExportRun(ctx, store, runID, out, list, logger)
+			defer rs.Close()
+			m, err := rs.Export(ctx, out, list)
 			if err != nil {
 				return err
 			}

@@ -12,29 +12,6 @@ import (
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
-// readSpec reads and parses the spec file; relative paths in it are resolved against
-// its directory. With a landscape file (--landscape: tofu output -json of terraform/),
-// its landscape and results_db replace the spec's, and the text returned is the spec
-// with them in it.
-func readSpec(file, landscape string) (*spec.Spec, []byte, error) {
-	text, err := os.ReadFile(file)
-	if err != nil {
-		return nil, nil, usagef("read spec: %v", err)
-	}
-	if landscape != "" {
-		land, err := os.ReadFile(landscape)
-		if err != nil {
-			return nil, nil, usagef("read the landscape: %v", err)
-		}
-		return spec.ParseWithLandscape(file, text, filepath.Dir(file), landscape, land)
-	}
-	sp, err := spec.Parse(file, text, filepath.Dir(file))
-	if err != nil {
-		return nil, nil, err
-	}
-	return sp, text, nil
-}
-
 // preflight is every check run makes before it touches a foundation or a database, and
 // all that validate does: engine.Preflight on the spec, then, for a spec with a
 // landscape, that no database is given (its results go to results_db) and that the

@@ -2,11 +2,9 @@ package command
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
@@ -14,11 +12,11 @@ import (
 // then what each stage produced (summary table, router-log coverage, export).
 type textReporter struct{ env *Env }
 
-var _ engine.SessionReporter = (*textReporter)(nil)
+var _ engine.Display = (*textReporter)(nil)
 
-func (r *textReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", run.ID, sp.Name, len(sp.Variants), len(sp.Levels()), repeats(sp))
-	fmt.Fprintf(r.env.Stdout, "export to %s\n", filepath.Join(sp.Export.Dir, run.ID))
+func (r *textReporter) Started(s engine.RunStarted) {
+	fmt.Fprintf(r.env.Stdout, "run %s: %s, %d variant(s), %d step(s) each%s\n", s.ID, s.Spec.Name, len(s.Spec.Variants), s.Steps, repeats(s.Spec))
+	fmt.Fprintf(r.env.Stdout, "export to %s\n", s.ExportDir)
 }
 
 // repeats is ", 3 repeats interleaved" for a spec that repeats its variants, else "".

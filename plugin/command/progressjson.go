@@ -2,13 +2,10 @@ package command
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 // jsonReporter prints one JSON object per line for machines (--json): every object has
@@ -22,7 +19,7 @@ type jsonReporter struct {
 	metrics string
 }
 
-var _ engine.SessionReporter = (*jsonReporter)(nil)
+var _ engine.Display = (*jsonReporter)(nil)
 
 func newJSONReporter(env *Env) *jsonReporter {
 	return &jsonReporter{env: env, enc: json.NewEncoder(env.Stdout)}
@@ -33,9 +30,9 @@ func (r *jsonReporter) emit(event string, fields map[string]any) {
 	r.enc.Encode(fields)
 }
 
-func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
-	f := map[string]any{"run": run.ID, "name": sp.Name, "variants": len(sp.Variants), "steps": len(sp.Levels()),
-		"repeats": max(sp.Repeat, 1), "export_dir": filepath.Join(sp.Export.Dir, run.ID)}
+func (r *jsonReporter) Started(s engine.RunStarted) {
+	f := map[string]any{"run": s.ID, "name": s.Spec.Name, "variants": len(s.Spec.Variants), "steps": s.Steps,
+		"repeats": max(s.Spec.Repeat, 1), "export_dir": s.ExportDir}
 	if r.dashboard != "" {
 		f["dashboard"] = r.dashboard
 	}
@@ -48,7 +45,7 @@ func (r *jsonReporter) Started(run *resultsdb.Run, sp *spec.Spec) {
 func (r *jsonReporter) Note(msg string) { r.emit("note", map[string]any{"message": msg}) }
 
 func (r *jsonReporter) Step(s engine.StepReport) {
-	f := stepFields(s.StepSummary)
+	f := stepFields(s)
 	f["steps"], f["left_s"], f["stop"] = s.Steps, s.Left.Seconds(), s.Stop
 	r.emit("step", f)
 }
@@ -63,7 +60,7 @@ func (r *jsonReporter) Done(stage engine.Stage, o *engine.Outcome) {
 	case engine.StageRun:
 		rows := make([]map[string]any, len(o.Summaries))
 		for i, s := range o.Summaries {
-			rows[i] = stepFields(s)
+			rows[i] = stepFields(engine.StepReport{StepSummary: s})
 		}
 		r.emit("summary", map[string]any{"run": o.Run.ID, "status": string(o.Run.Status), "reason": o.Run.Reason, "steps": rows})
 	case engine.StageRouterLogs:
@@ -93,9 +90,9 @@ func (r *jsonReporter) routerLogs(runID string, rp *engine.RouterLogPull) {
 		"foreign": p.Foreign, "unparseable": p.Unparseable, "budget_exhausted": p.BudgetExhausted, "coverage": rows})
 }
 
-// stepFields is a step summary as JSON fields; latencies in milliseconds, steps from 1;
-// seconds is the measured window (after warm-up) that count and req_per_s cover.
-func stepFields(s resultsdb.StepSummary) map[string]any {
+// stepFields is the summary of a step as JSON fields; latencies in milliseconds, steps
+// from 1; seconds is the measured window (after warm-up) that count and req_per_s cover.
+func stepFields(s engine.StepReport) map[string]any {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	f := map[string]any{"variant": s.Variant, "step": s.Step + 1, "instances": s.Instances, "instances_seen": s.InstancesSeen,
 		"users": s.Users, "offered_rate": s.OfferedRate, "count": s.Count, "errors": s.Errors, "errors_by_class": s.ErrorsByClass,

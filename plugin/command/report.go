@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"slices"
 
+	"github.com/cf-benchmark/cf-benchmark/engine"
 	"github.com/cf-benchmark/cf-benchmark/report"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
 // errThresholds is returned when the report's --fail-on thresholds failed; it maps to
@@ -44,16 +42,6 @@ var reportCmd = &Command{
 			if !ok {
 				return usagef("--format %q: want text, json or html", *format)
 			}
-			needDB := len(args) == 0
-			for _, id := range append(slices.Clone(args), *baseline) {
-				switch {
-				case id == "" || report.IsExportDir(id):
-				case resultsdb.ValidRunID(id):
-					needDB = true
-				default:
-					return usagef("%q is neither a run id (they look like 20261122-130501-3f9a) nor an export directory (with a manifest.json)", id)
-				}
-			}
 			thresholds, err := report.ParseThresholds(*failOn)
 			if err != nil {
 				return usagef("%v", err)
@@ -61,28 +49,8 @@ var reportCmd = &Command{
 			if len(thresholds) > 0 && *baseline == "" {
 				return usagef("--fail-on compares with a baseline: give --baseline RUN_ID")
 			}
-			ids := args
-			var store *resultsdb.Store // nil when every run is an export directory
-			if needDB {
-				logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-				first := ""
-				for _, id := range append(slices.Clone(args), *baseline) {
-					if first == "" && resultsdb.ValidRunID(id) {
-						first = id
-					}
-				}
-				// Every run id of a report is in one results database: the first run's.
-				db, runID, closeDB, err := openRecorded(ctx, env, first, &rf.db, &rf.cf, logger)
-				if err != nil {
-					return err
-				}
-				defer closeDB()
-				store = db
-				if len(ids) == 0 {
-					ids = []string{runID}
-				}
-			}
-			rep, err := report.Build(ctx, report.Runs(store), ids, report.Options{Baseline: *baseline, FailOn: thresholds})
+			// Every run id of a report is in one results database: the first run's.
+			rep, err := engine.BuildReport(ctx, rf.options(env), args, report.Options{Baseline: *baseline, FailOn: thresholds})
 			if err != nil {
 				return err
 			}

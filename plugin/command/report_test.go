@@ -15,7 +15,6 @@ import (
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
@@ -152,7 +151,7 @@ func TestReport(t *testing.T) {
 	// status of a run whose database cannot be reached (recorded on Cloud Foundry, no cf
 	// CLI config): where its results are and how to report them.
 	cfState := filepath.Join(work, "cf-state")
-	if err := statedir.SaveRecord(cfState, statedir.Record{ID: cur, Name: "cmd-test", Spec: specPath, Started: time.Now(), DB: statedir.DBCF,
+	if err := engine.SaveRunRecord(cfState, engine.RunRecord{ID: cur, Name: "cmd-test", Spec: specPath, Started: time.Now(), DB: engine.StoreOnCF,
 		Access: &engine.Access{API: "http://127.0.0.1:1", TunnelApp: "gone"}}); err != nil {
 		t.Fatal(err)
 	}

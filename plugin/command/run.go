@@ -5,13 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/plugin/statedir"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
-	"github.com/cf-benchmark/cf-benchmark/spec"
 )
 
 var runCmd = &Command{
@@ -43,7 +39,7 @@ var runCmd = &Command{
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
 			}
-			sp, text, err := readSpec(*file, *landscape)
+			sp, text, err := engine.ReadSpec(*file, *landscape)
 			if err != nil {
 				return err
 			}
@@ -55,21 +51,18 @@ var runCmd = &Command{
 			logger := env.logger()
 			cfg := engine.SessionConfig{Pushed: pushed, LogSource: engine.LogSources(env.Getenv, logger), Logger: logger,
 				LookupEnv: env.lookupEnv, SpillDir: filepath.Join(db.stateDir, "spill")}
-			rec := &recording{dir: db.stateDir, log: logger, rec: statedir.Record{Name: sp.Name, Spec: *file, DB: statedir.DBCF}}
+			rec := engine.RunRecord{Name: sp.Name, Spec: *file, DB: engine.StoreOnCF}
 			if sp.Landscape != nil {
 				if cfg.CF, cfg.API, err = cff.connect(env); err != nil {
 					return err
 				}
 			} else {
-				store, where, closeDB, err := db.open(ctx, env)
+				store, kind, where, closeDB, err := engine.OpenStore(ctx, db.options(env, nil))
 				if err != nil {
 					return err
 				}
 				defer closeDB()
-				cfg.Store, cfg.StoreName, rec.rec.DB = store, where, statedir.DBPrivate
-				if db.given(env) != "" {
-					rec.rec.DB = statedir.DBGiven
-				}
+				cfg.Store, cfg.StoreName, rec.DB = store, where, kind
 			}
 			// The dashboard and the metrics outlive an interrupt: the export and the report still come.
 			if err := watch.Start(context.WithoutCancel(ctx), logger); err != nil {
@@ -78,11 +71,11 @@ var runCmd = &Command{
 			defer watch.Close()
 			dashURL := watch.DashboardURL()
 			where, kind := watch.Metrics()
-			rec.SessionReporter = &textReporter{env: env}
+			var display engine.Display = &textReporter{env: env}
 			if *asJSON {
 				jr := newJSONReporter(env)
 				jr.dashboard, jr.metrics = dashURL, where
-				rec.SessionReporter = jr
+				display = jr
 			} else {
 				if dashURL != "" {
 					printDashboard(env, dashURL)
@@ -91,7 +84,7 @@ var runCmd = &Command{
 					printMetrics(env, where, kind)
 				}
 			}
-			cfg.Reporter = watch.Reporter(rec, cfg.Store)
+			cfg.Reporter = watch.Reporter(engine.Remembering(engine.Displaying(display), db.stateDir, rec, logger), cfg.Store)
 			o, err := engine.RunSession(ctx, sp, string(text), cfg)
 			if cfg.CF != nil && !*asJSON {
 				fmt.Fprintln(env.Stdout, cfg.CF.Requests()) // CC requests: N (X/min; budget: …)
@@ -100,7 +93,7 @@ var runCmd = &Command{
 				return err
 			}
 			hint := fmt.Sprintf("%s %s", env.command("export"), o.Run.ID)
-			if rec.rec.DB == statedir.DBPrivate && db.stateDir != ".cfbench" {
+			if rec.DB == engine.StorePrivate && db.stateDir != ".cfbench" {
 				hint += " --state-dir " + db.stateDir
 			}
 			var stageErr *engine.StageError
@@ -113,28 +106,4 @@ var runCmd = &Command{
 			return err
 		}
 	},
-}
-
-// recording keeps this machine's record of the run (statedir.Record) from the moment
-// the run is created, so that status and export find it while it runs.
-type recording struct {
-	engine.SessionReporter
-	dir string
-	rec statedir.Record
-	log *slog.Logger
-}
-
-func (r *recording) Started(run *resultsdb.Run, sp *spec.Spec) {
-	r.SessionReporter.Started(run, sp)
-	r.rec.ID, r.rec.Started = run.ID, run.Epoch
-	if err := statedir.SaveRecord(r.dir, r.rec); err != nil {
-		r.log.Warn("status and export will need the database given again", "err", err)
-	}
-}
-
-func (r *recording) Done(stage engine.Stage, o *engine.Outcome) {
-	if stage == engine.StageDeploy {
-		r.rec.Access = o.Access
-	}
-	r.SessionReporter.Done(stage, o)
 }

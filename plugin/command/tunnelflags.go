@@ -1,13 +1,9 @@
 package command
 
 import (
-	"context"
-	"errors"
 	"flag"
-	"log/slog"
 
 	"github.com/cf-benchmark/cf-benchmark/engine"
-	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 )
 
 // tunnelFlags are the flags that reach the results database through the tunnel app
@@ -24,29 +20,21 @@ func (t *tunnelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.host, "tunnel-host", "", "Host header for the tunnel, to reach it through a router by its route (e.g. cfbench-tunnel.apps.localhost)")
 }
 
-// openThrough connects to the results database through the tunnel app. The DSN (--db
-// or CFBENCH_DB) names the database as the tunnel app sees it. close closes the store
-// and the tunnel.
-func (t *tunnelFlags) openThrough(ctx context.Context, env *Env, db *dbFlags, log *slog.Logger) (*resultsdb.Store, func(), error) {
-	dsn, auth, fingerprint := db.given(env), t.auth, t.fingerprint
-	if auth == "" {
-		auth = env.Getenv("CFBENCH_TUNNEL_AUTH")
+// server is the tunnel app the flags name, nil without --tunnel; its user:password and
+// fingerprint default to the environment's.
+func (t *tunnelFlags) server(env *Env) (*engine.TunnelServer, error) {
+	if t.url == "" {
+		if t.host != "" || t.auth != "" || t.fingerprint != "" {
+			return nil, usagef("--tunnel-auth, --tunnel-fingerprint and --tunnel-host go with --tunnel URL")
+		}
+		return nil, nil
 	}
-	if fingerprint == "" {
-		fingerprint = env.Getenv("CFBENCH_TUNNEL_FINGERPRINT")
+	s := &engine.TunnelServer{URL: t.url, Host: t.host, Auth: t.auth, Fingerprint: t.fingerprint}
+	if s.Auth == "" {
+		s.Auth = env.Getenv("CFBENCH_TUNNEL_AUTH")
 	}
-	switch {
-	case dsn == "":
-		return nil, nil, usagef("--tunnel needs --db (or CFBENCH_DB): the results DB's URL as the tunnel app's binding gives it (cf env cfbench-tunnel)")
-	case auth == "":
-		return nil, nil, usagef("--tunnel needs the tunnel's user:password in CFBENCH_TUNNEL_AUTH (or --tunnel-auth)")
-	case fingerprint == "":
-		return nil, nil, usagef("--tunnel needs the tunnel app's key fingerprint in --tunnel-fingerprint (or CFBENCH_TUNNEL_FINGERPRINT): the app logs it at start")
+	if s.Fingerprint == "" {
+		s.Fingerprint = env.Getenv("CFBENCH_TUNNEL_FINGERPRINT")
 	}
-	srv := engine.TunnelServer{URL: t.url, Host: t.host, Auth: auth, Fingerprint: fingerprint}
-	store, close, err := engine.OpenTunnelStore(ctx, srv, dsn, log)
-	if errors.Is(err, engine.ErrTunnelConfig) {
-		err = usagef("%v", err)
-	}
-	return store, close, err
+	return s, nil
 }

@@ -26,7 +26,7 @@ var validateCmd = &Command{
 			if *file == "" || len(args) > 0 {
 				return usagef("give the spec with -f FILE")
 			}
-			sp, _, err := readSpec(*file, *landscape)
+			sp, _, err := engine.ReadSpec(*file, *landscape)
 			if err != nil {
 				return err
 			}
