@@ -109,11 +109,10 @@ func GeneratorApp(sp *spec.Spec, variant string) string {
 // instance, pushes the tunnel app with new per-run credentials and connects to the
 // database through it, pushes every manifest variant into the apps space and a
 // generator app per variant (0 instances) into the generators space, both bound to the
-// database, and waits until the apps run.
-func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment, err error) {
-	if err := Check(sp, true); err != nil {
-		return nil, err
-	}
+// database, and waits until the apps run. plan is Preflight's, without problems: the
+// spec and the manifests are read from it, not checked again.
+func Deploy(ctx context.Context, plan *Plan, cfg DeployConfig) (_ *Deployment, err error) {
+	sp := plan.spec
 	if cfg.Reporter == nil {
 		cfg.Reporter = discardReporter{}
 	}
@@ -125,9 +124,6 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
-	}
-	if err := checkHeaderVars(sp, cfg.LookupEnv); err != nil {
-		return nil, err
 	}
 	if cfg.Pushed.Binary == "" {
 		return nil, errors.New("no cfbench program to push as the generators and the tunnel")
@@ -209,11 +205,15 @@ func Deploy(ctx context.Context, sp *spec.Spec, cfg DeployConfig) (_ *Deployment
 		if v.Manifest != "" {
 			env := timingsEnv(sp, v, dv)
 			var err error
-			if dv.config, err = appConfig(v, env); err != nil {
+			m, err := plan.manifest(v)
+			if err != nil {
+				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
+			}
+			if dv.config, err = appConfig(m, v, env); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
 			note(fmt.Sprintf("pushing %s from %s", v.Name, v.Manifest))
-			if dv.app, err = cf.PushManifest(ctx, org, land.Apps.Name, v.Manifest, v.App, overrides(v, env)); err != nil {
+			if dv.app, err = cf.PushApp(ctx, org, land.Apps.Name, m, overrides(v, env)); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
 			dv.poolSize = poolSizeOf(ctx, cf, dv.app.GUID, cfg.Logger)
@@ -261,14 +261,14 @@ func overrides(v spec.Variant, env map[string]string) platform.Overrides {
 	return platform.Overrides{Env: env, Memory: v.Memory, Instances: v.Instances, NameSuffix: v.MatrixSuffix()}
 }
 
-// appConfig is what v's app is pushed as with env, for the run's record: the run's
+// appConfig is what v's app (of manifest m) is pushed as with env, for the run's record: the run's
 // app timings token is left out.
-func appConfig(v spec.Variant, env map[string]string) (*resultsdb.AppConfig, error) {
+func appConfig(m *platform.Manifest, v spec.Variant, env map[string]string) (*resultsdb.AppConfig, error) {
 	if _, ok := env[envTimingsToken]; ok {
 		env = maps.Clone(env)
 		env[envTimingsToken] = "(redacted)"
 	}
-	r, err := platform.ResolveManifest(v.Manifest, v.App, overrides(v, env))
+	r, err := m.Resolve(overrides(v, env))
 	if err != nil {
 		return nil, err
 	}

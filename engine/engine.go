@@ -85,15 +85,12 @@ type StepFinding struct {
 // N times, interleaved (spec.Legs), each repeat a variant of its own in the results. When ctx is cancelled the run is
 // marked aborted, the generators are stopped and ErrAborted is returned together with
 // the partial Result; a failing check at level fail returns ErrCheckFailed likewise.
+//
+// Run checks sp where it runs (Check, and the header values' variables); RunSession,
+// whose Preflight judged the spec already, runs it without.
 func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Result, error) {
 	if err := Check(sp, opts.Deployment != nil); err != nil {
 		return nil, err
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Reporter == nil {
-		opts.Reporter = discardReporter{}
 	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
@@ -102,6 +99,20 @@ func Run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 		if err := checkHeaderVars(sp, opts.LookupEnv); err != nil {
 			return nil, err
 		}
+	}
+	return run(ctx, sp, specText, opts)
+}
+
+// run is Run of a spec judged already.
+func run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Result, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Reporter == nil {
+		opts.Reporter = discardReporter{}
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
 	}
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = 500 * time.Millisecond

@@ -271,24 +271,31 @@ type chaosChecker interface {
 	ChaosSupported(ctx context.Context) bool
 }
 
-// faultErrors are the problems of sp's faults where it runs, before anything starts:
-// faults need a Cloud Foundry (a landscape), and every action but restart-instance the
-// local foundation's chaos API, which cf (nil: not judged) may lack.
-func faultErrors(ctx context.Context, sp *spec.Spec, cf any) spec.Errors {
-	faults := sp.Ramp.Faults
-	if len(faults) == 0 {
+// faultErrors are the problems of p's faults where it runs, before anything starts:
+// faults need a Cloud Foundry (a landscape), an instance fault an instance the app
+// runs, and every action but restart-instance the local foundation's chaos API, which
+// cf (nil: not judged) may lack (chaosErrors).
+func faultErrors(ctx context.Context, p *Plan, cf any) spec.Errors {
+	sp := p.spec
+	if len(sp.Ramp.Faults) == 0 {
 		return nil
 	}
 	if sp.Landscape == nil {
 		return spec.Errors{sp.Errorf("ramp.faults", "needs a run on Cloud Foundry (a landscape section): a fault hits an instance, a cell or the router of the foundation")}
 	}
-	errs := manifestIndexErrors(sp)
+	return append(manifestIndexErrors(p), chaosErrors(ctx, sp, cf)...)
+}
+
+// chaosErrors are the faults of sp that need the local foundation's chaos API (every
+// action but restart-instance) where cf (nil: not judged) lacks it.
+func chaosErrors(ctx context.Context, sp *spec.Spec, cf any) spec.Errors {
 	cc, ok := cf.(chaosChecker)
-	if !ok {
-		return errs
+	if !ok || sp.Landscape == nil {
+		return nil
 	}
+	var errs spec.Errors
 	supported := -1
-	for _, f := range faults {
+	for _, f := range sp.Ramp.Faults {
 		if !f.Action.NeedsChaos() {
 			continue
 		}
@@ -308,7 +315,8 @@ func faultErrors(ctx context.Context, sp *spec.Spec, cf any) spec.Errors {
 // manifestIndexErrors are the instance faults of the app under test whose index is not
 // an instance its manifest runs (where neither the spec's matrix nor a ramp of app
 // instances says how many: spec.Parse judged those).
-func manifestIndexErrors(sp *spec.Spec) spec.Errors {
+func manifestIndexErrors(p *Plan) spec.Errors {
+	sp := p.spec
 	var errs spec.Errors
 	levels := sp.Levels()
 	for _, f := range sp.Ramp.Faults {
@@ -319,7 +327,7 @@ func manifestIndexErrors(sp *spec.Spec) spec.Errors {
 			if v.Manifest == "" || v.Instances > 0 || (i > 0 && sp.Variants[i-1].Field == v.Field) {
 				continue
 			}
-			r, err := platform.ResolveManifest(v.Manifest, v.App, overrides(v, v.Env))
+			r, err := p.resolve(v, v.Env)
 			if err != nil {
 				continue // Preflight says why the manifest cannot be pushed
 			}

@@ -192,11 +192,11 @@ ramp:
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := faultErrors(context.Background(), sp, chaosless{})
+	errs := faultErrors(context.Background(), PlanOf(sp), chaosless{})
 	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "lose.yml:16:") || !strings.Contains(errs[0].Error(), "ramp.faults[1].action: crash needs the local foundation's chaos API") {
 		t.Errorf("errors %v", errs)
 	}
-	if errs := faultErrors(context.Background(), sp, nil); len(errs) != 0 {
+	if errs := faultErrors(context.Background(), PlanOf(sp), nil); len(errs) != 0 {
 		t.Errorf("without a foundation to ask: %v", errs)
 	}
 
@@ -209,7 +209,7 @@ ramp:
 	if sp, err = spec.Parse("lose.yml", []byte(y), dir); err != nil {
 		t.Fatal(err)
 	}
-	errs = faultErrors(context.Background(), sp, nil)
+	errs = faultErrors(context.Background(), PlanOf(sp), nil)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "lose.yml:16:") ||
 		!strings.Contains(errs[0].Error(), "ramp.faults[1].index: must be an instance of variant a's app: its manifest runs 2 instance(s) (indexes 0 to 1), got 2") {
 		t.Errorf("errors %v", errs)

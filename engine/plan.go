@@ -42,6 +42,66 @@ type Plan struct {
 	// Pushes names the apps the run pushes (the apps under test, the generator apps, the
 	// tunnel app): an app of the same name already in a space is replaced, not added.
 	Pushes []string
+
+	// spec is what the plan is of. manifests are the manifests its variants push, each
+	// read once, here: the later phases (Preflight's checks, Deploy) read them from the
+	// plan. None without a landscape, where nothing is pushed.
+	spec      *spec.Spec
+	manifests map[manifestKey]loadedManifest
+}
+
+// manifestKey is one app of one manifest file; the cells of a matrix share it.
+type manifestKey struct{ file, app string }
+
+// loadedManifest is a manifest as the plan read it, or why it could not.
+type loadedManifest struct {
+	m   *platform.Manifest
+	err error
+}
+
+// Spec is the spec the plan is of.
+func (p *Plan) Spec() *spec.Spec { return p.spec }
+
+// readManifests reads each manifest sp's variants push, once.
+func readManifests(sp *spec.Spec) map[manifestKey]loadedManifest {
+	out := map[manifestKey]loadedManifest{}
+	for _, v := range sp.Variants {
+		k := manifestKey{v.Manifest, v.App}
+		if _, ok := out[k]; ok || v.Manifest == "" {
+			continue
+		}
+		m, err := platform.LoadManifest(v.Manifest, v.App)
+		out[k] = loadedManifest{m, err}
+	}
+	return out
+}
+
+// manifest is v's manifest as the plan read it, or why it could not be read.
+func (p *Plan) manifest(v spec.Variant) (*platform.Manifest, error) {
+	l, ok := p.manifests[manifestKey{v.Manifest, v.App}]
+	if !ok {
+		return nil, fmt.Errorf("manifest %s: not read with the plan (a spec without a landscape pushes nothing)", v.Manifest)
+	}
+	return l.m, l.err
+}
+
+// resolve is v's app as it is pushed with env (see overrides).
+func (p *Plan) resolve(v spec.Variant, env map[string]string) (*platform.ResolvedApp, error) {
+	m, err := p.manifest(v)
+	if err != nil {
+		return nil, err
+	}
+	return m.Resolve(overrides(v, env))
+}
+
+// checkManifest is what pushing v's app would refuse in its manifest (platform's
+// Manifest.Check), nil when the push can start.
+func (p *Plan) checkManifest(v spec.Variant) error {
+	m, err := p.manifest(v)
+	if err != nil {
+		return err
+	}
+	return m.Check(overrides(v, v.Env))
 }
 
 // SpacePeak is the most a run holds in one space at once.
@@ -82,7 +142,8 @@ func (p *Plan) String() string {
 	return s
 }
 
-// PlanOf works out sp's plan. The apps under test are all pushed before the first
+// PlanOf works out sp's plan, reading the manifests of its variants (with a landscape)
+// once; it does not judge it (Preflight does). The apps under test are all pushed before the first
 // ramp and run until the end; the generators of one variant at a time run, up to the
 // ramp's peak, beside the tunnel app. A ramp of app instances pushes every app with
 // the first level's instances and scales one variant's app at a time up to the last
@@ -92,7 +153,7 @@ func PlanOf(sp *spec.Spec) *Plan {
 	levels := len(ls)
 	repeats := max(sp.Repeat, 1)
 	p := &Plan{Variants: len(sp.Variants), Levels: levels, Repeats: repeats, Duration: time.Duration(len(sp.Variants)*levels*repeats) * sp.Ramp.Hold,
-		Ramp: sp.Ramp.Describe()}
+		Ramp: sp.Ramp.Describe(), spec: sp}
 	for _, l := range ls {
 		if x, open := sp.Offered(l); open && sp.Ramp.Kind() != spec.LevelRates { // a ramp of rates names them already
 			p.Offered = append(p.Offered, x)
@@ -107,11 +168,12 @@ func PlanOf(sp *spec.Spec) *Plan {
 	}
 	extraMB := 0
 	p.Apps.Space, p.Generators.Space = sp.Landscape.Apps.Space, sp.Landscape.Generators.Space
+	p.manifests = readManifests(sp)
 	for _, v := range sp.Variants {
 		if v.Manifest == "" {
 			continue
 		}
-		r, err := platform.ResolveManifest(v.Manifest, v.App, overrides(v, v.Env))
+		r, err := p.resolve(v, v.Env)
 		if err != nil {
 			continue // Preflight reports it
 		}
@@ -156,9 +218,9 @@ type QuotaReader interface {
 
 var _ QuotaReader = (*platform.CF)(nil)
 
-// planErrors says where p exceeds sp's limits and the quotas, one problem each with
-// what to change and by how much.
-func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
+// limitErrors says where p exceeds sp's limits, one problem each with what to change
+// and by how much.
+func limitErrors(sp *spec.Spec, p *Plan) spec.Errors {
 	var errs spec.Errors
 	l := sp.Limits
 	if l.Duration > 0 && p.Duration > l.Duration {
@@ -178,6 +240,13 @@ func planErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
 		errs = append(errs, sp.Errorf("limits.instances", "the plan runs %d instances at its peak (apps %d, generators and tunnel %d), %d over the limit %d: drop variants or lower their instances, or the ramp's peak",
 			insts, p.Apps.Instances, p.Generators.Instances, insts-l.Instances, l.Instances))
 	}
+	return errs
+}
+
+// quotaErrors says where p exceeds the quotas of the org and its spaces, likewise.
+func quotaErrors(sp *spec.Spec, p *Plan, quotas []platform.Quota) spec.Errors {
+	var errs spec.Errors
+	mem, insts := p.Apps.MemoryMB+p.Generators.MemoryMB, p.Apps.Instances+p.Generators.Instances
 	for _, q := range quotas {
 		use, field := SpacePeak{MemoryMB: mem, Instances: insts, LargestMB: max(p.Apps.LargestMB, p.Generators.LargestMB)}, "landscape.org"
 		switch q.Of {

@@ -17,30 +17,35 @@ import (
 // that does not fit it), and a plan (PlanOf) over the spec's limits or, with quotas
 // (nil skips them), over the quota of the org or of a space. The problems come as a
 // spec.Errors, each naming file, line and field where the spec has them; nil means a
-// session may start. It returns the plan also with problems. It reads the manifests
-// and, with quotas, the org's and spaces' quotas, nothing else.
+// session may start. It returns the plan also with problems: the spec and its
+// manifests, each read once (PlanOf), which the later phases read from it instead
+// (RunSession, Deploy). It reads nothing else but, with quotas, the org's and spaces'
+// quotas.
 func Preflight(ctx context.Context, sp *spec.Spec, lookupEnv func(string) (string, bool), quotas QuotaReader) (*Plan, error) {
+	p := PlanOf(sp)
+	if errs := p.problems(ctx, lookupEnv, quotas, false); len(errs) > 0 {
+		return p, errs
+	}
+	return p, nil
+}
+
+// problems is what Preflight finds wrong with p (see there); with foundationOnly only
+// what needs the foundation quotas reads (a fault its chaos API cannot make, its
+// quotas): what is left to check of a plan Preflight judged without a foundation.
+func (p *Plan) problems(ctx context.Context, lookupEnv func(string) (string, bool), quotas QuotaReader, foundationOnly bool) spec.Errors {
+	sp := p.spec
 	onCF := sp.Landscape != nil
-	errs := unsupported(sp, onCF)
-	if lookupEnv != nil {
-		errs = append(errs, headerErrors(sp, lookupEnv)...)
-	}
-	if onCF {
-		seen := map[string]bool{} // the cells of a matrix share their manifest's problems
-		for _, v := range sp.Variants {
-			if v.Manifest == "" {
-				continue
-			}
-			if err := platform.CheckManifest(v.Manifest, v.App, overrides(v, v.Env)); err != nil {
-				if e := sp.Errorf(v.Field+".manifest", "%v", err); !seen[e.Error()] {
-					seen[e.Error()] = true
-					errs = append(errs, e)
-				}
-			}
+	var errs spec.Errors
+	if !foundationOnly {
+		errs = unsupported(sp, onCF)
+		if lookupEnv != nil {
+			errs = append(errs, headerErrors(sp, lookupEnv)...)
 		}
+		errs = append(errs, p.manifestErrors()...)
+		errs = append(errs, faultErrors(ctx, p, quotas)...)
+	} else {
+		errs = append(errs, chaosErrors(ctx, sp, quotas)...)
 	}
-	errs = append(errs, faultErrors(ctx, sp, quotas)...)
-	plan := PlanOf(sp)
 	var qs []platform.Quota
 	if onCF && quotas != nil {
 		l := sp.Landscape
@@ -49,11 +54,32 @@ func Preflight(ctx context.Context, sp *spec.Spec, lookupEnv func(string) (strin
 			errs = append(errs, sp.Errorf("landscape.org", "read the quotas to check the plan against: %v", err))
 		}
 	}
-	errs = append(errs, planErrors(sp, plan, qs)...)
-	if len(errs) == 0 {
-		return plan, nil
+	if !foundationOnly {
+		errs = append(errs, limitErrors(sp, p)...)
 	}
-	return plan, errs
+	return append(errs, quotaErrors(sp, p, qs)...)
+}
+
+// manifestErrors are the variants' manifests that cannot be pushed, each problem once
+// (the cells of a matrix share their manifest's problems).
+func (p *Plan) manifestErrors() spec.Errors {
+	var errs spec.Errors
+	if p.spec.Landscape == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, v := range p.spec.Variants {
+		if v.Manifest == "" {
+			continue
+		}
+		if err := p.checkManifest(v); err != nil {
+			if e := p.spec.Errorf(v.Field+".manifest", "%v", err); !seen[e.Error()] {
+				seen[e.Error()] = true
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
 }
 
 // Check reports why sp cannot run where it is asked to, or nil: on Cloud Foundry (onCF)

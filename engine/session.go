@@ -67,6 +67,11 @@ type SessionConfig struct {
 	// SpillDir holds the spill files of in-process generators (see Options); it is
 	// created when missing.
 	SpillDir string
+	// Plan is Preflight's plan of the spec, when the caller made one before it had the
+	// foundation (the run command does): RunSession then checks only what needs the
+	// foundation (CF's quotas and chaos API), and the spec and its manifests are not
+	// read again. Nil: RunSession makes it with Preflight.
+	Plan *Plan
 }
 
 // Outcome is what a session produced, stage by stage; what a stage did not get to is
@@ -127,12 +132,22 @@ func RunSession(ctx context.Context, sp *spec.Spec, specText string, cfg Session
 	if cfg.CF != nil {
 		quotas = cfg.CF
 	}
-	plan, err := Preflight(ctx, sp, cfg.LookupEnv, quotas)
-	if err != nil {
-		return nil, err
+	plan := cfg.Plan
+	switch {
+	case plan == nil:
+		var err error
+		if plan, err = Preflight(ctx, sp, cfg.LookupEnv, quotas); err != nil {
+			return nil, err
+		}
+	case plan.spec != sp:
+		return nil, errors.New("session: the plan given is of another spec")
+	default:
+		if errs := plan.problems(ctx, cfg.LookupEnv, quotas, true); len(errs) > 0 {
+			return nil, errs
+		}
 	}
 	cfg.Reporter.Note(plan.String())
-	s := &session{sp: sp, text: specText, cfg: cfg, store: cfg.Store, o: &Outcome{Store: cfg.Store}}
+	s := &session{sp: sp, plan: plan, text: specText, cfg: cfg, store: cfg.Store, o: &Outcome{Store: cfg.Store}}
 	defer s.close()
 	// Adding a stage is a method here and a Stage constant.
 	stages := []struct {
@@ -163,6 +178,7 @@ func RunSession(ctx context.Context, sp *spec.Spec, specText string, cfg Session
 // session is one RunSession in progress.
 type session struct {
 	sp    *spec.Spec
+	plan  *Plan // Preflight's: the later stages read the spec's manifests from it
 	text  string
 	cfg   SessionConfig
 	store *resultsdb.Store
@@ -187,7 +203,7 @@ func (s *session) deploy(ctx context.Context) (bool, error) {
 		s.cfg.Reporter.Note("results db: " + s.cfg.StoreName + ", " + kind)
 		return false, nil
 	}
-	dep, err := Deploy(ctx, s.sp, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, Pushed: s.cfg.Pushed,
+	dep, err := Deploy(ctx, s.plan, DeployConfig{CF: s.cfg.CF, API: s.cfg.API, Pushed: s.cfg.Pushed,
 		Reporter: s.cfg.Reporter, Logger: s.cfg.Logger, LookupEnv: s.cfg.LookupEnv})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -214,7 +230,8 @@ func storeKind(ctx context.Context, store *resultsdb.Store) (string, error) {
 }
 
 func (s *session) run(ctx context.Context) (bool, error) {
-	res, err := Run(ctx, s.sp, s.text, Options{Store: s.store, Deployment: s.dep, Reporter: s.cfg.Reporter, Logger: s.cfg.Logger,
+	// Preflight has judged the spec: the run does not check it again (Run does).
+	res, err := run(ctx, s.sp, s.text, Options{Store: s.store, Deployment: s.dep, Reporter: s.cfg.Reporter, Logger: s.cfg.Logger,
 		LookupEnv: s.cfg.LookupEnv, PollEvery: s.cfg.PollEvery, SpillDir: s.cfg.SpillDir})
 	if res == nil {
 		return false, err

@@ -46,95 +46,32 @@ type App struct {
 // WaitRunning). A manifest that cannot be pushed is a *ManifestError naming file, app
 // and field; nothing is pushed then. Nor is a binary_buildpack app whose command
 // starts a file of its own ("./x") that is not a linux/amd64 executable
-// (ErrNotLinuxAmd64).
+// (ErrNotLinuxAmd64). It is LoadManifest and PushApp.
 func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, o Overrides) (*App, error) {
-	a, src, err := loadManifestApp(manifestPath, appName)
+	m, err := LoadManifest(manifestPath, appName)
 	if err != nil {
 		return nil, err
 	}
-	r, err := a.resolve(manifestPath, o)
+	return c.PushApp(ctx, org, space, m, o)
+}
+
+// PushApp pushes m's app with o as PushManifest does, without reading the manifest
+// again. The binary its command starts is checked unless m.Check passed already.
+func (c *CF) PushApp(ctx context.Context, org, space string, m *Manifest, o Overrides) (*App, error) {
+	r, err := m.Resolve(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStarted(a, src); err != nil {
-		return nil, fmt.Errorf("push %s: %w", r.Name, err)
-	}
-	bits, err := appBits(src)
-	if err != nil {
-		return nil, fmt.Errorf("push %s: %w", r.Name, err)
-	}
-	return c.push(ctx, org, space, r.Name, r.Manifest, a.Services, bits)
-}
-
-// ResolveManifest returns app appName of the manifest as PushManifest pushes it with o,
-// without pushing: its name, the manifest applied, env, memory and instances. Its
-// errors are PushManifest's about the manifest itself (a *ManifestError naming file,
-// app and field), and a route host that o's suffix makes too long.
-func ResolveManifest(manifestPath, appName string, o Overrides) (*ResolvedApp, error) {
-	a, _, err := loadManifestApp(manifestPath, appName)
-	if err != nil {
-		return nil, err
-	}
-	return a.resolve(manifestPath, o)
-}
-
-// CheckManifest reports, without pushing, what PushManifest with o would refuse in the
-// manifest itself: a file that cannot be read, a field it does not accept (a
-// *ManifestError), no app appName, app files that do not exist, a binary the command
-// starts that is not linux/amd64 (ErrNotLinuxAmd64), or overrides that do not fit the
-// app. Nil means the push can start; Cloud Foundry may still refuse it.
-func CheckManifest(manifestPath, appName string, o Overrides) error {
-	a, src, err := loadManifestApp(manifestPath, appName)
-	if err != nil {
-		return err
-	}
-	if _, err := a.resolve(manifestPath, o); err != nil {
-		return err
-	}
-	if _, err := os.Stat(src); err != nil {
-		return fmt.Errorf("app %s: files: %w", a.Name, err)
-	}
-	if err := checkStarted(a, src); err != nil {
-		return fmt.Errorf("app %s: %w", a.Name, err)
-	}
-	return nil
-}
-
-// checkStarted refuses a binary_buildpack app whose command starts a file of its own
-// in src that is not a linux/amd64 executable (ErrNotLinuxAmd64).
-func checkStarted(a *manifestApp, src string) error {
-	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
-		if bin := a.binaryStarted(src); bin != "" {
-			return checkBinary(bin)
+	if !m.filesChecked() {
+		if err := checkStarted(m.app, m.src); err != nil {
+			return nil, fmt.Errorf("push %s: %w", r.Name, err)
 		}
 	}
-	return nil
-}
-
-// loadManifestApp reads the manifest and picks the app to push, and where its files are:
-// the manifest's path, resolved against the manifest's directory (default: that
-// directory).
-func loadManifestApp(manifestPath, appName string) (_ *manifestApp, src string, _ error) {
-	data, err := os.ReadFile(manifestPath)
+	bits, err := appBits(m.src)
 	if err != nil {
-		return nil, "", fmt.Errorf("read manifest: %w", err)
+		return nil, fmt.Errorf("push %s: %w", r.Name, err)
 	}
-	apps, err := parseManifest(manifestPath, data)
-	if err != nil {
-		return nil, "", err
-	}
-	a, err := pick(manifestPath, apps, appName)
-	if err != nil {
-		return nil, "", err
-	}
-	src = filepath.Dir(manifestPath)
-	if a.Path != "" {
-		src = a.Path
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(filepath.Dir(manifestPath), src)
-		}
-	}
-	return a, src, nil
+	return c.push(ctx, org, space, r.Name, r.Manifest, m.app.Services, bits)
 }
 
 // BinaryApp is an app pushed from one executable with the binary buildpack.
