@@ -126,3 +126,51 @@ func TestRestartInstance(t *testing.T) {
 		t.Errorf("deleted %q", deleted)
 	}
 }
+
+// TestAppGUID: an app is found by its guid, else by its name in whatever space; no app
+// of the name, or one in each of two spaces, is an error that says what to give.
+func TestAppGUID(t *testing.T) {
+	const guid = "0d8f5c3e-2b1a-4c6d-9e7f-112233445566"
+	page := func(apps ...string) string {
+		return fmt.Sprintf(`{"pagination": {"total_results": %d, "total_pages": 1, "first": {"href": ""}, "last": {"href": ""}, "next": null, "previous": null},
+			"resources": [%s]}`, len(apps), strings.Join(apps, ","))
+	}
+	app := func(g, space string) string {
+		return fmt.Sprintf(`{"guid": %q, "name": "x", "relationships": {"space": {"data": {"guid": %q}}}}`, g, space)
+	}
+	cf := chaosCF(t, true, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v3/apps/"+guid:
+			fmt.Fprint(w, app(guid, "s-1"))
+		case strings.HasPrefix(r.URL.Path, "/v3/apps/"):
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"errors":[{"code":10010,"title":"CF-ResourceNotFound","detail":"App not found"}]}`)
+		case r.URL.Path == "/v3/apps":
+			switch r.URL.Query().Get("names") {
+			case "one":
+				fmt.Fprint(w, page(app("g-one", "s-1")))
+			case "twin":
+				fmt.Fprint(w, page(app("g-b", "s-2"), app("g-a", "s-1")))
+			default:
+				fmt.Fprint(w, page())
+			}
+		case strings.HasPrefix(r.URL.Path, "/v3/spaces/"):
+			fmt.Fprintf(w, `{"guid": %q, "name": "space-%s"}`, strings.TrimPrefix(r.URL.Path, "/v3/spaces/"), strings.TrimPrefix(r.URL.Path, "/v3/spaces/s-"))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	ctx := context.Background()
+	for _, c := range []struct{ app, want, err string }{
+		{guid, guid, ""},
+		{"one", "g-one", ""},
+		{"0d8f5c3e-2b1a-4c6d-9e7f-000000000000", "", `no app named "0d8f5c3e-2b1a-4c6d-9e7f-000000000000"`},
+		{"nope", "", `no app named "nope" on the foundation`},
+		{"twin", "", `apps named "twin" are in more than one space: space-1 (guid g-a), space-2 (guid g-b); give the app's guid`},
+	} {
+		got, err := cf.AppGUID(ctx, c.app)
+		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("AppGUID(%q) = %q, %v; want %q, %q", c.app, got, err, c.want, c.err)
+		}
+	}
+}
