@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/internal/httpserver"
 	"github.com/cf-benchmark/cf-benchmark/internal/lifecycle"
 )
 
@@ -95,17 +96,28 @@ type Router struct {
 	closing    chan struct{}
 	restarting bool
 	restarts   sync.WaitGroup // the restart under way
-	serving    sync.WaitGroup // each server's Serve
+	serving    sync.WaitGroup // each server, until it stopped
 	failed     chan error     // a server's Serve failing, for supervise
 }
 
-// server is one http.Server on one listener; a restart replaces it.
+// server is one HTTP server on one listener (package httpserver); a restart replaces
+// it.
 type server struct {
-	*http.Server
+	*httpserver.Server
 	// cancelBase cancels the context every request of the server descends from:
 	// it aborts upgraded connections, which http.Server.Shutdown does not track.
 	cancelBase context.CancelFunc
+	// end is how the server ends, decided once: serverClosed when the router closes
+	// it (Close, a restart), serverFailed when it stopped by itself first.
+	end atomic.Int32
 }
+
+// How a server ends (server.end).
+const (
+	serverServing = iota
+	serverClosed
+	serverFailed
+)
 
 var _ lifecycle.Part = (*Router)(nil)
 
@@ -173,22 +185,27 @@ func (rt *Router) Start(ctx context.Context) error {
 	return nil
 }
 
-// serve serves on ln with a new server, in the background; a failure of its Serve
-// goes to rt.failed.
+// serve serves on ln with a new server, in the background; its failure goes to
+// rt.failed. The server is started with a context of its own: the end of Start's
+// context closes the router gracefully (supervise), where httpserver would cut.
 func (rt *Router) serve(ln net.Listener) *server {
 	base, cancel := context.WithCancel(context.Background())
-	srv := &server{Server: &http.Server{
+	srv := &server{Server: httpserver.New(&http.Server{
 		Handler:           http.HandlerFunc(rt.serveHTTP),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       frontendIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(rt.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ConnState:         rt.connState,
-	}, cancelBase: cancel}
+	}, ln, shutdownGrace), cancelBase: cancel}
+	err := srv.Start(context.Background()) // nil: the server is new
 	rt.serving.Add(1)
 	go func() {
 		defer rt.serving.Done()
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err == nil {
+			err = srv.Wait()
+		}
+		if srv.end.CompareAndSwap(serverServing, serverFailed) {
 			select {
 			case rt.failed <- err:
 			default:
@@ -257,17 +274,16 @@ func (rt *Router) Run(ctx context.Context) error { return lifecycle.Run(ctx, rt)
 func (rt *Router) Close() error { return rt.life.Close() }
 
 // shutdown stops srv: its listener and idle connections close at once, requests in
-// flight get shutdownGrace, then upgraded connections are cut.
+// flight get shutdownGrace, then upgraded connections are cut. A server that failed
+// by itself has said why through rt.failed already.
 func (rt *Router) shutdown(srv *server) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
+	closing := srv.end.CompareAndSwap(serverServing, serverClosed)
 	stop := make(chan struct{})
 	go rt.closeSpareConns(stop)
-	serr := srv.Shutdown(ctx)
+	serr := srv.Close()
 	close(stop)
 	srv.cancelBase()
-	if serr != nil {
-		_ = srv.Close()
+	if serr != nil && closing {
 		err = fmt.Errorf("router: shutdown: %w", serr)
 	}
 	deadline := time.Now().Add(unwindGrace)

@@ -1,6 +1,7 @@
 // Package httpserver is an HTTP server as a long-running part (package lifecycle), for
-// the programs and the foundation parts that serve a handler and nothing else: the
-// stub target, the limiting proxy, the local foundation's API.
+// every process and part that serves HTTP: the stub target, the limiting proxy, the
+// local foundation's API and its router (a Server per listener: a restart of the
+// router makes a new one), the relay, the drain, the dashboard and the metrics.
 package httpserver
 
 import (
