@@ -1,11 +1,3 @@
-// Package engine runs a benchmark spec: it creates the run, walks the ramp step by step,
-// keeps the generators loaded, records step boundaries, applies stop conditions and the
-// checks on its own measurement, and leaves every sample in the results store.
-//
-// Generators are a Fleet per variant: instances started in this process for url:
-// variants (no Cloud Foundry needed), or generator apps pushed to a Cloud Foundry and
-// scaled through the Cloud Controller (Deploy). Either way the instances follow the plan
-// the engine writes into the results database (package worker).
 package engine
 
 import (
@@ -206,7 +198,7 @@ type runner struct {
 	// nodeAway is since when a node of a Citus results database has not answered
 	// (zero: every node answers; watchNodes).
 	nodeAway time.Time
-	// instances watches the run's app instances (instances.go); nil when not.
+	// instances watches the run's app instances (run_instances.go); nil when not.
 	instances *instanceWatcher
 }
 

@@ -11,7 +11,7 @@ import (
 
 // This file is the level planner: what a step of the ramp asks of the platform (the
 // app's instances), of the generators (instances, users, rate in all) and how it is
-// written into the run's plan. ramp.go walks the steps.
+// written into the run's plan. run_ramp.go walks the steps.
 
 // planStep writes step idx of variant at level l with a start far enough ahead of the
 // write that every live instance reads it before it begins, so all of them start
