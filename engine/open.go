@@ -45,11 +45,19 @@ type StoreOptions struct {
 	// tunnel app, for a run this machine did not record.
 	Tunnel *TunnelServer
 	// Connect is the cf CLI's connection, asked for only to reach a run recorded on
-	// Cloud Foundry (behind its tunnel app).
+	// Cloud Foundry (behind its tunnel app); nil for none.
 	Connect func() (*platform.CF, error)
-	// Command is how the user invokes the command called name, for hints.
+	// Command is how the user invokes the command called name, for hints; nil:
+	// "cf-benchmark NAME".
 	Command func(name string) string
 	Log     *slog.Logger
+}
+
+func (o StoreOptions) command(name string) string {
+	if o.Command == nil {
+		return "cf-benchmark " + name
+	}
+	return o.Command(name)
 }
 
 func (o StoreOptions) log() *slog.Logger {
@@ -119,7 +127,7 @@ func OpenRun(ctx context.Context, o StoreOptions, id string) (*RunStore, error) 
 		// initdb of some 47 MB) only to find the run missing.
 		hint := "give --db DSN where it is stored"
 		if report.IsExportDir(filepath.Join("results", id)) {
-			hint = "its results are in " + filepath.Join("results", id) + "; Try: " + o.Command("report") + " " + filepath.Join("results", id)
+			hint = "its results are in " + filepath.Join("results", id) + "; Try: " + o.command("report") + " " + filepath.Join("results", id)
 		}
 		return nil, fmt.Errorf("run %s: %w: not recorded in %s and there is no results database in %s (%s)",
 			id, resultsdb.ErrRunNotFound, RunRecordsDir(o.StateDir), filepath.Join(o.StateDir, "pg"), hint)
@@ -129,6 +137,9 @@ func OpenRun(ctx context.Context, o StoreOptions, id string) (*RunStore, error) 
 		}
 		rs.Store, _, _, rs.close, err = OpenStore(ctx, o)
 	case rec.DB == StoreOnCF && rec.Access != nil:
+		if o.Connect == nil {
+			return nil, fmt.Errorf("run %s stored its results on Cloud Foundry (%s), and no connection to it is at hand", rs.RunID, rec.Access.API)
+		}
 		cf, cerr := o.Connect()
 		if cerr != nil {
 			return nil, cerr
