@@ -175,3 +175,55 @@ ramp: {start: %d, max: %d, hold: 10s}
 		}
 	}
 }
+
+// The plan reads each manifest once, the cells of a matrix sharing it: judged again
+// after the file is gone, the plan still holds it, and a session given the plan checks
+// only what needs the foundation, against the quotas it reads there.
+func TestThePlanHoldsTheManifests(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "app.yml")
+	if err := os.WriteFile(manifest, []byte("applications:\n- name: app\n  memory: 800M\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := `version: 1
+name: held
+landscape: {org: o, apps: {space: a}, generators: {space: g}}
+results_db: {service_instance: r}
+variants:
+  - name: pool
+    manifest: app.yml
+    matrix: {env: {POOL: [30, 60]}}
+workload: {model: closed, requests: [{name: r, path: /}]}
+ramp: {max: 2, hold: 10s}
+`
+	sp, err := spec.Parse(filepath.Join(dir, "held.yml"), []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Preflight(context.Background(), sp, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.manifests) != 1 || p.Spec() != sp {
+		t.Fatalf("plan of %d manifests for a matrix of one, of spec %p (want %p)", len(p.manifests), p.Spec(), sp)
+	}
+	if err := os.Remove(manifest); err != nil {
+		t.Fatal(err)
+	}
+	if errs := p.problems(context.Background(), nil, nil, false); len(errs) != 0 || p.Apps.MemoryMB != 1600 {
+		t.Fatalf("the plan judged again without its file: %v, apps %d MB", errs, p.Apps.MemoryMB)
+	}
+	one := 1000
+	errs := p.problems(context.Background(), nil, fakeQuotas{{Of: "space a", Name: "small", TotalMemoryMB: &one}}, true)
+	if len(errs) != 1 || errs[0].Path != "landscape.apps" {
+		t.Fatalf("the foundation's part: %v, want the apps space's quota only", errs)
+	}
+	other, err := spec.Parse(filepath.Join(dir, "held.yml"), []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunSession(context.Background(), sp, text, SessionConfig{Plan: PlanOf(other)}); err == nil || !strings.Contains(err.Error(), "another spec") {
+		t.Errorf("a session given the plan of another spec: %v", err)
+	}
+}
