@@ -44,13 +44,13 @@ var runCmd = &Command{
 				return err
 			}
 			// The quotas are checked by the session, once it has the cf CLI's connection.
-			pushed, _, err := preflight(ctx, env, sp, db.given(env) != "", *binDir, nil)
+			pushed, plan, err := preflight(ctx, env, sp, db.given(env) != "", *binDir, nil)
 			if err != nil {
 				return err
 			}
 			logger := env.logger()
 			cfg := engine.SessionConfig{Pushed: pushed, LogSource: engine.LogSources(env.Getenv, logger), Logger: logger,
-				LookupEnv: env.lookupEnv, SpillDir: filepath.Join(db.stateDir, "spill")}
+				LookupEnv: env.lookupEnv, SpillDir: filepath.Join(db.stateDir, "spill"), Plan: plan}
 			rec := engine.RunRecord{Name: sp.Name, Spec: *file, DB: engine.StoreOnCF}
 			if sp.Landscape != nil {
 				if cfg.CF, cfg.API, err = cff.connect(env); err != nil {
