@@ -71,9 +71,18 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 	if len(v.Steps) == 0 {
 		return c
 	}
-	var unknownCPU []int
-	best := -1 // the step that met the SLO with the most throughput
+	var unknownCPU, unjudged []int
+	first, best := -1, -1 // the first step judged; the step that met the SLO with the most throughput
 	for i, s := range v.Steps {
+		// A step where no request completed has no figure to judge: it neither met the
+		// SLO (a capacity of "≥ 0 req/s") nor broke it. Its MeetsSLO stays nil.
+		if s.Count == 0 {
+			unjudged = append(unjudged, s.Step)
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
 		ok := true
 		for _, b := range bounds(slo, s) {
 			if !b.known {
@@ -92,12 +101,19 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 			best = i
 		}
 	}
+	if first < 0 {
+		c.Text = "no request completed in any step"
+		return c
+	}
 	failed := -1 // the first step after best that failed
 	for i := best + 1; i < len(v.Steps); i++ {
-		if !*v.Steps[i].MeetsSLO {
+		if breaks(v.Steps[i]) {
 			failed = i
 			break
 		}
+	}
+	if len(unjudged) > 0 {
+		c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("no request completed in step(s) %s: not judged", joinInts(unjudged)))
 	}
 	if len(unknownCPU) > 0 {
 		c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("app CPU unknown in step(s) %s: judged there without the CPU bound", joinInts(unknownCPU)))
@@ -105,9 +121,9 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 	unit := " req/s"
 	switch {
 	case best < 0:
-		s := v.Steps[0]
+		s := v.Steps[first]
 		c.Status, c.FailedStep = "below_first", s.Step
-		c.Text = fmt.Sprintf("< %s%s (no step met the SLO; step 1 broke it at %s %s)", num(s.Throughput), unit, load(s.Load), v.LoadUnit)
+		c.Text = fmt.Sprintf("< %s%s (no step met the SLO; step %d broke it at %s %s)", num(s.Throughput), unit, s.Step, load(s.Load), v.LoadUnit)
 		c.LimitedBy = slices.Concat(s.SLOBreaches, c.LimitedBy)
 	case failed < 0:
 		s := v.Steps[best]
@@ -116,7 +132,13 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 		c.Text = fmt.Sprintf("≥ %s%s (step %d, measured, at %s %s; no step after it broke the SLO)", num(s.Throughput), unit, s.Step, load(s.Load), v.LoadUnit)
 	default:
 		b, f := v.Steps[best], v.Steps[failed]
-		p := v.Steps[failed-1] // met the SLO: every step from best to failed-1 did
+		p := v.Steps[best] // the last step before the failure that met the SLO, as every judged one from best on did
+		for i := failed - 1; i > best; i-- {
+			if v.Steps[i].MeetsSLO != nil {
+				p = v.Steps[i]
+				break
+			}
+		}
 		c.Status, c.Step, c.Load, c.Throughput, c.FailedStep = "crossed", b.Step, b.Load, b.Throughput, f.Step
 		c.Value, c.Basis = b.Throughput, "measured"
 		c.Text = fmt.Sprintf("%s%s at %s %s (step %d, measured)", num(b.Throughput), unit, load(b.Load), v.LoadUnit, b.Step)
@@ -132,11 +154,11 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 	}
 	// Steps that broke the SLO before the best one, or met it again after the failure:
 	// the ramp is noisy there.
-	if i := slices.IndexFunc(v.Steps[:max(best, 0)], func(s *Step) bool { return !*s.MeetsSLO }); i >= 0 {
+	if i := slices.IndexFunc(v.Steps[:max(best, 0)], breaks); i >= 0 {
 		c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("step %d broke the SLO before step %d met it: the ramp is noisy there", v.Steps[i].Step, c.Step))
 	}
 	if failed >= 0 {
-		if i := slices.IndexFunc(v.Steps[failed+1:], func(s *Step) bool { return *s.MeetsSLO }); i >= 0 {
+		if i := slices.IndexFunc(v.Steps[failed+1:], func(s *Step) bool { return s.MeetsSLO != nil && *s.MeetsSLO }); i >= 0 {
 			c.LimitedBy = append(c.LimitedBy, fmt.Sprintf("step %d met the SLO again after it was crossed: the ramp is noisy there", v.Steps[failed+1+i].Step))
 		}
 	}
@@ -149,6 +171,9 @@ func capacity(slo *spec.SLO, v *Variant, findings []Finding) *Capacity {
 	restsOnDisturbed(c, v)
 	return c
 }
+
+// breaks reports whether a judged step broke the SLO.
+func breaks(s *Step) bool { return s.MeetsSLO != nil && !*s.MeetsSLO }
 
 // restsOnDisturbed says in c's Text, and lists in c.Disturbed, which of the steps the
 // capacity rests on (the step that met the SLO, the step it is interpolated from, the

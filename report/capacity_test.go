@@ -48,6 +48,14 @@ func TestCapacityEdges(t *testing.T) {
 			"not_crossed", "≥ 200 req/s", "app CPU unknown in step(s) 1, 2", 200, 0, 2, 0, "measured"},
 		{"met again after crossing, with more throughput", []*Step{step(1, 100, 5000, cores(0.5)), step(2, 200, 15000, cores(0.5)), step(3, 210, 9000, cores(0.5))},
 			"not_crossed", "≥ 210 req/s (step 3, measured", "step 2 broke the SLO before step 3 met it", 210, 0, 3, 0, "measured"},
+		// A step where no request completed is not judged (it used to meet the SLO, and
+		// a variant that completed nothing read "≥ 0.00 req/s at the SLO").
+		{"a step without requests is not judged", []*Step{step(1, 100, 5000, cores(0.5)), {Step: 2, Load: 4}, step(3, 300, 15000, cores(0.5))},
+			"crossed", "about 200 req/s (the SLO crossed between step 1 and step 3, interpolated)", "no request completed in step(s) 2: not judged", 200, 200, 1, 3, "interpolated"},
+		{"no request in the first step", []*Step{{Step: 1, Load: 2}, step(2, 150, 15000, cores(0.6))},
+			"below_first", "< 150 req/s (no step met the SLO; step 2 broke it at 4 users)", "no request completed in step(s) 1", 0, 0, 0, 2, ""},
+		{"no request in any step", []*Step{{Step: 1, Load: 2}, {Step: 2, Load: 4}},
+			"no_data", "no request completed in any step", "", 0, 0, 0, 0, ""},
 		{"met again after crossing, with less", []*Step{step(1, 100, 5000, cores(0.5)), step(2, 200, 15000, cores(0.5)), step(3, 90, 9000, cores(0.5))},
 			"crossed", "about 150 req/s", "step 3 met the SLO again after it was crossed", 150, 150, 1, 2, "interpolated"},
 	}

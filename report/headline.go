@@ -103,11 +103,11 @@ func headline(r *Run, v *Variant, base *Run, changes []Change) Headline {
 			parts = append(parts, fmt.Sprintf("%s%s req/s at the SLO (%s)", map[bool]string{true: "≥ "}[lower], num(x), words))
 			at = stepOf(c.Step)
 		case c.Status == "below_first":
-			s := v.Steps[0]
+			s := stepOf(c.FailedStep) // the first step judged
 			h.Throughput, h.Bound, h.Step = &s.Throughput, "below", s.Step
-			parts = append(parts, fmt.Sprintf("< %s req/s at the SLO (no step met it; step 1 broke it)", num(s.Throughput)))
+			parts = append(parts, fmt.Sprintf("< %s req/s at the SLO (no step met it; step %d broke it)", num(s.Throughput), s.Step))
 		default:
-			parts = append(parts, "no step with figures")
+			parts = append(parts, c.Text)
 		}
 		limit, near = []int{c.FailedStep, c.Step}, c.Findings
 	} else if len(v.Steps) > 0 {

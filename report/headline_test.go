@@ -121,3 +121,28 @@ func TestHeadlineWithoutSLO(t *testing.T) {
 		t.Errorf("headline = %+v\nwant %s", h, want)
 	}
 }
+
+// TestHeadlineWhereNoRequestCompleted: a step where no request completed is not judged,
+// so a variant that completed none has no capacity (it read "≥ 0.00 req/s at the SLO"),
+// and the step that broke the SLO first is named as it is.
+func TestHeadlineWhereNoRequestCompleted(t *testing.T) {
+	run := studyRun("run", 1)
+	node, java := run.Variants[0], run.Variants[1]
+	for _, s := range node.Steps {
+		s.Count, s.Throughput = 0, 0
+	}
+	java.Steps[0].Count, java.Steps[0].Throughput = 0, 0
+	java.Steps[1].P99US = 12000
+	slo := &spec.SLO{Latency: spec.StatP99, MaxLatency: 10 * time.Millisecond}
+	for _, v := range run.Variants {
+		v.Capacity = capacity(slo, v, run.Findings)
+	}
+	run.Comparison = compareVariants(run.Variants)
+	h := headlines(&Report{Runs: []*Run{run}})
+	if len(h) != 2 || !strings.HasPrefix(h[0].Text, "node: no request completed in any step") || h[0].Throughput != nil {
+		t.Errorf("node's headline = %+v", h[0])
+	}
+	if !strings.HasPrefix(h[1].Text, "java: < 1,451 req/s at the SLO (no step met it; step 2 broke it)") || h[1].Step != 2 {
+		t.Errorf("java's headline = %+v", h[1])
+	}
+}
