@@ -193,7 +193,10 @@ func (e *expireReporter) Done(Stage, *Outcome) {}
 // 5-second access tokens, every token expired 3 s into each step, and CC's rate
 // limiter on for its admin at 60 requests per 10 s (a run asks about 250 in its minute),
 // through platform.Connect as the plugin connects: it completes, renewing its token many
-// times, and paces its CC requests by the budget the CC announced.
+// times, and reads the budget the CC announced. Whether it must wait for that budget
+// depends on the host's pace (on a busy one the run asks less often than 60 per 10 s:
+// CI once saw 186 a minute and no wait), so the pacing itself is platform's tests'
+// (TestRateLimiterPacesALowBudgetUntilItsReset).
 func TestARunOutlivesShortTokensAndTheRateLimit(t *testing.T) {
 	t.Parallel()
 	f, _ := testfoundation.Start(t, func(c *foundation.Config) {
@@ -229,7 +232,7 @@ func TestARunOutlivesShortTokensAndTheRateLimit(t *testing.T) {
 	}
 	st := cf.Requests()
 	t.Logf("%s; %d token renewals; tokens expired %d times", st, cf.TokenRenewals(), expired)
-	if expired < 2 || cf.TokenRenewals() < 3 || st.Limit != 60 || st.Waited == 0 {
+	if expired < 2 || cf.TokenRenewals() < 3 || st.Limit != 60 {
 		t.Errorf("%d expiries, %d renewals, limit %d: want every step's expiry, renewals, and the CC's budget seen", expired, cf.TokenRenewals(), st.Limit)
 	}
 }
