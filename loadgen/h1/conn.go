@@ -25,9 +25,10 @@ type Conn struct {
 	mu sync.Mutex // guards nc against Abort and Close; Do alone changes it
 	nc net.Conn   // nil when there is no connection
 
-	br  *bufio.Reader
-	buf []byte   // the current request's head, stamped
-	cur *Request // whose head is in buf
+	sock sock // what br reads
+	br   *bufio.Reader
+	buf  []byte   // the current request's head, stamped
+	cur  *Request // whose head is in buf
 }
 
 // NewConn returns a Conn that dials addr ("host:port") with dialer; nothing is dialled
@@ -84,12 +85,20 @@ func (c *Conn) roundTrip(ctx context.Context, r *Request, deadline time.Time) (R
 		if err := ctx.Err(); err != nil {
 			return Response{}, err
 		}
-		n, err := c.nc.Write(c.buf)
-		if err == nil && r.body != nil {
-			_, err = c.nc.Write(r.body)
-		}
-		if err == nil {
-			_, err = c.br.Peek(1) // the first response byte: the server got the request
+		var n int
+		var err error
+		if r.body == nil && c.br.Buffered() == 0 && c.sock.arm(c.buf) {
+			// Written by the read that waits for the response's first bytes.
+			_, err = c.br.Peek(1)
+			n = c.sock.sent
+		} else {
+			n, err = c.nc.Write(c.buf)
+			if err == nil && r.body != nil {
+				_, err = c.nc.Write(r.body)
+			}
+			if err == nil {
+				_, err = c.br.Peek(1) // the first response byte: the server got the request
+			}
 		}
 		if err != nil {
 			if reused && !retried && (n == 0 || r.replayable) && closedByPeer(err) {
@@ -122,10 +131,11 @@ func (c *Conn) dial(ctx context.Context, deadline time.Time) error {
 	c.mu.Lock()
 	c.nc = nc
 	c.mu.Unlock()
+	c.sock.reset(nc)
 	if c.br == nil {
-		c.br = bufio.NewReaderSize(nc, readBufSize)
+		c.br = bufio.NewReaderSize(&c.sock, readBufSize)
 	} else {
-		c.br.Reset(nc)
+		c.br.Reset(&c.sock)
 	}
 	return nil
 }
