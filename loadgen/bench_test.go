@@ -122,12 +122,14 @@ func benchServer(b *testing.B) string {
 type countingRecorder struct {
 	mu     sync.Mutex
 	n      int
+	lag    int64 // sum of the send lags, µs
 	failed atomic.Int64
 }
 
 func (r *countingRecorder) Add(s sample.Sample) {
 	r.mu.Lock()
 	r.n++
+	r.lag += int64(s.StartDelayUS)
 	r.mu.Unlock()
 	if s.Failed() {
 		r.failed.Add(1)
@@ -185,36 +187,54 @@ func BenchmarkClosedLoop(b *testing.B) {
 // meaningless (the rate sets it), cpu-ns/req is what counts.
 func BenchmarkOpenLoop(b *testing.B) {
 	addr := benchServer(b)
-	const rate = 20000.0
 	for _, client := range clients {
-		b.Run(client, func(b *testing.B) {
-			cfg := benchConfig(b, addr)
-			cfg.Model, cfg.Rate, cfg.MaxInFlight = Open, rate, 64
-			rec := &countingRecorder{}
-			g, err := New(cfg, rec)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer g.Close()
-			useClient(b, g, client)
-			ctx := context.Background()
-			start := time.Now()
-			g.Run(ctx, Phase{Start: start, End: start.Add(100 * time.Millisecond)}) // spawn senders
-			b.ReportAllocs()
-			b.ResetTimer()
-			sent := g.Sent()
-			cpu := cpuTime(b)
-			start = time.Now()
-			g.Run(ctx, Phase{Start: start, End: start.Add(time.Duration(float64(b.N) / rate * float64(time.Second)))})
-			cpu = cpuTime(b) - cpu
-			b.StopTimer()
-			if n := g.Sent() - sent; n+g.Missed() < uint64(b.N)-1 {
-				b.Fatalf("sent %d and missed %d of %d", n, g.Missed(), b.N)
-			}
-			reportCPU(b, cpu, rec)
-			b.ReportMetric(float64(g.Missed()), "missed")
+		b.Run(client, func(b *testing.B) { benchOpenLoop(b, addr, client) })
+	}
+}
+
+// BenchmarkOpenLoopTick is BenchmarkOpenLoop's h1 run with the open loop's clock
+// ticking at least every minTick (0: on every slot): its CPU per request against its
+// send lag.
+func BenchmarkOpenLoopTick(b *testing.B) {
+	addr := benchServer(b)
+	defer func(d time.Duration) { minTick = d }(minTick)
+	for _, d := range []time.Duration{0, 100 * time.Microsecond, 200 * time.Microsecond, 300 * time.Microsecond, 500 * time.Microsecond} {
+		b.Run(d.String(), func(b *testing.B) {
+			minTick = d
+			benchOpenLoop(b, addr, "h1")
 		})
 	}
+}
+
+// benchOpenLoop sends b.N requests at 20,000 req/s with the named client.
+func benchOpenLoop(b *testing.B, addr, client string) {
+	const rate = 20000.0
+	cfg := benchConfig(b, addr)
+	cfg.Model, cfg.Rate, cfg.MaxInFlight = Open, rate, 64
+	rec := &countingRecorder{}
+	g, err := New(cfg, rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	useClient(b, g, client)
+	ctx := context.Background()
+	start := time.Now()
+	g.Run(ctx, Phase{Start: start, End: start.Add(100 * time.Millisecond)}) // spawn senders
+	b.ReportAllocs()
+	b.ResetTimer()
+	sent := g.Sent()
+	cpu := cpuTime(b)
+	start = time.Now()
+	g.Run(ctx, Phase{Start: start, End: start.Add(time.Duration(float64(b.N) / rate * float64(time.Second)))})
+	cpu = cpuTime(b) - cpu
+	b.StopTimer()
+	if n := g.Sent() - sent; n+g.Missed() < uint64(b.N)-1 {
+		b.Fatalf("sent %d and missed %d of %d", n, g.Missed(), b.N)
+	}
+	reportCPU(b, cpu, rec)
+	b.ReportMetric(float64(g.Missed()), "missed")
+	b.ReportMetric(float64(rec.lag)/float64(rec.n), "lag-mean-µs")
 }
 
 // lagRecorder keeps each sample's send lag (start delay), in µs.

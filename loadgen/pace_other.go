@@ -11,6 +11,8 @@ type slotClock struct{}
 
 func newSlotClock() *slotClock { return &slotClock{} }
 
-func (*slotClock) sleepUntil(time.Time) {}
+func (*slotClock) sleepUntil(time.Time, time.Duration) {}
+
+func (*slotClock) idle() {}
 
 func (*slotClock) close() {}
