@@ -25,10 +25,9 @@ type Conn struct {
 	mu sync.Mutex // guards nc against Abort and Close; Do alone changes it
 	nc net.Conn   // nil when there is no connection
 
-	sock sock // what br reads
-	br   *bufio.Reader
-	buf  []byte   // the current request's head, stamped
-	cur  *Request // whose head is in buf
+	br  *bufio.Reader
+	buf []byte   // the current request's head, stamped
+	cur *Request // whose head is in buf
 }
 
 // NewConn returns a Conn that dials addr ("host:port") with dialer; nothing is dialled
@@ -85,20 +84,12 @@ func (c *Conn) roundTrip(ctx context.Context, r *Request, deadline time.Time) (R
 		if err := ctx.Err(); err != nil {
 			return Response{}, err
 		}
-		var n int
-		var err error
-		if r.body == nil && c.br.Buffered() == 0 && c.sock.arm(c.buf) {
-			// Written by the read that waits for the response's first bytes.
-			_, err = c.br.Peek(1)
-			n = c.sock.sent
-		} else {
-			n, err = c.nc.Write(c.buf)
-			if err == nil && r.body != nil {
-				_, err = c.nc.Write(r.body)
-			}
-			if err == nil {
-				_, err = c.br.Peek(1) // the first response byte: the server got the request
-			}
+		n, err := c.nc.Write(c.buf)
+		if err == nil && r.body != nil {
+			_, err = c.nc.Write(r.body)
+		}
+		if err == nil {
+			_, err = c.br.Peek(1) // the first response byte: the server got the request
 		}
 		if err != nil {
 			if reused && !retried && (n == 0 || r.replayable) && closedByPeer(err) {
@@ -131,11 +122,10 @@ func (c *Conn) dial(ctx context.Context, deadline time.Time) error {
 	c.mu.Lock()
 	c.nc = nc
 	c.mu.Unlock()
-	c.sock.reset(nc)
 	if c.br == nil {
-		c.br = bufio.NewReaderSize(&c.sock, readBufSize)
+		c.br = bufio.NewReaderSize(nc, readBufSize)
 	} else {
-		c.br.Reset(&c.sock)
+		c.br.Reset(nc)
 	}
 	return nil
 }
