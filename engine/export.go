@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/cf-benchmark/cf-benchmark/export"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
 )
 
 // ExportTables are the tables ExportRun writes when none are named: every one.

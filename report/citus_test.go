@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
-	"github.com/cf-benchmark/cf-benchmark/export"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
 )
 
 // TestCitusGivesTheSameReport stores the same fixture runs in one Postgres server and

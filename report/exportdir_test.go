@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/export"
-	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export/exportdir"
 )
 
 // Both readers of a run's rows are Readers. (The assertions live here, not beside the

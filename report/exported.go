@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/export"
-	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export/exportdir"
 )
 
 // IsExportDir reports whether path is a run's export directory (it holds the

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
-	"github.com/cf-benchmark/cf-benchmark/export"
-	"github.com/cf-benchmark/cf-benchmark/export/exportdir"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export/exportdir"
 )
 
 // TestFaultSection: an injected fault becomes its section: what it hit and when, the

@@ -40,8 +40,8 @@ CGO_ENABLED=0 $GO test -run '^$' -bench '^BenchmarkIngest$' -benchtime 3x -count
 # each, about 7 s on a Citus cluster of 2 cores; some 80 s a run in all.
 echo "bench-go: ingestion on Citus (resultsdb BenchmarkIngestCitus, $COUNT runs)" >&2
 CGO_ENABLED=0 $GO test -run '^$' -bench '^BenchmarkIngestCitus$' -benchtime 2x -count "$COUNT" ./resultsdb >>"$raw"
-echo "bench-go: export (export/ BenchmarkExport, $COUNT runs)" >&2
-CGO_ENABLED=0 $GO test -run '^$' -bench 'Export' -benchtime 3x -count "$COUNT" ./export >>"$raw"
+echo "bench-go: export (resultsdb/export/ BenchmarkExport, $COUNT runs)" >&2
+CGO_ENABLED=0 $GO test -run '^$' -bench 'Export' -benchtime 3x -count "$COUNT" ./resultsdb/export >>"$raw"
 if [ -d foundation/router ]; then
 	echo "bench-go: router (foundation/router BenchmarkRouter, $COUNT runs)" >&2
 	CGO_ENABLED=0 $GO test -run '^$' -bench 'Router' -benchtime 2s -count "$COUNT" ./foundation/router >>"$raw"

@@ -72,7 +72,7 @@ packages=$($go list ./... | grep -v '/e2e$') || exit 1
 # tools/bench/capacity ran its 41 s alone at the end). Their wall times in a make test
 # of 2026-11-28: engine 288 s, elastic 270, foundation 268, the others 40 to 75.
 slowest="engine collectors/routerlogs/elastic foundation platform collectors/logcache
-collectors/routerlogs/file export collectors/ccstats foundation/clisuite report
+collectors/routerlogs/file resultsdb/export collectors/ccstats foundation/clisuite report
 plugin/command foundation/cc tools/bench/capacity"
 module=$($go list -m) || exit 1
 ordered=()

@@ -19,8 +19,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cf-benchmark/cf-benchmark/export"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
 )
 
 // Reader reads runs from export directories; the zero value is ready. It is safe for

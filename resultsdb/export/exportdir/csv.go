@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cf-benchmark/cf-benchmark/export"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
 )
 
 // errNoFile is returned by open for a table the directory has no file of.

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
-	"github.com/cf-benchmark/cf-benchmark/export"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
+	"github.com/cf-benchmark/cf-benchmark/resultsdb/export"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
