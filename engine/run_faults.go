@@ -73,9 +73,7 @@ func (r *runner) injectFaults(ctx context.Context, leg spec.Leg, st resultsdb.St
 		step: st, local: local, end: local.Add(st.Ends.Sub(st.Started)),
 		record: func(e resultsdb.Event) {
 			e.RunID = r.run.ID
-			if err := r.opts.Store.AddEvent(context.WithoutCancel(ctx), e); err != nil {
-				r.opts.Logger.Warn("record an injected fault", "err", err)
-			}
+			r.record(context.WithoutCancel(ctx), e)
 		},
 		note: func(msg string) { r.opts.Reporter.Note(leg.Name + ": " + msg) },
 	}

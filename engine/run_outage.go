@@ -66,6 +66,31 @@ func (r *runner) db(ctx context.Context, what string, op func(context.Context) e
 	}
 }
 
+// record records a run event (its At set), trying again while the results database is
+// away (restarting, or the tunnel app to it being moved by the very fault recorded) for
+// up to MaxOutage; an event whose insert may have landed before its answer was lost is
+// not recorded twice. Unlike db, it leaves the run's own view of the outage alone, so
+// it may run beside the run's loop (an injected fault's watch), and it waits, so the
+// loop itself does not use it (event). Failing that, it logs: an event is never fatal.
+func (r *runner) record(ctx context.Context, e resultsdb.Event) {
+	retry := backoff.Backoff{First: 200 * time.Millisecond, Max: 2 * time.Second}
+	deadline := time.Now().Add(r.opts.MaxOutage)
+	add := r.opts.Store.AddEvent
+	for {
+		attempt, cancel := context.WithTimeout(ctx, dbAttemptTimeout)
+		err := add(attempt, e)
+		cancel()
+		if err == nil {
+			return
+		}
+		if !r.opts.Store.Retryable(ctx, err) || time.Now().After(deadline) || !retry.Wait(ctx) {
+			r.opts.Logger.Warn("record run event", "kind", e.Kind, "err", err)
+			return
+		}
+		add = r.opts.Store.AddEventOnce
+	}
+}
+
 // nodeCheckTimeout bounds a look at the nodes of a Citus results database: a node that
 // says nothing is not named, but it does not hold the step's watch either.
 const nodeCheckTimeout = 2 * time.Second

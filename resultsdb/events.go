@@ -60,6 +60,25 @@ func (s *Store) AddEvent(ctx context.Context, e Event) error {
 	return nil
 }
 
+// AddEventOnce records e, whose At must be set, unless the run has an event of the same
+// time, kind and message already: so that trying again after an insert whose answer was
+// lost (the database or the way to it went away meanwhile) records the event once.
+func (s *Store) AddEventOnce(ctx context.Context, e Event) error {
+	if e.At.IsZero() {
+		return fmt.Errorf("add %s event to run %s once: the event has no time", e.Kind, e.RunID)
+	}
+	var recorded bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM run_events WHERE run_id = $1 AND at = $2 AND kind = $3 AND message = $4)`,
+		e.RunID, e.At, e.Kind, e.Message).Scan(&recorded)
+	if err != nil {
+		return fmt.Errorf("add %s event to run %s: %w", e.Kind, e.RunID, err)
+	}
+	if recorded {
+		return nil
+	}
+	return s.AddEvent(ctx, e)
+}
+
 // Events returns the run's events in the order they were added; none is not an error.
 func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
 	rows, err := s.pool.Query(ctx, `SELECT at, coalesce(variant, ''), coalesce(step, -1), kind, level, message,

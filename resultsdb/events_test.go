@@ -138,3 +138,37 @@ func TestSetInstancesSeenKeepsTheMost(t *testing.T) {
 		t.Fatal("SetInstancesSeen accepted a negative count")
 	}
 }
+
+// TestAddEventOnceRecordsAnEventOnce: trying again after an insert whose answer was
+// lost records the event once; another event of the same time does get its row.
+func TestAddEventOnceRecordsAnEventOnce(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	run, err := s.CreateRun(ctx, "demo", "demo.yml", "version: 1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 7, 20, 5, 42, 123456789, time.UTC) // finer than the column keeps
+	e := Event{RunID: run.ID, At: at, Variant: "fast", Step: 2, Kind: "fault", Level: "info", Message: "evacuate cell loadgen"}
+	if err := s.AddEvent(ctx, e); err != nil { // landed, its answer lost
+		t.Fatal(err)
+	}
+	if err := s.AddEventOnce(ctx, e); err != nil { // the retry
+		t.Fatal(err)
+	}
+	other := e
+	other.Message = "crash instance 0 of app"
+	if err := s.AddEventOnce(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Events(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Message != e.Message || got[1].Message != other.Message {
+		t.Fatalf("events = %+v, want the evacuation once, then the crash", got)
+	}
+	if err := s.AddEventOnce(ctx, Event{RunID: run.ID, Kind: "fault", Message: "no time"}); err == nil {
+		t.Error("AddEventOnce took an event without a time")
+	}
+}
