@@ -13,23 +13,26 @@ export CGO_ENABLED := 0
 PUSHED    := GOOS=linux GOARCH=amd64
 PAYLOAD   := plugin/payload/data/cfbench.gz
 
-.PHONY: build apps release demo gallery check lint test bench deps deps-demo clean cf-cli-suite
+.PHONY: build build-demo apps release demo gallery check lint test bench deps deps-demo clean cf-cli-suite
 
 # The plugin carries the program it pushes (cmd/cfbench, built for linux/amd64, what CF's
 # cells run, whatever this machine is) gzip-compressed in plugin/payload/data, so the
 # plugin file alone runs a benchmark; bin/cfbench is the same program, for --bin-dir.
-build:
+# build-demo is what make demo uses of it: the plugin and the stub it pushes.
+build: build-demo
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
+	# The proxy in the app dir that manifests/proxy-plateau.yml pushes.
+	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/proxy/cfbench-proxy ./cmd/cfbench-proxy
+
+build-demo:
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/cfbench ./cmd/cfbench
 	gzip -9 -n -c $(BIN)/cfbench > $(PAYLOAD)
 	printf '%s\n' '$(VERSION)' > $(dir $(PAYLOAD))version
 	$(GO) build $(GOFLAGS_B) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/cf-benchmark ./plugin
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-stub ./cmd/cfbench-stub
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-proxy ./cmd/cfbench-proxy
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/cfbench-pg ./cmd/cfbench-pg
-	# The stub and the proxy in the app dirs that manifests/stub.yml and
-	# manifests/proxy-plateau.yml push.
+	# The stub in the app dir that manifests/stub.yml pushes.
 	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/stub/cfbench-stub ./cmd/cfbench-stub
-	$(PUSHED) $(GO) build $(GOFLAGS_B) -o $(BIN)/proxy/cfbench-proxy ./cmd/cfbench-proxy
 
 # The Java and Node.js sample apps (apps/), which the tests and the java-vs-node spec push.
 apps:
@@ -50,8 +53,10 @@ deps:
 deps-demo:
 	scripts/install-deps.sh demo
 
+# Only the programs the demo's spec uses are built; another SPEC may want make build
+# (the proxy) and make apps (the Java and Node.js sample apps) first.
 demo:
-	$(MAKE) --no-print-directory -j2 deps-demo build
+	$(MAKE) --no-print-directory -j2 deps-demo build-demo
 	scripts/demo.sh $(SPEC)
 
 # The docs' gallery (docs/gallery.md, docs/gallery/*.png) from runs on the local
