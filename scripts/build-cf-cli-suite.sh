@@ -14,7 +14,8 @@
 #
 # The suites come from the same release the cf CLI is built from, fetched the same way
 # (scripts/lib/gomod-build.sh): ginkgo and the test dependencies resolve from the
-# release's own go.sum.
+# release's own go.sum. They build as the cf CLI does (CGO off, -trimpath), so the
+# standard library and the cf CLI's packages they use are compiled once for both.
 set -euo pipefail
 
 readonly cli_module=code.cloudfoundry.org/cli/v8
@@ -42,11 +43,11 @@ if [ -n "$missing" ]; then
 	ginkgo_version=$(sed -n 's/^[[:space:]]*github.com\/onsi\/ginkgo\/v2 \(v[^ ]*\)$/\1/p' "$GOMOD_SRC/go.mod" | head -n 1)
 	log "building ginkgo $ginkgo_version (the version $cli_module $cli_version pins)"
 	mkdir -p "$dir"
-	(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go build -mod=mod -o "$dir/.ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo) && mv -f "$dir/.ginkgo.tmp" "$dir/ginkgo"
+	(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go build -mod=mod -trimpath -o "$dir/.ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo) && mv -f "$dir/.ginkgo.tmp" "$dir/ginkgo"
 	for s in "${suites[@]}"; do
 		log "compiling the $s suite"
 		mkdir -p "$v7/$s"
-		(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go test -mod=mod -c -o "$v7/$s/.$s.tmp" "$cli_module/integration/v7/$s") && mv -f "$v7/$s/.$s.tmp" "$v7/$s/$s.test"
+		(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go test -mod=mod -trimpath -c -o "$v7/$s/.$s.tmp" "$cli_module/integration/v7/$s") && mv -f "$v7/$s/.$s.tmp" "$v7/$s/$s.test"
 	done
 	ln -sfn "$GOMOD_SRC/integration/assets" "$dir/integration/assets"
 fi
