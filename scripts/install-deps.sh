@@ -42,12 +42,10 @@ as_root() {
 	fi
 }
 
-# The installs that are not apt run as jobs beside it: the builds from Go modules
-# (minutes of CPU) beside apt's and Maven's downloads (network and disk), as a fresh
-# machine spends much of its first `make test` installing. The builds run one after
-# the other, in one job: each keeps both cores busy itself, and side by side they
-# compiled the standard library once each (go does not share a compile in progress).
-# Each job's progress goes to stderr, tagged; a job that fails is named at the end.
+# Each install that is not apt runs as a job beside the others: the builds from Go
+# modules (minutes of CPU) beside apt's and Maven's downloads (network and disk), as a
+# fresh machine spends most of its first `make test` installing. Each job's progress
+# goes to stderr, tagged; a job that fails is named at the end.
 jobs=()
 start() { # start NAME COMMAND...: runs COMMAND in the background as job NAME
 	local name=$1
@@ -66,14 +64,13 @@ finish() { # waits for every job; fails naming the jobs that failed
 	fi
 }
 
+start scripts/install-cf-cli.sh scripts/install-cf-cli.sh
 if [ "$mode" = test ]; then
-	# The cf CLI; OpenTofu, for the terraform/ tests (e2e/terraform_test.go); the bosh
-	# CLI, for the bosh-lite rendering tests (e2e/boshlite_test.go).
-	start "the Go builds (scripts/install-cf-cli.sh, install-bosh-cli.sh, install-tofu.sh)" \
-		sh -c 'scripts/install-cf-cli.sh && scripts/install-bosh-cli.sh && scripts/install-tofu.sh'
+	# OpenTofu, for the terraform/ tests (e2e/terraform_test.go).
+	start scripts/install-tofu.sh scripts/install-tofu.sh
+	# The bosh CLI, for the bosh-lite rendering tests (e2e/boshlite_test.go).
+	start scripts/install-bosh-cli.sh scripts/install-bosh-cli.sh
 	start "go mod download" go mod download
-else
-	start scripts/install-cf-cli.sh scripts/install-cf-cli.sh
 fi
 
 missing=()
