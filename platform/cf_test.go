@@ -108,10 +108,10 @@ func TestCF(t *testing.T) {
   services: [db]
 `)
 	var web *App
-	t.Run("PushManifest", func(t *testing.T) {
+	t.Run("push a manifest", func(t *testing.T) {
 		ctx := within(t)
 		var err error
-		web, err = c.PushManifest(ctx, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "overlay", "EXTRA": "x"}})
+		web, err = pushManifest(ctx, c, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "overlay", "EXTRA": "x"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,9 +203,9 @@ func TestCF(t *testing.T) {
 
 	// A matrix cell: the same manifest's app under another name, on its own route,
 	// with its memory and instances; the first app stays as it was.
-	t.Run("PushManifest overrides", func(t *testing.T) {
+	t.Run("push a manifest with overrides", func(t *testing.T) {
 		ctx := within(t)
-		cell, err := c.PushManifest(ctx, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "cell"},
+		cell, err := pushManifest(ctx, c, "cfbench", "apps", manifest, "", Overrides{Env: map[string]string{"OVERRIDDEN": "cell"},
 			Memory: "32M", Instances: 2, NameSuffix: "-c2"})
 		if err != nil {
 			t.Fatal(err)
@@ -364,19 +364,19 @@ func TestCF(t *testing.T) {
 			want []string // substrings of the error
 			is   error
 		}{
-			{"two apps, none named", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "", Overrides{}) },
+			{"two apps, none named", func() (*App, error) { return pushManifest(ctx, c, "cfbench", "apps", twoApps, "", Overrides{}) },
 				[]string{twoApps, "lists 2 apps (one, two): name the one to push"}, nil},
-			{"no such app", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", twoApps, "three", Overrides{}) },
+			{"no such app", func() (*App, error) { return pushManifest(ctx, c, "cfbench", "apps", twoApps, "three", Overrides{}) },
 				[]string{`has no app "three" (it lists one, two)`}, nil},
-			{"bad field", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", badField, "", Overrides{}) },
+			{"bad field", func() (*App, error) { return pushManifest(ctx, c, "cfbench", "apps", badField, "", Overrides{}) },
 				[]string{badField, `app "bad": instances: want a whole number of at least 0, got "many" (line 3)`}, nil},
 			{"missing manifest", func() (*App, error) {
-				return c.PushManifest(ctx, "cfbench", "apps", filepath.Join(dir, "nope.yml"), "", Overrides{})
+				return pushManifest(ctx, c, "cfbench", "apps", filepath.Join(dir, "nope.yml"), "", Overrides{})
 			},
 				[]string{"read manifest"}, os.ErrNotExist},
-			{"unbound service", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "apps", unbound, "", Overrides{}) },
+			{"unbound service", func() (*App, error) { return pushManifest(ctx, c, "cfbench", "apps", unbound, "", Overrides{}) },
 				[]string{"push unbound: bind missing-db", "Try: cf services"}, ErrNoServiceInstance},
-			{"unknown space", func() (*App, error) { return c.PushManifest(ctx, "cfbench", "nowhere", manifest, "", Overrides{}) },
+			{"unknown space", func() (*App, error) { return pushManifest(ctx, c, "cfbench", "nowhere", manifest, "", Overrides{}) },
 				[]string{`space "nowhere" not found in org cfbench. Try: cf spaces`}, nil},
 			{"not ELF", func() (*App, error) {
 				return c.PushBinary(ctx, BinaryApp{Org: "cfbench", Space: "apps", Name: "script", Binary: notELF})
@@ -419,7 +419,7 @@ func TestCF(t *testing.T) {
 		writeFile(t, dir, "app/start.sh", "#!/bin/sh\nexec ./cfbench-stub\n")
 		copyFile(t, bin, filepath.Join(dir, "app", "cfbench-stub"))
 		m := writeFile(t, dir, "manifest.yml", "applications:\n- name: noexec\n  path: app\n  memory: 64M\n  buildpacks: [binary_buildpack]\n  command: ./start.sh\n  no-route: true\n")
-		a, err := c.PushManifest(ctx, "cfbench", "apps", m, "", Overrides{})
+		a, err := pushManifest(ctx, c, "cfbench", "apps", m, "", Overrides{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -479,4 +479,14 @@ func copyFile(t *testing.T, from, to string) {
 	if err := os.WriteFile(to, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pushManifest is LoadManifest then PushApp: a push of one manifest's app, as the
+// engine's deploy does.
+func pushManifest(ctx context.Context, c *CF, org, space, path, app string, o Overrides) (*App, error) {
+	m, err := LoadManifest(path, app)
+	if err != nil {
+		return nil, err
+	}
+	return c.PushApp(ctx, org, space, m, o)
 }

@@ -50,7 +50,7 @@ func (e *ManifestError) Error() string {
 	return b.String()
 }
 
-// parseManifest reads a manifest's applications and checks every key PushManifest or
+// parseManifest reads a manifest's applications and checks every key PushApp or
 // CC acts on, so that a mistake is reported with its file, app and field before
 // anything is pushed. Keys it does not know pass on to CC, which ignores what it does
 // not know either.
@@ -170,7 +170,7 @@ func parseApp(n *yaml.Node) (*manifestApp, error) {
 		case "processes":
 			err = checkProcesses(v)
 		case "docker":
-			err = badField(v, key, "docker images are not supported: PushManifest uploads the app's files")
+			err = badField(v, key, "docker images are not supported: PushApp uploads the app's files")
 		}
 		if err != nil {
 			return a, err
@@ -425,7 +425,7 @@ type Overrides struct {
 	NameSuffix string
 }
 
-// ResolvedApp is a manifest's app as PushManifest pushes it, after the overrides.
+// ResolvedApp is a manifest's app as PushApp pushes it, after the overrides.
 type ResolvedApp struct {
 	Name string
 	// Manifest is the manifest applied to the space: the app as written without its

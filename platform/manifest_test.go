@@ -483,9 +483,9 @@ func TestCheckManifest(t *testing.T) {
 		{"none.yml", "", "read manifest: "},
 	}
 	for _, c := range cases {
-		err := CheckManifest(filepath.Join(dir, c.file), c.app, Overrides{})
+		err := checkManifest(filepath.Join(dir, c.file), c.app, Overrides{})
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("CheckManifest(%s, %q) = %v, want %q", c.file, c.app, err, c.want)
+			t.Errorf("checkManifest(%s, %q) = %v, want %q", c.file, c.app, err, c.want)
 		}
 	}
 }

@@ -48,11 +48,18 @@ func LoadManifest(manifestPath, appName string) (*Manifest, error) {
 	return &Manifest{file: manifestPath, app: a, src: src}, nil
 }
 
-// Resolve returns the app as PushApp pushes it with o (see ResolveManifest).
+// Resolve returns the app as PushApp pushes it with o, without pushing: its name, the
+// manifest applied, env, memory and instances. Its errors are PushApp's about the
+// manifest itself (a *ManifestError naming file, app and field), and a route host that
+// o's suffix makes too long.
 func (m *Manifest) Resolve(o Overrides) (*ResolvedApp, error) { return m.app.resolve(m.file, o) }
 
-// Check reports, without pushing, what PushApp with o would refuse (see CheckManifest).
-// The app's files, and the binary its command starts, are looked at once per Manifest.
+// Check reports, without pushing, what PushApp with o would refuse in the manifest
+// itself: a field it does not accept (a *ManifestError), app files that do not exist,
+// a binary the command starts that is not linux/amd64 (ErrNotLinuxAmd64), or overrides
+// that do not fit the app. Nil means the push can start; Cloud Foundry may still refuse
+// it. The app's files, and the binary its command starts, are looked at once per
+// Manifest.
 func (m *Manifest) Check(o Overrides) error {
 	if _, err := m.Resolve(o); err != nil {
 		return err
@@ -82,33 +89,6 @@ func (m *Manifest) checkFiles() error {
 		return fmt.Errorf("app %s: %w", m.app.Name, err)
 	}
 	return nil
-}
-
-// ResolveManifest returns app appName of the manifest as PushManifest pushes it with o,
-// without pushing: its name, the manifest applied, env, memory and instances. Its
-// errors are PushManifest's about the manifest itself (a *ManifestError naming file,
-// app and field), and a route host that o's suffix makes too long. It is LoadManifest
-// and Resolve.
-func ResolveManifest(manifestPath, appName string, o Overrides) (*ResolvedApp, error) {
-	m, err := LoadManifest(manifestPath, appName)
-	if err != nil {
-		return nil, err
-	}
-	return m.Resolve(o)
-}
-
-// CheckManifest reports, without pushing, what PushManifest with o would refuse in the
-// manifest itself: a file that cannot be read, a field it does not accept (a
-// *ManifestError), no app appName, app files that do not exist, a binary the command
-// starts that is not linux/amd64 (ErrNotLinuxAmd64), or overrides that do not fit the
-// app. Nil means the push can start; Cloud Foundry may still refuse it. It is
-// LoadManifest and Check.
-func CheckManifest(manifestPath, appName string, o Overrides) error {
-	m, err := LoadManifest(manifestPath, appName)
-	if err != nil {
-		return err
-	}
-	return m.Check(o)
 }
 
 // checkStarted refuses a binary_buildpack app whose command starts a file of its own

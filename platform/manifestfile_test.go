@@ -46,7 +46,26 @@ func TestLoadedManifestIsNotReadAgain(t *testing.T) {
 	if err := m.Check(Overrides{Memory: "lots"}); err == nil || !strings.Contains(err.Error(), "memory") {
 		t.Errorf("Check of overrides that do not fit: %v, want the memory named", err)
 	}
-	if err := CheckManifest(file, "", Overrides{}); err == nil || !strings.Contains(err.Error(), "read manifest: ") {
-		t.Errorf("CheckManifest of the file gone: %v, want it read again and missing", err)
+	if err := checkManifest(file, "", Overrides{}); err == nil || !strings.Contains(err.Error(), "read manifest: ") {
+		t.Errorf("LoadManifest and Check of the file gone: %v, want it read again and missing", err)
 	}
+}
+
+// checkManifest is LoadManifest then Check: what the engine's preflight does with each
+// manifest of a spec.
+func checkManifest(path, app string, o Overrides) error {
+	m, err := LoadManifest(path, app)
+	if err != nil {
+		return err
+	}
+	return m.Check(o)
+}
+
+// resolveManifest is LoadManifest then Resolve.
+func resolveManifest(path, app string, o Overrides) (*ResolvedApp, error) {
+	m, err := LoadManifest(path, app)
+	if err != nil {
+		return nil, err
+	}
+	return m.Resolve(o)
 }

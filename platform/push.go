@@ -32,31 +32,21 @@ type App struct {
 	Instances int
 }
 
-// PushManifest pushes app appName ("" = the manifest's only app; with several, an
-// error names them) from a CF app manifest file (cf CLI manifest v1: name, path,
-// memory, disk_quota, instances, buildpacks, command, env, routes, no-route,
-// random-route, health-check-type, stack, services, processes) into org/space, changed
-// by o (see Overrides and ResolveManifest). path is resolved against the manifest's
-// directory (default: that directory); a directory is zipped as the cf CLI zips it
-// (appBits: its .cfignore and the names it always leaves out, file modes as it sets
-// them), and a zip file (.zip, .jar, .war) is uploaded as is. Manifest services are bound: they must exist in the space. Without
-// routes, no-route or random-route the app gets its default route, as with cf push.
+// PushApp pushes m's app (LoadManifest: cf CLI manifest v1: name, path, memory,
+// disk_quota, instances, buildpacks, command, env, routes, no-route, random-route,
+// health-check-type, stack, services, processes) into org/space, changed by o (see
+// Overrides and Manifest.Resolve). path is resolved against the manifest's directory
+// (default: that directory); a directory is zipped as the cf CLI zips it (appBits: its
+// .cfignore and the names it always leaves out, file modes as it sets them), and a zip
+// file (.zip, .jar, .war) is uploaded as is. Manifest services are bound: they must
+// exist in the space. Without routes, no-route or random-route the app gets its default
+// route, as with cf push.
 //
 // It returns once the app is staged and started: its instances may not run yet (see
-// WaitRunning). A manifest that cannot be pushed is a *ManifestError naming file, app
-// and field; nothing is pushed then. Nor is a binary_buildpack app whose command
-// starts a file of its own ("./x") that is not a linux/amd64 executable
-// (ErrNotLinuxAmd64). It is LoadManifest and PushApp.
-func (c *CF) PushManifest(ctx context.Context, org, space, manifestPath, appName string, o Overrides) (*App, error) {
-	m, err := LoadManifest(manifestPath, appName)
-	if err != nil {
-		return nil, err
-	}
-	return c.PushApp(ctx, org, space, m, o)
-}
-
-// PushApp pushes m's app with o as PushManifest does, without reading the manifest
-// again. The binary its command starts is checked unless m.Check passed already.
+// WaitRunning). A manifest that cannot be pushed with o is a *ManifestError naming
+// file, app and field; nothing is pushed then. Nor is a binary_buildpack app whose
+// command starts a file of its own ("./x") that is not a linux/amd64 executable
+// (ErrNotLinuxAmd64); that is checked here unless m.Check passed already.
 func (c *CF) PushApp(ctx context.Context, org, space string, m *Manifest, o Overrides) (*App, error) {
 	r, err := m.Resolve(o)
 	if err != nil {
@@ -96,7 +86,7 @@ type BinaryApp struct {
 	Services []string
 }
 
-// PushBinary pushes b as PushManifest pushes a manifest's app, and returns when it is
+// PushBinary pushes b as PushApp pushes a manifest's app, and returns when it is
 // staged and started. The binary must be an ELF x86-64 executable: it is checked
 // before anything is pushed.
 func (c *CF) PushBinary(ctx context.Context, b BinaryApp) (*App, error) {

@@ -121,11 +121,11 @@ func TestCRLFManifestWithSpacesInPath(t *testing.T) {
 	lf := "applications:\n- name: web\n  path: my apps/web app\n  buildpacks: [binary_buildpack]\n  command: sh run.sh\n  memory: 64M\n  env: {GREETING: hello world}\n"
 	for name, body := range map[string]string{"lf.yml": lf, "crlf.yml": strings.ReplaceAll(lf, "\n", "\r\n")} {
 		m := writeFile(t, dir, name, body)
-		if err := CheckManifest(m, "", Overrides{}); err != nil {
+		if err := checkManifest(m, "", Overrides{}); err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		r, err := ResolveManifest(m, "", Overrides{})
+		r, err := resolveManifest(m, "", Overrides{})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
