@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/internal/wait"
@@ -142,13 +143,19 @@ func run(ctx context.Context, sp *spec.Spec, specText string, opts Options) (*Re
 	ctx, cancelBeat := context.WithCancelCause(ctx)
 	defer cancelBeat(nil)
 	stopBeat := heartbeat(ctx, cancelBeat, store, run.ID, opts.Logger)
-	r := &runner{sp: sp, run: run, opts: opts, res: res}
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEvents()
+	r := &runner{sp: sp, run: run, opts: opts, res: res, eventsCtx: eventsCtx}
 	runErr := r.variants(ctx)
 	stopBeat()
 	if errors.Is(runErr, ErrOutage) {
 		// The database has been away for the whole bound: one more attempt each to
 		// record the end, then the error. The run stays "running" with an old
 		// heartbeat if they fail, and the next status or run marks it aborted.
+		stopEvents()
+	}
+	r.events.Wait()
+	if errors.Is(runErr, ErrOutage) {
 		r.opts.MaxOutage = time.Nanosecond
 	}
 
@@ -200,6 +207,10 @@ type runner struct {
 	nodeAway time.Time
 	// instances watches the run's app instances (run_instances.go); nil when not.
 	instances *instanceWatcher
+	// events are the run's events still being recorded (event); eventsCtx ends their
+	// retries early, when the run gives up on the database.
+	events    sync.WaitGroup
+	eventsCtx context.Context
 }
 
 // variants runs every variant's ramp, each with its own fleet, and stops the fleets
@@ -307,12 +318,18 @@ func matrixCell(v *spec.Variant) map[string]string {
 	return m
 }
 
-// event records a run event; failing to record it is logged, never fatal.
+// event records a run event, as record does: failing to record it is logged, never
+// fatal.
 func (r *runner) event(variant string, step int, kind, level, msg string) {
 	ev := resultsdb.Event{RunID: r.run.ID, At: time.Now(), Variant: variant, Step: step, Kind: kind, Level: level, Message: msg}
-	if err := r.opts.Store.AddEvent(context.Background(), ev); err != nil {
-		r.opts.Logger.Warn("record run event", "kind", kind, "err", err)
-	}
+	// In its own goroutine, so that a database that is away holds up only this record
+	// (retried within the outage bound), not the run; the run's end waits for it.
+	bound := r.opts.MaxOutage
+	r.events.Add(1)
+	go func() {
+		defer r.events.Done()
+		r.recordWithin(r.eventsCtx, ev, bound)
+	}()
 }
 
 // waitLive waits until n instances of the variant heartbeat.

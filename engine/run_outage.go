@@ -70,11 +70,17 @@ func (r *runner) db(ctx context.Context, what string, op func(context.Context) e
 // away (restarting, or the tunnel app to it being moved by the very fault recorded) for
 // up to MaxOutage; an event whose insert may have landed before its answer was lost is
 // not recorded twice. Unlike db, it leaves the run's own view of the outage alone, so
-// it may run beside the run's loop (an injected fault's watch), and it waits, so the
-// loop itself does not use it (event). Failing that, it logs: an event is never fatal.
+// it may run beside the run's loop (an injected fault's watch, the loop's own events in
+// goroutines of theirs: event). Failing that, it logs: an event is never fatal.
 func (r *runner) record(ctx context.Context, e resultsdb.Event) {
+	r.recordWithin(ctx, e, r.opts.MaxOutage)
+}
+
+// recordWithin is record with the outage bound given: a goroutine of the run's own
+// must not read r.opts, which the run changes as it ends.
+func (r *runner) recordWithin(ctx context.Context, e resultsdb.Event, bound time.Duration) {
 	retry := backoff.Backoff{First: 200 * time.Millisecond, Max: 2 * time.Second}
-	deadline := time.Now().Add(r.opts.MaxOutage)
+	deadline := time.Now().Add(bound)
 	add := r.opts.Store.AddEvent
 	for {
 		attempt, cancel := context.WithTimeout(ctx, dbAttemptTimeout)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -678,5 +679,49 @@ func TestGeneratorsTakenAwayBeforeTheyJoinFailTheRun(t *testing.T) {
 	}
 	if len(res.Summaries) != 1 {
 		t.Fatalf("%d steps ran, want the ramp to end with the step its generators never joined", len(res.Summaries))
+	}
+}
+
+// TestARunEventWaitsOutAnOutage: an event of the run's loop (a scale, a stop, a drain
+// that failed) written while the results database is away is written once it is back,
+// once, and the run's end waits for it; it used to be logged and lost.
+func TestARunEventWaitsOutAnOutage(t *testing.T) {
+	t.Parallel()
+	dsn := testpg.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, u.Host)
+	ctx := context.Background()
+	store, err := resultsdb.Open(ctx, via(t, dsn, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run, err := store.CreateRun(ctx, "events", "events.yml", "name: events\n", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &testlog.Buffer{}
+	r := &runner{run: run, eventsCtx: ctx,
+		opts: Options{Store: store, MaxOutage: time.Minute, Logger: slog.New(slog.NewTextHandler(log, nil))}}
+	p.Cut()
+	r.event("fast", 1, "scale", "info", "scaled the generators to 2")
+	time.Sleep(500 * time.Millisecond) // a few attempts fail meanwhile
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	r.events.Wait()
+	evs, err := store.Events(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.Kind+": "+e.Message)
+	}
+	if want := []string{"scale: scaled the generators to 2"}; !slices.Equal(got, want) {
+		t.Errorf("events after the outage: %q, want %q\nlog:\n%s", got, want, log)
 	}
 }
