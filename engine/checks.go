@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/report"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
@@ -102,18 +103,35 @@ func instanceList(ins []resultsdb.InstanceHost) string {
 // together at least c.CPUShare of the CPU available to them (the cores of the cells
 // they ran on, each cell once; where known): instances that share a cell share its
 // cores. Entitlement alone is no evidence: on Diego an instance runs far above it
-// whenever its cell has spare CPU.
-func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummary) *Finding {
+// whenever its cell has spare CPU. An open loop's lag is judged beyond what its tick
+// (workload.tick) adds by design, loadgen.TickLag at each instance's rate: a clean run
+// on a coarse tick is no saturation.
+func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummary, tick time.Duration) *Finding {
 	if !warns(c.Level) || m.Count == 0 {
 		return nil
 	}
+	if tick <= 0 {
+		tick = loadgen.DefaultTick
+	}
+	var byTick time.Duration
+	if m.Open && m.OfferedRate != nil {
+		n := m.InstancesSeen // OfferedRate is theirs in all
+		if n < 1 {
+			n = max(m.Instances, 1)
+		}
+		byTick = loadgen.TickLag(*m.OfferedRate/float64(n), tick)
+	}
+	lag := max(m.SendLagMean-byTick, 0)
 	lagShare := 0.0
 	if m.Mean > 0 {
-		lagShare = float64(m.SendLagMean) / float64(m.Mean)
+		lagShare = float64(lag) / float64(m.Mean)
 	}
-	lagged := m.SendLagMean >= c.SendLagMin && lagShare >= c.SendLagShare
+	lagged := lag >= c.SendLagMin && lagShare >= c.SendLagShare
 	ev := map[string]any{"send_lag_mean_ms": ms(m.SendLagMean), "send_lag_p99_ms": ms(m.SendLagP99), "latency_mean_ms": ms(m.Mean),
 		"send_lag_share": lagShare}
+	if m.Open {
+		ev["send_lag_tick_ms"] = ms(byTick)
+	}
 	var cpu string
 	busy := false
 	if g, ok := m.App(resultsdb.RoleGenerator); ok && g.CPUMaxCores != nil {
@@ -129,8 +147,12 @@ func CheckGeneratorSaturation(c spec.GeneratorSaturation, m resultsdb.StepSummar
 	if !lagged && !busy {
 		return nil
 	}
-	why := fmt.Sprintf("requests went out %sms late on average (p99 %sms) against when they were due, %.0f%% of the mean latency (%sms)%s",
-		report.Millis(m.SendLagMean), report.Millis(m.SendLagP99), 100*lagShare, report.Millis(m.Mean), cpu)
+	beyond := ""
+	if byTick > 0 {
+		beyond = fmt.Sprintf(", %sms beyond the %sms expected from the tick (workload.tick %s)", report.Millis(lag), report.Millis(byTick), tick)
+	}
+	why := fmt.Sprintf("requests went out %sms late on average (p99 %sms) against when they were due%s, %.0f%% of the mean latency (%sms)%s",
+		report.Millis(m.SendLagMean), report.Millis(m.SendLagP99), beyond, 100*lagShare, report.Millis(m.Mean), cpu)
 	try := "more generator instances (ramp.step and ramp.max, or ramp.generators)"
 	if m.Users > 1 {
 		try += " with fewer users each"

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -133,7 +134,7 @@ func TestCheckGeneratorSaturation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := CheckGeneratorSaturation(tc.c, tc.m)
+			f := CheckGeneratorSaturation(tc.c, tc.m, spec.DefaultTick)
 			if !tc.want {
 				wantFinding(t, f, "", "")
 				return
@@ -141,6 +142,52 @@ func TestCheckGeneratorSaturation(t *testing.T) {
 			wantFinding(t, f, GeneratorSaturationCheck, spec.CheckWarn, tc.parts...)
 			if f.Evidence["send_lag_mean_ms"] == nil {
 				t.Errorf("evidence %v lacks the send lag", f.Evidence)
+			}
+		})
+	}
+}
+
+// TestCheckGeneratorSaturationBeyondTheTick: on a 1 ms tick, 20,000 req/s per instance
+// go out on ticks 1 ms apart, 0.475 ms after their slot on average by design; a step
+// whose mean send lag that explains is clean, one lagging well beyond it is not, and the
+// finding says what the tick accounts for.
+func TestCheckGeneratorSaturationBeyondTheTick(t *testing.T) {
+	t.Parallel()
+	c := spec.DefaultChecks().GeneratorSaturation
+	us := time.Microsecond
+	open := func(instances int, lag time.Duration) resultsdb.StepSummary {
+		rate := 20000 * float64(instances)
+		s := step(0, instances, rate, 1500*us, lag)
+		s.Open, s.OfferedRate = true, &rate
+		return s
+	}
+	cases := []struct {
+		name  string
+		m     resultsdb.StepSummary
+		tick  time.Duration
+		want  bool
+		parts []string
+	}{
+		// 0.6 ms is 40% of the 1.5 ms latency and over the 0.5 ms floor: saturation on
+		// the default tick, the tick's own 0.475 ms plus noise on a 1 ms one.
+		{"the grid's lag on a 1 ms tick", open(1, 600*us), time.Millisecond, false, nil},
+		{"the same on two instances", open(2, 600*us), time.Millisecond, false, nil},
+		{"the same lag on the default tick", open(1, 600*us), spec.DefaultTick, true, []string{"0.600ms late on average",
+			"0.525ms beyond the 0.075ms expected from the tick (workload.tick 200µs), 35% of the mean latency (1.500ms)"}},
+		{"lag well beyond a 1 ms tick", open(1, 1200*us), time.Millisecond, true, []string{"1.200ms late on average",
+			"0.725ms beyond the 0.475ms expected from the tick (workload.tick 1ms), 48% of the mean latency (1.500ms)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := CheckGeneratorSaturation(c, tc.m, tc.tick)
+			if !tc.want {
+				wantFinding(t, f, "", "")
+				return
+			}
+			wantFinding(t, f, GeneratorSaturationCheck, spec.CheckWarn, tc.parts...)
+			if got, want := f.Evidence["send_lag_tick_ms"], ms(loadgen.TickLag(20000, tc.tick)); got != want {
+				t.Errorf("evidence send_lag_tick_ms %v, want %v", got, want)
 			}
 		})
 	}

@@ -336,7 +336,7 @@ func (r *runner) checkStep(ctx context.Context, leg spec.Leg, fleet Fleet, prev 
 		poolSize = dep.variant(v.Name).poolSize
 	}
 	found := []*Finding{
-		CheckGeneratorSaturation(checks.GeneratorSaturation, cur),
+		CheckGeneratorSaturation(checks.GeneratorSaturation, cur, r.sp.Workload.Tick),
 		CheckPoolExhaustion(checks.PoolExhaustion, cur, poolSize),
 		contention,
 		CheckStall(checks.Stall, cur),

@@ -76,6 +76,14 @@ const (
 // DefaultMaxInFlight bounds the open loop's concurrent requests when Config leaves it 0.
 const DefaultMaxInFlight = 1024
 
+// DefaultTick is the open loop's clock period when Config leaves Tick 0. Each tick
+// wakes the scheduler, the senders and the target, so the CPU per request falls with
+// the ticks per request, and the mean send lag grows by about half the tick
+// (BenchmarkOpenLoopTick, 20,000 req/s, generator and target on one core of a 2-core
+// VM: per request 31 µs of CPU with a tick per slot, 24 at 100 µs, 19 at 200 µs, 17 at
+// 500 µs, 14 at 1 ms; mean send lag 151, 78, 144, 344 and 705 µs).
+const DefaultTick = 200 * time.Microsecond
+
 // Config describes one generator instance.
 type Config struct {
 	Target   *url.URL // scheme and host (and optional base path) of the system under test
@@ -91,7 +99,13 @@ type Config struct {
 	// DefaultMaxInFlight). When all are busy, due requests wait and are sent late, their
 	// latency still counted from their slot; slots still waiting when the phase ends are
 	// counted as missed.
-	MaxInFlight       int
+	MaxInFlight int
+	// Tick is the open loop's clock period on Linux (default DefaultTick): slots closer
+	// than Tick go out together, on ticks Tick rounded up to a multiple of the slots'
+	// interval apart, each request timed from its own slot, so that its lateness (less
+	// than a tick) is its send lag. Fewer ticks cost less CPU per request. Elsewhere
+	// each slot waits on Go's timers.
+	Tick              time.Duration
 	ThinkTime         time.Duration // pause between a response and the user's next request
 	KeepAlive         bool
 	Timeout           time.Duration // whole request, connect to last body byte
@@ -166,6 +180,8 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 		return nil, fmt.Errorf("loadgen: rate must not be negative, got %v", cfg.Rate)
 	case cfg.Timeout <= 0:
 		return nil, errors.New("loadgen: timeout must be positive")
+	case cfg.Tick < 0:
+		return nil, fmt.Errorf("loadgen: tick must not be negative, got %s", cfg.Tick)
 	}
 	if cfg.ConnectTo != "" {
 		if err := checkConnectTo(cfg.ConnectTo); err != nil {
@@ -174,6 +190,9 @@ func New(cfg Config, rec Recorder) (*Generator, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = DefaultTick
 	}
 	conns := cfg.Users
 	if cfg.Model == Open {
@@ -362,8 +381,8 @@ func (g *Generator) user(ctx context.Context, ph Phase, rng *rand.Rand, left *at
 // RunOpen sends requests on a schedule of slots 1/rate apart, aligned on ph.Start, until
 // ph.End or until ctx is done; see Run. A request's latency counts from its slot. When
 // MaxInFlight requests are outstanding, due slots wait and go out late; those still
-// waiting at ph.End are counted in Missed. On Linux, slots closer than minTick go out
-// together on a tick at least minTick apart, each timed from its own slot (its
+// waiting at ph.End are counted in Missed. On Linux, slots closer than Config.Tick go
+// out together on a tick at least Tick apart, each timed from its own slot (its
 // lateness is its send lag).
 func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	due := make(chan time.Time)
@@ -413,10 +432,7 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 			continue
 		}
 		interval := time.Duration(float64(time.Second) / rate)
-		p.every = 0
-		if interval > 0 && interval < preciseWindow {
-			p.every = max(1, (minTick+interval-1)/interval) * interval
-		}
+		p.every = tickEvery(interval, g.cfg.Tick)
 		if !slot.Before(ph.End) || !p.until(ctx, ph.Stop, slot) {
 			return
 		}
@@ -444,14 +460,37 @@ func (g *Generator) RunOpen(ctx context.Context, ph Phase) {
 	}
 }
 
-// minTick is the shortest period of the open loop's periodic clock (Linux): slots
-// closer than that go out in batches, above 5,000 req/s at 200 µs (0: a tick per
-// slot). Each tick wakes the scheduler, the senders and the target, so the CPU per
-// request falls with the ticks per request, and the mean send lag grows by about half
-// the tick (BenchmarkOpenLoopTick, 20,000 req/s, paired on a busy 2-core VM: per
-// request 44 µs of CPU on every slot, 38 at 100 µs, 32 at 200 µs, 25 at 300 µs, 18 at
-// 500 µs; mean send lag 95, 73, 144, 202 and 308 µs).
-var minTick = 200 * time.Microsecond
+// tickEvery is the period of the open loop's periodic clock (Linux) for slots interval
+// apart: tick rounded up to a multiple of interval, so that the ticks stay on the
+// schedule's grid; 0, a wait per slot, when slots are at least a tick and the precise
+// window apart. A tick coarser than the window still batches: slots 2 ms apart on a
+// 5 ms tick go out two at a time every 6 ms.
+func tickEvery(interval, tick time.Duration) time.Duration {
+	if interval <= 0 || interval >= max(preciseWindow, tick) {
+		return 0
+	}
+	return max(1, (tick+interval-1)/interval) * interval
+}
+
+// TickLag is the mean send lag that an open loop of rate requests per second on a
+// Linux generator adds by itself with the given tick (0: DefaultTick): the slots a
+// tick releases together were due up to a tick period before it, (period − 1/rate)/2
+// on average. 0 when each slot has a wake-up of its own. The same on every OS: the
+// precise window only decides whether slots a tick or more apart wait on a periodic
+// clock or a wake-up each, and neither adds lag.
+func TickLag(rate float64, tick time.Duration) time.Duration {
+	if !(rate > 0) {
+		return 0
+	}
+	if tick <= 0 {
+		tick = DefaultTick
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	if every := tickEvery(interval, tick); every > 0 {
+		return (every - interval) / 2
+	}
+	return 0
+}
 
 // pause is wait.Until with one timer for many waits, so that waiting per request
 // does not allocate. The zero value is ready; stop releases the timer. A pause with a
@@ -466,6 +505,12 @@ type pause struct {
 func (p *pause) until(ctx context.Context, stop <-chan struct{}, t time.Time) bool {
 	d := time.Until(t)
 	if p.clock != nil {
+		if p.every > preciseWindow {
+			// Ticks further apart than the window: the clock releases t on its next
+			// tick, so the Go timer waits until the window before that tick, not before
+			// t (which would take a second wake-up per tick).
+			d = time.Until(p.clock.next(t, p.every))
+		}
 		d -= preciseWindow
 	}
 	if d <= 0 {

@@ -13,6 +13,8 @@ func newSlotClock() *slotClock { return &slotClock{} }
 
 func (*slotClock) sleepUntil(time.Time, time.Duration) {}
 
+func (*slotClock) next(t time.Time, _ time.Duration) time.Time { return t }
+
 func (*slotClock) idle() {}
 
 func (*slotClock) close() {}

@@ -543,6 +543,20 @@ func (d *decoder) duration(dst *time.Duration, least time.Duration) func(value) 
 	}
 }
 
+// durationAtMost decodes a duration from least to most.
+func (d *decoder) durationAtMost(dst *time.Duration, least, most time.Duration) func(value) {
+	return func(v value) {
+		t := time.Duration(-1)
+		d.duration(&t, least)(v)
+		switch {
+		case t > most:
+			d.errorf(v, "must be at most %s, got %s", most, v.node.Value)
+		case t >= 0:
+			*dst = t
+		}
+	}
+}
+
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil

@@ -308,6 +308,7 @@ func (d *decoder) workload(w *Workload) func(value) {
 			optional("rate", d.number(&w.Rate, func(x float64) bool { return x > 0 }, "a number greater than 0")),
 			optional("rate_per", enum(d, &w.RatePer, RatePerInstance, RatePerTotal)),
 			optional("max_in_flight", d.integer(&w.MaxInFlight, 1, maxInFlight)),
+			optional("tick", d.durationAtMost(&w.Tick, minTick, maxTick)),
 			optional("requests_per_instance", d.integer(&w.RequestsPerInstance, 1, math.MaxInt)),
 			optional("keep_alive", d.boolean(&w.KeepAlive)),
 			optional("timeout", d.duration(&w.Timeout, positive)),
@@ -320,7 +321,7 @@ func (d *decoder) workload(w *Workload) func(value) {
 		m := w.Model
 		d.onlyWith(got, m == ModelClosed || m == ModelCount, "model closed or count", "users")
 		d.onlyWith(got, m == ModelClosed, "model closed", "think_time")
-		d.onlyWith(got, m == ModelOpen, "model open", "rate", "rate_per", "max_in_flight")
+		d.onlyWith(got, m == ModelOpen, "model open", "rate", "rate_per", "max_in_flight", "tick")
 		d.onlyWith(got, m == ModelCount, "model count", "requests_per_instance")
 		switch m {
 		case ModelOpen:
@@ -330,6 +331,9 @@ func (d *decoder) workload(w *Workload) func(value) {
 			}
 			if w.MaxInFlight == 0 {
 				w.MaxInFlight = DefaultMaxInFlight
+			}
+			if w.Tick == 0 {
+				w.Tick = DefaultTick
 			}
 		case ModelCount:
 			d.requiredWith(got, v.path, "model", "requests_per_instance", "model count")

@@ -92,11 +92,31 @@ func TestParseGood(t *testing.T) {
       headers: {Accept: "*/*"}
 `), func(t *testing.T, s *Spec) {
 			w := s.Workload
-			want := Workload{Model: ModelOpen, Rate: 12.5, RatePer: RatePerInstance, MaxInFlight: DefaultMaxInFlight, Timeout: 90 * time.Second,
+			want := Workload{Model: ModelOpen, Rate: 12.5, RatePer: RatePerInstance, MaxInFlight: DefaultMaxInFlight, Tick: DefaultTick, Timeout: 90 * time.Second,
 				CorrelationHeader: "X-Correlation-Id",
 				Requests:          []Request{{Name: "r", Method: http.MethodDelete, Path: "/x?y=1", Weight: 1000000, Headers: map[string]string{"Accept": "*/*"}}}}
 			if !reflect.DeepEqual(w, want) {
 				t.Errorf("got  %+v\nwant %+v", w, want)
+			}
+		}},
+		{"open model on a coarse tick", withWorkload(`workload:
+  model: open
+  rate: 20000
+  tick: 1ms
+  requests: [{name: r, path: /}]
+`), func(t *testing.T, s *Spec) {
+			if s.Workload.Tick != time.Millisecond {
+				t.Errorf("tick = %v, want 1ms", s.Workload.Tick)
+			}
+		}},
+		{"open model on the finest tick", withWorkload(`workload:
+  model: open
+  rate: 100
+  tick: 100us
+  requests: [{name: r, path: /}]
+`), func(t *testing.T, s *Spec) {
+			if s.Workload.Tick != 100*time.Microsecond {
+				t.Errorf("tick = %v, want 100µs", s.Workload.Tick)
 			}
 		}},
 		{"open model rate per total", withWorkload(`workload:
@@ -114,7 +134,7 @@ func TestParseGood(t *testing.T) {
   requests_per_instance: 1000
   requests: [{name: r, path: /, method: POST, body: ""}]
 `), func(t *testing.T, s *Spec) {
-			if w := s.Workload; w.Users != 1 || w.RequestsPerInstance != 1000 || w.RatePer != "" || w.Requests[0].Method != "POST" {
+			if w := s.Workload; w.Users != 1 || w.RequestsPerInstance != 1000 || w.RatePer != "" || w.Tick != 0 || w.Requests[0].Method != "POST" {
 				t.Errorf("workload = %+v", w)
 			}
 		}},
@@ -249,6 +269,39 @@ ramp: {max: 2, hold: &d 2s, stop: {p99_above: *d}}
 			checkInvariants(t, s)
 			if tc.check != nil {
 				tc.check(t, s)
+			}
+		})
+	}
+}
+
+// TestParseTick: the open loop's tick is a duration from 100µs to 10ms, and only an
+// open loop has one (a closed loop has no schedule to tick on); a spec that gives it
+// otherwise is refused, naming its line and field.
+func TestParseTick(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ model, tick, want string }{
+		{"open", "10ms", ""},
+		{"open", "99us", "spec.yml:9:3: workload.tick: must be at least 100µs, got 99us"},
+		{"open", "0s", "spec.yml:9:3: workload.tick: must be at least 100µs, got 0s"},
+		{"open", "10.5ms", "spec.yml:9:3: workload.tick: must be at most 10ms, got 10.5ms"},
+		{"open", "1", `spec.yml:9:3: workload.tick: must be a duration with a unit, like "30s", "1m30s" or "250ms"; got the bare number 1`},
+		{"open", "fast", `spec.yml:9:3: workload.tick: must be a duration like "30s", "1m30s" or "250ms", got "fast"`},
+		{"closed", "1ms", "spec.yml:9:3: workload.tick: only valid with model open"},
+		{"count", "1ms", "spec.yml:9:3: workload.tick: only valid with model open"},
+	} {
+		t.Run(c.model+" "+c.tick, func(t *testing.T) {
+			t.Parallel()
+			second := map[string]string{"open": "rate: 100", "closed": "users: 2", "count": "requests_per_instance: 5"}[c.model]
+			w := "workload:\n  model: " + c.model + "\n  " + second + "\n  tick: " + c.tick + "\n  requests: [{name: r, path: /}]\n"
+			s, err := Parse("spec.yml", []byte(withWorkload(w)), "")
+			if c.want == "" {
+				if err != nil || s.Workload.Tick != 10*time.Millisecond {
+					t.Fatalf("Parse: %v, %+v", err, s)
+				}
+				return
+			}
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("Parse: %v\nwant %s", err, c.want)
 			}
 		})
 	}
@@ -603,11 +656,11 @@ func checkInvariants(t *testing.T, s *Spec) {
 	w := s.Workload
 	switch {
 	case w.Model == ModelClosed || w.Model == ModelCount:
-		if w.Users < 1 || w.Users > maxUsers || w.Rate != 0 || (w.Model == ModelCount) != (w.RequestsPerInstance > 0) {
+		if w.Users < 1 || w.Users > maxUsers || w.Rate != 0 || w.Tick != 0 || (w.Model == ModelCount) != (w.RequestsPerInstance > 0) {
 			fail("workload %+v", w)
 		}
 	case w.Model == ModelOpen:
-		if w.Users != 0 || !(w.Rate > 0) && s.Ramp.Kind() != LevelRates || w.RatePer == "" || w.ThinkTime != 0 {
+		if w.Users != 0 || !(w.Rate > 0) && s.Ramp.Kind() != LevelRates || w.RatePer == "" || w.ThinkTime != 0 || w.Tick < minTick || w.Tick > maxTick {
 			fail("workload %+v", w)
 		}
 	default:

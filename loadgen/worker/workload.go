@@ -23,6 +23,7 @@ type Workload struct {
 	RatePer           spec.RatePer  `json:"rate_per,omitempty"`
 	Count             int           `json:"count,omitempty"`
 	MaxInFlight       int           `json:"max_in_flight,omitempty"`
+	Tick              time.Duration `json:"tick_ns,omitempty"` // loadgen.Config.Tick; 0 (plans stored before it): loadgen's default
 	KeepAlive         bool          `json:"keep_alive"`
 	Timeout           time.Duration `json:"timeout_ns"`
 	CorrelationHeader string        `json:"correlation_header,omitempty"`
@@ -48,7 +49,7 @@ type Request struct {
 // FromSpec converts a validated spec workload.
 func FromSpec(w *spec.Workload) Workload {
 	out := Workload{Model: w.Model, Users: w.Users, ThinkTime: w.ThinkTime, Rate: w.Rate, RatePer: w.RatePer, MaxInFlight: w.MaxInFlight,
-		Count: w.RequestsPerInstance, KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader}
+		Tick: w.Tick, Count: w.RequestsPerInstance, KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader}
 	for _, r := range w.Requests {
 		out.Requests = append(out.Requests, Request{Name: r.Name, Method: r.Method, Path: r.Path, Headers: r.Headers, Body: r.Body, Weight: r.Weight})
 	}
@@ -93,7 +94,7 @@ func (w *Workload) config(target string, tag, workerID uint32, epoch time.Time, 
 		return loadgen.Config{}, fmt.Errorf("target url: %w", err)
 	}
 	cfg := loadgen.Config{Target: u, Users: w.Users, ThinkTime: w.ThinkTime, Count: w.Count, MaxInFlight: w.MaxInFlight,
-		KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader, ConnectTo: w.ConnectTo,
+		Tick: w.Tick, KeepAlive: w.KeepAlive, Timeout: w.Timeout, CorrelationHeader: w.CorrelationHeader, ConnectTo: w.ConnectTo,
 		TraceTag: tag, WorkerID: workerID, Epoch: epoch}
 	switch w.Model {
 	case spec.ModelOpen:

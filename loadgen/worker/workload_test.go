@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cf-benchmark/cf-benchmark/loadgen"
 	"github.com/cf-benchmark/cf-benchmark/resultsdb"
 	"github.com/cf-benchmark/cf-benchmark/spec"
 )
@@ -68,5 +69,35 @@ func TestPerInstanceRate(t *testing.T) {
 		if got := c.w.perInstanceRate(c.st, c.live); got != c.want {
 			t.Errorf("perInstanceRate(%+v, step %+v, %d live) = %v, want %v", c.w, c.st, c.live, got, c.want)
 		}
+	}
+}
+
+// TestWorkloadTick: the spec's open-loop tick survives the plan's JSON and reaches the
+// generator's config; the spec's default is loadgen's, and a plan stored before the
+// field existed (or a closed loop) leaves it to loadgen's default.
+func TestWorkloadTick(t *testing.T) {
+	if spec.DefaultTick != loadgen.DefaultTick {
+		t.Fatalf("the spec's default tick %v is not loadgen's %v", spec.DefaultTick, loadgen.DefaultTick)
+	}
+	sw := spec.Workload{Model: spec.ModelOpen, Rate: 20000, RatePer: spec.RatePerInstance, MaxInFlight: 64, Tick: time.Millisecond,
+		KeepAlive: true, Timeout: time.Second, Requests: []spec.Request{{Name: "r", Method: "GET", Path: "/", Weight: 1}}}
+	b := FromSpec(&sw).Marshal()
+	if !bytes.Contains(b, []byte(`"tick_ns":1000000`)) {
+		t.Fatalf("workload JSON %s has no tick", b)
+	}
+	back, err := ParseWorkload(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := back.config("http://127.0.0.1:1/", 1, 2, time.Now(), os.LookupEnv)
+	if err != nil || cfg.Tick != time.Millisecond {
+		t.Fatalf("loadgen config tick %v (%v), want 1ms", cfg.Tick, err)
+	}
+	if b := closedLoop().Marshal(); bytes.Contains(b, []byte("tick")) {
+		t.Fatalf("closed-loop workload JSON %s names a tick", b)
+	}
+	old, err := ParseWorkload([]byte(`{"model":"open","rate":100,"keep_alive":true,"timeout_ns":1000000000,"requests":[{"method":"GET","path":"/","weight":1}]}`))
+	if err != nil || old.Tick != 0 {
+		t.Fatalf("old plan: %+v, %v", old, err)
 	}
 }
