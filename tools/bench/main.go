@@ -45,7 +45,7 @@ func main() {
 	probes := fs.Int("open-probes", 7, "open-loop probes per generator")
 	openSeconds := fs.Int("open-seconds", 10, "length of one open-loop probe, seconds")
 	openP99 := fs.Duration("open-p99", 10*time.Millisecond, "a rate holds when its p99 stays under this and drift under 1%")
-	only := fs.String("only", "", "space-separated subset of: wrk oha oha-db hey vegeta k6 cf-benchmark cf-benchmark-baseline (oha-db: oha with --db-url, storing every request in SQLite)")
+	only := fs.String("only", "", "space-separated subset of: wrk oha oha-db hey vegeta k6 cf-benchmark cf-benchmark-tick1ms cf-benchmark-baseline (oha-db: oha with --db-url, storing every request in SQLite; cf-benchmark-tick1ms: its open loop on a 1 ms tick, only when named)")
 	out := fs.String("out", "tools/bench/results-latest.md", "where to write the report")
 	oursBin := fs.String("ours", "bin/cf-benchmark", "the cf-benchmark program to measure (make build writes it)")
 	baseline := fs.String("baseline", "", "another cf-benchmark build to measure beside -ours, paired (generator cf-benchmark-baseline)")

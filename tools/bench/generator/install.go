@@ -55,8 +55,8 @@ func (in *Installer) Locate(ctx context.Context, names []string) (tools []*Tool,
 			t, err = in.goTool(ctx, vegeta(), vegetaModule, vegetaVersion)
 		case "k6":
 			t, err = in.goTool(ctx, k6(), k6Module, k6Version)
-		case Ours:
-			t, err = in.ours(Ours, in.Ours)
+		case Ours, OursTick1ms:
+			t, err = in.ours(name, in.Ours)
 		case Baseline:
 			t, err = in.ours(Baseline, in.Baseline)
 		default:
@@ -83,8 +83,7 @@ func (in *Installer) ours(name, bin string) (*Tool, error) {
 		// Not used by the harness, but its absence means PostgreSQL is not installed.
 		return nil, fmt.Errorf("PostgreSQL is not installed (scripts/install-deps.sh installs it)")
 	}
-	t := ours(bin)
-	t.Name = name
+	t := ours(name, bin)
 	out, _ := exec.Command(bin, "--version").Output()
 	t.Version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "cf-benchmark"))
 	return t, nil

@@ -14,9 +14,15 @@ import (
 )
 
 // ours runs `cf-benchmark run --json` on a spec made from tools/bench/cfbench-*.yml.tmpl, one
-// in-process generator instance storing every request in Postgres.
-func ours(bin string) *Tool {
-	t := &Tool{Name: Ours, Path: bin}
+// in-process generator instance storing every request in Postgres. As OursTick1ms its
+// open loop ticks every 1 ms; otherwise the spec names no tick (the default), which a
+// build from before workload.tick, the baseline, would refuse.
+func ours(name, bin string) *Tool {
+	t := &Tool{Name: name, Path: bin}
+	tick, how := "# tick: the default", ""
+	if name == OursTick1ms {
+		tick, how = "tick: 1ms", ", tick 1ms"
+	}
 	run := func(c Config, d time.Duration, tmpl string, rate int) (Command, error) {
 		b, err := os.ReadFile(filepath.Join(c.Assets, tmpl))
 		if err != nil {
@@ -24,7 +30,7 @@ func ours(bin string) *Tool {
 		}
 		u := strings.TrimSuffix(c.URL, "/")
 		spec := strings.NewReplacer("@URL@", u, "@USERS@", strconv.Itoa(c.Conns), "@HOLD@", secs(d), "@RATE@", strconv.Itoa(rate),
-			"@EXPORT@", filepath.Join(c.Scratch, "export")).Replace(string(b))
+			"@TICK@", tick, "@EXPORT@", filepath.Join(c.Scratch, "export")).Replace(string(b))
 		file := filepath.Join(c.Scratch, "spec.yml")
 		if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 			return Command{}, err
@@ -38,7 +44,7 @@ func ours(bin string) *Tool {
 	}
 	t.How = func(c Config, d time.Duration, open bool) string {
 		if open {
-			return fmt.Sprintf("model open, rate_per instance, max_in_flight %d, no warm-up", c.Conns)
+			return fmt.Sprintf("model open, rate_per instance, max_in_flight %d%s, no warm-up", c.Conns, how)
 		}
 		return fmt.Sprintf("closed, %d users, 1 instance, hold %s, no warm-up; requests = the run's summary (every request is stored in Postgres); "+
 			"CPU-s = the whole process (start-up, migrations, run, summary, export of the steps table, the HTML report)", c.Conns, secs(d))

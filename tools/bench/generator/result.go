@@ -71,6 +71,8 @@ func (t *Tool) Label() string {
 	switch t.Name {
 	case Ours:
 		return "cf-benchmark (records every request into Postgres)"
+	case OursTick1ms:
+		return "cf-benchmark, tick 1ms (records every request into Postgres)"
 	case Baseline:
 		return "cf-benchmark baseline " + t.Version + " (" + t.Path + ")"
 	case "wrk":
@@ -81,14 +83,29 @@ func (t *Tool) Label() string {
 	return t.Name + " " + t.Version
 }
 
-// Ours is our own generator's name; Baseline another build of it (-baseline).
+// Ours is our own generator's name; OursTick1ms the same build with its open loop on a
+// 1 ms tick (workload.tick), the cheapest per request; Baseline another build of it
+// (-baseline).
 const (
-	Ours     = "cf-benchmark"
-	Baseline = "cf-benchmark-baseline"
+	Ours        = "cf-benchmark"
+	OursTick1ms = "cf-benchmark-tick1ms"
+	Baseline    = "cf-benchmark-baseline"
 )
 
 // Names lists the generators in the report's order.
-var Names = []string{"wrk", "oha", "oha-db", "hey", "vegeta", "k6", Ours, Baseline}
+var Names = []string{"wrk", "oha", "oha-db", "hey", "vegeta", "k6", Ours, OursTick1ms, Baseline}
+
+// Default is the generators measured when none are named: Names but OursTick1ms, and
+// Baseline only when there is a baseline build.
+func Default(baseline bool) []string {
+	var names []string
+	for _, n := range Names {
+		if n != OursTick1ms && (n != Baseline || baseline) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
 
 // secs is d as a command-line duration in whole seconds ("10s").
 func secs(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second)) }

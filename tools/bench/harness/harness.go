@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
@@ -31,7 +32,7 @@ type Config struct {
 	Probes    int           // open-loop probes per generator
 	OpenProbe time.Duration // one probe
 	OpenP99   time.Duration // a rate holds when p99 stays under this (and drift < 1%)
-	Only      []string      // generators to measure, generator.Names when empty
+	Only      []string      // generators to measure, generator.Default when empty
 	QuietWait time.Duration // how long, over the whole run, to wait for a quiet machine
 	Cache     string        // where peers are installed (…/cf-benchmark/bench)
 	Ours      string        // bin/cf-benchmark
@@ -45,10 +46,7 @@ type Config struct {
 func Run(ctx context.Context, cfg Config) (*mdreport.Report, error) {
 	start := time.Now()
 	if len(cfg.Only) == 0 {
-		cfg.Only = generator.Names[:len(generator.Names)-1]
-		if cfg.Baseline != "" {
-			cfg.Only = generator.Names
-		}
+		cfg.Only = generator.Default(cfg.Baseline != "")
 	}
 	tmp, err := os.MkdirTemp("", "cf-benchmark-bench.")
 	if err != nil {
@@ -88,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (*mdreport.Report, error) {
 	h := &harness{cfg: cfg, rep: rep, port: target.port, quiet: cfg.QuietWait,
 		gc: generator.Config{URL: target.url(), Conns: cfg.Conns, Assets: cfg.Assets}}
 	for _, t := range tools {
-		if (t.Name == generator.Ours || t.Name == generator.Baseline) && h.gc.DSN == "" {
+		if slices.Contains([]string{generator.Ours, generator.OursTick1ms, generator.Baseline}, t.Name) && h.gc.DSN == "" {
 			srv, dsn, err := startPostgres(ctx, filepath.Join(tmp, "pg"), rep.TargetCore)
 			if err != nil {
 				skipped[t.Name] = "the private Postgres did not start: " + err.Error()
