@@ -4,7 +4,7 @@
 # as one vet keeps about one core busy.
 #
 # A vet on a cold build cache compiles every dependency, the standard library too, for
-# its platform: about 150 CPU-seconds each here, a tenth of a first `make test`. So:
+# its platform: about 150 CPU-seconds each here (a first `make test` is about 2,600). So:
 #   - linux/amd64 is vetted with -trimpath, as make build, the installs and the tests
 #     build: the compiles are shared, not done twice;
 #   - the other platforms' compiles serve nothing but vet, so they are made without
@@ -14,8 +14,8 @@
 #     darwin/amd64 beside darwin/arm64) is not vetted again. `go list` says which files
 #     each platform builds; once a file names an architecture, its platforms are
 #     vetted too. What the twin's vet cannot see is a type of a system package that
-#     differs by architecture (a field of x/sys/unix's Stat_t, say); make release
-#     builds the plugin for every platform.
+#     differs by architecture (a field of x/sys/unix's Stat_t, say); make release,
+#     not make test, builds the plugin for every platform.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
