@@ -168,18 +168,25 @@ func (c *Client) Start(ctx context.Context) error {
 	waited := make(chan error, 1)
 	go func() { waited <- ch.Wait() }()
 	go func() {
-		var err error
+		var werr, err error
 		select {
 		case <-run.Done():
 			ch.Close()
-			if werr := <-waited; werr != nil && !errors.Is(werr, context.Canceled) {
+			werr = <-waited
+		case werr = <-waited:
+		}
+		// chisel runs on run: when Close or ctx ends run, chisel ends too, and both
+		// cases above may be ready at once (select then picks either). So run says why
+		// it ended, not which case came first.
+		switch {
+		case run.Err() != nil:
+			if werr != nil && !errors.Is(werr, context.Canceled) {
 				err = fmt.Errorf("tunnel client: stop: %w", werr)
 			}
-		case werr := <-waited: // chisel retries for ever: it ended on a failure of its own
+		case werr != nil: // chisel retries for ever: it ended on a failure of its own
 			err = fmt.Errorf("tunnel client: chisel client stopped: %w", werr)
-			if werr == nil {
-				err = errors.New("tunnel client: chisel client stopped")
-			}
+		default:
+			err = errors.New("tunnel client: chisel client stopped")
 		}
 		stop()
 		c.life.Stopped(err)
