@@ -332,11 +332,15 @@ func (s *Store) settle(ctx context.Context) error {
 const awayCheckTimeout = 2 * time.Second
 
 // Retryable reports whether the call that failed with err can succeed later: err is
-// Transient, or, on a Citus cluster, a statement failed while one of its nodes does not
-// answer. Citus reports some of those as an internal error (a write to a reference
-// table: "failure on connection marked as essential", SQLSTATE XX000), so the store
-// asks the nodes rather than read the message. Callers that retry what the database
-// refused for now use it instead of Transient.
+// Transient, or, on a Citus cluster, a statement failed on a connection to one of its
+// nodes, or while one of them does not answer. Citus reports a connection to a node
+// that failed during a write to a reference table as an internal error ("failure on
+// connection marked as essential: host:port", SQLSTATE XX000, the code it also gives
+// a duplicate key): that one is known by its message, since a node on its way back
+// answers the store's look a moment later and the statement, tried again, succeeds.
+// For any other error the store asks the nodes, and a cluster it cannot ask counts as
+// one with a node away. Callers that retry what the database refused for now use it
+// instead of Transient.
 func (s *Store) Retryable(ctx context.Context, err error) bool {
 	if Transient(err) {
 		return true
@@ -345,7 +349,10 @@ func (s *Store) Retryable(ctx context.Context, err error) bool {
 	if s.citus == "" || !errors.As(err, &pgErr) {
 		return false
 	}
+	if pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "failure on connection marked as essential") {
+		return true
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), awayCheckTimeout)
 	defer cancel()
-	return errors.Is(s.CheckNodes(cctx), ErrNodeAway)
+	return s.CheckNodes(cctx) != nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/pgserver"
 	"github.com/cf-benchmark/cf-benchmark/dbaccess/testpg"
@@ -150,7 +151,9 @@ func TestPlainPostgresIsAsBefore(t *testing.T) {
 }
 
 // TestCitusRefusals: a worker node's URL is refused while the schema needs migrating,
-// and a node that does not answer is named before a run starts.
+// a node that does not answer is named before a run starts, and a write that failed
+// while it was away may be tried again, also once it answers again (a node on its
+// way back fails a write that a moment later succeeds).
 func TestCitusRefusals(t *testing.T) {
 	ctx := context.Background()
 	c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
@@ -184,10 +187,26 @@ func TestCitusRefusals(t *testing.T) {
 	if !errors.Is(err, ErrNodeAway) || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", port)) {
 		t.Fatalf("check the nodes with worker 127.0.0.1:%d stopped: %v, want ErrNodeAway naming it", port, err)
 	}
+	// A write to a reference table (steps) goes to every node.
+	away := store.SetInstancesSeen(ctx, "no-such-run", "v", 0, 1)
+	if away == nil || errors.Is(away, ErrStepNotFound) || !store.Retryable(ctx, away) {
+		t.Fatalf("a reference table written with a worker stopped: %v, want an error Retryable says yes to", away)
+	}
 	if err := c.StartWorker(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.CheckNodes(ctx); err != nil {
 		t.Fatalf("check the nodes once the worker is back: %v", err)
+	}
+	essential := &pgconn.PgError{Code: "XX000", Message: fmt.Sprintf("failure on connection marked as essential: 127.0.0.1:%d", port)}
+	if !store.Retryable(ctx, fmt.Errorf("set instances seen: %w", essential)) {
+		t.Errorf("Retryable(%q) once the node answers: false, want true (its write, tried again, succeeds)", essential.Message)
+	}
+	if err := store.SetInstancesSeen(ctx, "no-such-run", "v", 0, 1); !errors.Is(err, ErrStepNotFound) {
+		t.Errorf("the same write once the worker is back: %v, want ErrStepNotFound", err)
+	}
+	internal := &pgconn.PgError{Code: "XX000", Message: "duplicate key value violates unique constraint"}
+	if store.Retryable(ctx, internal) {
+		t.Errorf("Retryable(%q) with every node answering: true, want false", internal.Message)
 	}
 }
