@@ -19,6 +19,9 @@ var ErrNoChromium = errors.New("no chromium on PATH: scripts/install-deps.sh ins
 // Start starts a headless Chromium with a fresh profile under dir, offline-minded: no
 // background networking, component updates, sync, extensions or first-run work, in a
 // 1200×900 window. The returned context drives its first tab; cancel stops it.
+// Chromium's temporary files go under dir too: its profile lock lives in a directory it
+// makes in TMPDIR, which a browser stopped by cancel never removes (every run of the
+// browser tests left one in /tmp).
 func Start(ctx context.Context, dir string) (context.Context, context.CancelFunc, error) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -32,6 +35,7 @@ func Start(ctx context.Context, dir string) (context.Context, context.CancelFunc
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-extensions", true),
 		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.Env("TMPDIR="+dir),
 		chromedp.WindowSize(1200, 900),
 	)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
