@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Builds what running the cf CLI's own integration suites needs, into a cache dir, and
 # prints one NAME=PATH line each on stdout (progress goes to stderr):
+#
+#   scripts/build-cf-cli-suite.sh [SUITE...]   the suites named (push, isolated,
+#                                              global; all three by default), each
+#                                              compiled once: make test's quick subset
+#                                              needs only isolated
+#
 #   cf=       the cf CLI (scripts/install-cf-cli.sh)
 #   ginkgo=   the ginkgo v2 CLI, at the version the cf CLI's go.mod pins
 #   suites=   the dir holding SUITE/SUITE.test, the compiled Ginkgo suites of
@@ -20,7 +26,18 @@ set -euo pipefail
 
 readonly cli_module=code.cloudfoundry.org/cli/v8
 readonly cli_version=v8.18.0
-readonly suites=(push isolated global)
+readonly known=(push isolated global)
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=("${known[@]}")
+for s in "${suites[@]}"; do
+	case " ${known[*]} " in
+	*" $s "*) ;;
+	*)
+		echo "build-cf-cli-suite: no suite $s: the suites are ${known[*]}" >&2
+		exit 2
+		;;
+	esac
+done
 TAG=build-cf-cli-suite
 # shellcheck source=lib/gomod-build.sh
 . "$(dirname "$0")/lib/gomod-build.sh"
@@ -33,21 +50,26 @@ v7=$dir/integration/v7
 # The module's source dir, without a download when it is cached.
 source_dir=$(cd /tmp && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$cli_module@$cli_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
 
-missing=
-[ -x "$dir/ginkgo" ] && [ -d "$dir/integration/assets" ] || missing=1
+need_ginkgo=
+[ -x "$dir/ginkgo" ] && [ -d "$dir/integration/assets" ] || need_ginkgo=1
+todo=()
 for s in "${suites[@]}"; do
-	[ -x "$v7/$s/$s.test" ] || missing=1
+	[ -x "$v7/$s/$s.test" ] || todo+=("$s")
 done
-if [ -n "$missing" ]; then
+if [ -n "$need_ginkgo" ] || [ ${#todo[@]} -gt 0 ]; then
 	gomod_fetch "$cli_module" "$cli_version"
-	ginkgo_version=$(sed -n 's/^[[:space:]]*github.com\/onsi\/ginkgo\/v2 \(v[^ ]*\)$/\1/p' "$GOMOD_SRC/go.mod" | head -n 1)
-	log "building ginkgo $ginkgo_version (the version $cli_module $cli_version pins)"
 	mkdir -p "$dir"
-	(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go build -mod=mod -trimpath -o "$dir/.ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo) && mv -f "$dir/.ginkgo.tmp" "$dir/ginkgo"
-	for s in "${suites[@]}"; do
+	if [ -n "$need_ginkgo" ]; then
+		ginkgo_version=$(sed -n 's/^[[:space:]]*github.com\/onsi\/ginkgo\/v2 \(v[^ ]*\)$/\1/p' "$GOMOD_SRC/go.mod" | head -n 1)
+		log "building ginkgo $ginkgo_version (the version $cli_module $cli_version pins)"
+		(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go build -mod=mod -trimpath -o "$dir/.ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo) || exit 1
+		mv -f "$dir/.ginkgo.tmp" "$dir/ginkgo"
+	fi
+	for s in "${todo[@]}"; do
 		log "compiling the $s suite"
 		mkdir -p "$v7/$s"
-		(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go test -mod=mod -trimpath -c -o "$v7/$s/.$s.tmp" "$cli_module/integration/v7/$s") && mv -f "$v7/$s/.$s.tmp" "$v7/$s/$s.test"
+		(cd "$GOMOD_WORK" && GOWORK=off CGO_ENABLED=0 go test -mod=mod -trimpath -c -o "$v7/$s/.$s.tmp" "$cli_module/integration/v7/$s") || exit 1
+		mv -f "$v7/$s/.$s.tmp" "$v7/$s/$s.test"
 	done
 	ln -sfn "$GOMOD_SRC/integration/assets" "$dir/integration/assets"
 fi

@@ -116,7 +116,7 @@ func TestCFCLISpecsQuickSubset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := BuildTools(ctx, root, os.Stderr)
+	tools, err := BuildTools(ctx, root, os.Stderr, Quick)
 	if err != nil {
 		t.Fatal(err)
 	}

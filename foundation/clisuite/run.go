@@ -2,12 +2,14 @@ package clisuite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,10 +46,19 @@ type Options struct {
 	Progress io.Writer
 }
 
-// BuildTools runs scripts/build-cf-cli-suite.sh of the repository at root and returns
-// what it built.
-func BuildTools(ctx context.Context, root string, stderr io.Writer) (Tools, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "build-cf-cli-suite.sh"))
+// BuildTools runs scripts/build-cf-cli-suite.sh of the repository at root for the
+// suites given (only what they need is compiled) and returns what it built.
+func BuildTools(ctx context.Context, root string, stderr io.Writer, suites []Suite) (Tools, error) {
+	var names []string
+	for _, s := range suites {
+		if !slices.Contains(names, s.Name) {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) == 0 {
+		return Tools{}, errors.New("build the cf CLI suites: no suite selected")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "build-cf-cli-suite.sh"), names...)
 	cmd.Dir = root
 	cmd.Stderr = stderr
 	out, err := cmd.Output()

@@ -47,7 +47,16 @@ func run(ctx context.Context, quick bool, files string, procs int, timeout time.
 	if err != nil {
 		return 2, fmt.Errorf("find the repository: %w", err)
 	}
-	tools, err := clisuite.BuildTools(ctx, filepath.Dir(strings.TrimSpace(string(root))), os.Stderr)
+	suites := clisuite.Selection
+	if quick {
+		suites = clisuite.Quick
+	}
+	if files != "" {
+		if suites, err = clisuite.Only(suites, strings.Split(files, ",")); err != nil {
+			return 2, err
+		}
+	}
+	tools, err := clisuite.BuildTools(ctx, filepath.Dir(strings.TrimSpace(string(root))), os.Stderr, suites)
 	if err != nil {
 		return 2, err
 	}
@@ -56,16 +65,8 @@ func run(ctx context.Context, quick bool, files string, procs int, timeout time.
 			return 2, err
 		}
 	}
-	o := clisuite.Options{Tools: tools, Suites: clisuite.Selection, Procs: procs, Timeout: timeout, OutDir: outDir,
+	o := clisuite.Options{Tools: tools, Suites: suites, Procs: procs, Timeout: timeout, OutDir: outDir,
 		DryRun: dryRun, Progress: os.Stdout}
-	if quick {
-		o.Suites = clisuite.Quick
-	}
-	if files != "" {
-		if o.Suites, err = clisuite.Only(o.Suites, strings.Split(files, ",")); err != nil {
-			return 2, err
-		}
-	}
 	if !dryRun {
 		state, err := os.MkdirTemp("", "cf-cli-suite-foundation-")
 		if err != nil {
