@@ -147,6 +147,9 @@ func RunSession(ctx context.Context, sp *spec.Spec, specText string, cfg Session
 		}
 	}
 	cfg.Reporter.Note(plan.String())
+	for _, w := range tokenWarnings(sp, cfg.LookupEnv, plan.Duration, time.Now()) {
+		cfg.Reporter.Note("warning: " + w)
+	}
 	s := &session{sp: sp, plan: plan, text: specText, cfg: cfg, store: cfg.Store, o: &Outcome{Store: cfg.Store}}
 	defer s.close()
 	// Adding a stage is a method here and a Stage constant.
