@@ -132,6 +132,18 @@ func checkHeaderVars(sp *spec.Spec, lookup func(string) (string, bool)) error {
 // now than from every generator instance once the run started.
 func headerErrors(sp *spec.Spec, lookup func(string) (string, bool)) spec.Errors {
 	var errs spec.Errors
+	eachHeader(sp, func(i int, name, val string) {
+		if _, err := spec.ExpandHeader(val, lookup); err != nil {
+			errs = append(errs, sp.Errorf(fmt.Sprintf("workload.requests[%d].headers.%s", i, name), "%v", err))
+		}
+	})
+	return errs
+}
+
+// eachHeader calls f with each header of the workload's requests: the request's index,
+// the header's name and its value as written, requests in order and each request's
+// headers by name.
+func eachHeader(sp *spec.Spec, f func(i int, name, val string)) {
 	for i, r := range sp.Workload.Requests {
 		names := make([]string, 0, len(r.Headers))
 		for name := range r.Headers {
@@ -139,12 +151,9 @@ func headerErrors(sp *spec.Spec, lookup func(string) (string, bool)) spec.Errors
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			if _, err := spec.ExpandHeader(r.Headers[name], lookup); err != nil {
-				errs = append(errs, sp.Errorf(fmt.Sprintf("workload.requests[%d].headers.%s", i, name), "%v", err))
-			}
+			f(i, name, r.Headers[name])
 		}
 	}
-	return errs
 }
 
 // unsupportedError is what Check returns: the spec's problems, which also match

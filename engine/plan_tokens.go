@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,30 +18,23 @@ import (
 // UAA client cf: access-token-validity 1200).
 func tokenWarnings(sp *spec.Spec, lookup func(string) (string, bool), under time.Duration, now time.Time) []string {
 	var out []string
-	for i, r := range sp.Workload.Requests {
-		names := make([]string, 0, len(r.Headers))
-		for name := range r.Headers {
-			names = append(names, name)
+	eachHeader(sp, func(i int, name, written string) {
+		val, err := spec.ExpandHeader(written, lookup)
+		if err != nil {
+			return // Preflight refuses it
 		}
-		slices.Sort(names)
-		for _, name := range names {
-			val, err := spec.ExpandHeader(r.Headers[name], lookup)
-			if err != nil {
-				continue // Preflight refuses it
-			}
-			exp, ok := jwtExpiry(val)
-			if !ok || exp.After(now.Add(under)) {
-				continue
-			}
-			when := fmt.Sprintf("expires at %s, in %s", exp.UTC().Format("15:04:05 UTC"), exp.Sub(now).Round(time.Second))
-			if !exp.After(now) {
-				when = fmt.Sprintf("expired at %s", exp.UTC().Format("15:04:05 UTC"))
-			}
-			out = append(out, fmt.Sprintf("workload.requests[%d].headers.%s: the token it sends (%s) %s, before the run ends (at least %s under load): "+
-				"an app that checks it refuses the requests after then, counted as errors. Try: a token that outlives the run",
-				i, name, r.Headers[name], when, under))
+		exp, ok := jwtExpiry(val)
+		if !ok || exp.After(now.Add(under)) {
+			return
 		}
-	}
+		when := fmt.Sprintf("expires at %s, in %s", exp.UTC().Format("15:04:05 UTC"), exp.Sub(now).Round(time.Second))
+		if !exp.After(now) {
+			when = fmt.Sprintf("expired at %s", exp.UTC().Format("15:04:05 UTC"))
+		}
+		out = append(out, fmt.Sprintf("workload.requests[%d].headers.%s: the token it sends (%s) %s, before the run ends (at least %s under load): "+
+			"an app that checks it refuses the requests after then, counted as errors. Try: a token that outlives the run",
+			i, name, written, when, under))
+	})
 	return out
 }
 
