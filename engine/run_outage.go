@@ -116,6 +116,14 @@ func (r *runner) watchNodes(ctx context.Context) {
 	case err == nil && !r.nodeAway.IsZero():
 		r.opts.Reporter.Note(fmt.Sprintf("results database: every Citus node answers again, after %s", time.Since(r.nodeAway).Round(100*time.Millisecond)))
 		r.nodeAway = time.Time{}
+		// At once, not at Citus's next recovery (up to a minute): until then a commit
+		// the node missed holds its rows' locks there, and the writes of the run and
+		// of the generators to them wait (a step's end waited out its generators).
+		cctx, cancel := context.WithTimeout(ctx, nodeCheckTimeout)
+		if err := r.opts.Store.Settle(cctx); err != nil {
+			r.opts.Logger.Warn("finish the Citus nodes' two-phase commits; Citus's own recovery will", "err", err)
+		}
+		cancel()
 	}
 }
 

@@ -312,13 +312,15 @@ func (s *Store) CheckNodes(ctx context.Context) error {
 	return nil
 }
 
-// settle finishes the two-phase commits that a node's absence left prepared on it. A
+// Settle finishes the two-phase commits that a node's absence left prepared on it. A
 // batch whose commit reached the coordinator but not a worker that went away is
 // committed there only by recovery, which Citus runs every citus.recover_2pc_interval
 // (60 s); until then its rows on that worker are invisible, so the figures of a step
-// computed at once would miss rows a writer was told are stored. On plain Postgres it
-// does nothing; with a node still away it fails as any write would.
-func (s *Store) settle(ctx context.Context) error {
+// computed at once would miss rows a writer was told are stored, and the locks the
+// prepared transaction holds there make every write to those rows (a run's or a
+// worker's heartbeat, a step's end) wait. On plain Postgres it does nothing; with a
+// node still away it fails as any write would.
+func (s *Store) Settle(ctx context.Context) error {
 	if s.citus == "" {
 		return nil
 	}

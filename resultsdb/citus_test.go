@@ -210,3 +210,53 @@ func TestCitusRefusals(t *testing.T) {
 		t.Errorf("Retryable(%q) with every node answering: true, want false", internal.Message)
 	}
 }
+
+// TestSettleReleasesALeftoverCommit: a two-phase commit left prepared on a worker (as
+// one that the node missed while it was away) holds its rows' locks there, and a write
+// to them waits until Settle finishes it, not until Citus's own recovery a minute on.
+func TestSettleReleasesALeftoverCommit(t *testing.T) {
+	ctx := context.Background()
+	c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.CreateDatabase(ctx, "results"); err != nil {
+		t.Fatal(err)
+	}
+	store, err := Open(ctx, c.DSN("results"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var shard string
+	if err := store.pool.QueryRow(ctx, `SELECT 'schema_migrations_' || shardid FROM pg_dist_shard WHERE logicalrelid = 'schema_migrations'::regclass`).Scan(&shard); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := pgx.Connect(ctx, c.WorkerDSNs("results")[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close(ctx)
+	// A transaction of the coordinator's (group 0) by its name, which no backend runs.
+	for _, q := range []string{`BEGIN`, `UPDATE ` + shard + ` SET name = name`, `PREPARE TRANSACTION 'citus_0_999999_424242_0'`} {
+		if _, err := worker.Exec(ctx, q); err != nil {
+			t.Fatalf("%s on worker 1: %v", q, err)
+		}
+	}
+	write := func() error {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := store.pool.Exec(wctx, `UPDATE schema_migrations SET name = name`)
+		return err
+	}
+	if err := write(); err == nil {
+		t.Fatal("a write to the rows a prepared transaction holds on a worker went through; want it to wait")
+	}
+	if err := store.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(); err != nil {
+		t.Fatalf("the same write after Settle: %v, want it through", err)
+	}
+}

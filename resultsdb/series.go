@@ -126,7 +126,7 @@ func scanRouterSteps(rows pgx.Rows) ([]RouterStepMetrics, error) {
 // in place of any stored before, and returns them ordered by variant and step. Call it
 // after the run's router logs were pulled (and its app timings flushed).
 func (s *Store) ComputeRouterMetrics(ctx context.Context, runID string) ([]RouterStepMetrics, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.Settle(ctx); err != nil {
 		return nil, err
 	}
 	// The pull just stored the run's router requests: without fresh statistics the

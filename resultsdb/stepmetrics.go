@@ -247,7 +247,7 @@ func durationUS(d time.Duration) int64 { return d.Microseconds() }
 // them: the client-side figures, stalls, and the container metrics of apps over the
 // measured window. It is what every later reader of the step sees.
 func (s *Store) ComputeStepMetrics(ctx context.Context, runID, variant string, idx int, apps []AppRole) (StepSummary, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.Settle(ctx); err != nil {
 		return StepSummary{}, err
 	}
 	live, err := liveSummaries(ctx, s.pool, s.dialect(), runID, variant, idx)
