@@ -156,14 +156,7 @@ func TestPlainPostgresIsAsBefore(t *testing.T) {
 // way back fails a write that a moment later succeeds).
 func TestCitusRefusals(t *testing.T) {
 	ctx := context.Background()
-	c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.CreateDatabase(ctx, "results"); err != nil {
-		t.Fatal(err)
-	}
+	c := ownCluster(t)
 	if _, err := Open(ctx, c.WorkerDSNs("results")[0]); !errors.Is(err, ErrNotCoordinator) {
 		t.Fatalf("open a worker's database before the schema: %v, want ErrNotCoordinator", err)
 	}
@@ -216,14 +209,7 @@ func TestCitusRefusals(t *testing.T) {
 // to them waits until Settle finishes it, not until Citus's own recovery a minute on.
 func TestSettleReleasesALeftoverCommit(t *testing.T) {
 	ctx := context.Background()
-	c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.CreateDatabase(ctx, "results"); err != nil {
-		t.Fatal(err)
-	}
+	c := ownCluster(t)
 	store, err := Open(ctx, c.DSN("results"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,4 +245,20 @@ func TestSettleReleasesALeftoverCommit(t *testing.T) {
 	if err := write(); err != nil {
 		t.Fatalf("the same write after Settle: %v, want it through", err)
 	}
+}
+
+// ownCluster starts a Citus cluster of the test's own (a coordinator and 2 workers, a
+// database "results"), for a test that stops or changes a node; it stops with the test.
+func ownCluster(t *testing.T) *pgserver.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	c := pgserver.NewCluster(pgserver.Options{Dir: testpg.Dir(t), Fast: true}, 2)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.CreateDatabase(ctx, "results"); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
